@@ -1,0 +1,96 @@
+"""Records shared across rlvr: the verifier's structured verdict.
+
+A verdict never collapses to a bare bool: a rollout that scores 0 either died of
+*format* (``no_answer``: nothing could be extracted) or of *verification*
+(``wrong``: extracted, judged unequal). Timeouts and internal errors are their own
+statuses and are never reported as ``wrong``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Status(str, Enum):
+    """Outcome of one verification."""
+
+    CORRECT = "correct"
+    WRONG = "wrong"  # answer extracted, judged unequal: a verification death
+    NO_ANSWER = "no_answer"  # nothing extractable: a format death
+    BAD_GOLD = "bad_gold"  # the gold itself cannot be parsed
+    TIMEOUT = "timeout"
+    ERROR = "error"
+
+    def __str__(self) -> str:  # so f"{status}" prints "correct", not "Status.CORRECT"
+        return self.value
+
+
+class Method(str, Enum):
+    """How equality (or inequality) was decided."""
+
+    STRING = "string"
+    NUMERIC = "numeric"
+    SYMBOLIC = "symbolic"
+    STRUCTURAL = "structural"
+    NONE = "none"  # nothing was compared (no answer, bad gold, timeout, error)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The structured result of verifying one completion against one gold answer.
+
+    Attributes:
+        status: what happened (see :class:`Status`).
+        extracted: the answer span taken from the completion ("" when none).
+        method: how equality was decided.
+        reason: one human-readable line.
+        gold: the answer span taken from the gold ("" when unparsable).
+        details: verifier-specific extras (e.g. which extraction rule fired).
+    """
+
+    status: Status
+    extracted: str = ""
+    method: Method = Method.NONE
+    reason: str = ""
+    gold: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def correct(self) -> bool:
+        """True only for :attr:`Status.CORRECT`."""
+        return self.status is Status.CORRECT
+
+    @property
+    def format_death(self) -> bool:
+        """Nothing could be extracted from the completion."""
+        return self.status is Status.NO_ANSWER
+
+    @property
+    def verification_death(self) -> bool:
+        """An answer was extracted and judged wrong."""
+        return self.status is Status.WRONG
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (enums as their string values)."""
+        d = asdict(self)
+        d["status"] = self.status.value
+        d["method"] = self.method.value
+        d["correct"] = self.correct
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Verdict":
+        """Inverse of :meth:`to_dict` (extra keys are ignored)."""
+        return cls(
+            status=Status(d["status"]),
+            extracted=d.get("extracted", ""),
+            method=Method(d.get("method", "none")),
+            reason=d.get("reason", ""),
+            gold=d.get("gold", ""),
+            details=dict(d.get("details") or {}),
+        )

@@ -1,0 +1,5 @@
+"""The maths verifier: answer extraction, normalisation, equivalence."""
+
+from rlvr.verify.math.verifier import DEFAULT_TIMEOUT, verify_math, verify_math_batch
+
+__all__ = ["DEFAULT_TIMEOUT", "verify_math", "verify_math_batch"]

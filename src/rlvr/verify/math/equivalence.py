@@ -1,0 +1,206 @@
+"""Decide whether two parsed answers are equal, and say how.
+
+Order of tests, cheapest first: exact rationals; decimals against exact values to
+6 significant digits (0.33 is not 1/3); structural SymPy equality; high-precision
+numeric evaluation (closed forms); random-point evaluation to reject unequal
+expressions fast, then ``simplify(a - b) == 0``. Equations are equal when their
+``lhs - rhs`` differ by a non-zero constant factor; relations are compared as the
+sets they define; tuples in order, solution lists as sets.
+"""
+
+from __future__ import annotations
+
+import cmath
+import random
+from fractions import Fraction
+
+import sympy
+
+from rlvr.types import Method
+from rlvr.verify.math.parse import Alts, Expr, Items, Num, Text, Value
+
+#: Relative tolerance when one side was written as a decimal (6 significant digits).
+DECIMAL_RTOL = 1e-6
+#: Relative tolerance for two exact closed forms evaluated to 30 digits.
+EXACT_RTOL = 1e-20
+_SAMPLES = 3
+_PREC = 30
+
+
+def _close(a: complex, b: complex, rtol: float) -> bool:
+    if not (cmath.isfinite(a) and cmath.isfinite(b)):
+        return a == b
+    scale = max(abs(a), abs(b))
+    return abs(a - b) <= rtol * scale if scale > 1e-12 else abs(a - b) <= 1e-12
+
+
+def _numeric(x: sympy.Basic) -> complex | None:
+    try:
+        v = sympy.N(x, _PREC)
+        if v.free_symbols or not v.is_number or v.has(sympy.zoo, sympy.nan):
+            return None
+        return complex(v)
+    except (TypeError, ValueError, ArithmeticError, AttributeError):
+        return None
+
+
+def _sym(v: Num) -> sympy.Rational:
+    return sympy.Rational(v.value.numerator, v.value.denominator)
+
+
+def _eq_num(a: Num, b: Num) -> bool:
+    if a.value == b.value:
+        return True
+    if a.approx or b.approx:
+        return _close(float(a.value), float(b.value), DECIMAL_RTOL)
+    return False
+
+
+def _random_points(symbols: set[sympy.Symbol], seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    return [{s: sympy.Rational(rng.randint(11, 39), 13) for s in symbols} for _ in range(_SAMPLES)]
+
+
+def _eq_expr(a: sympy.Basic, b: sympy.Basic, approx: bool) -> tuple[bool, Method]:
+    if a == b:
+        return True, Method.STRUCTURAL
+    if isinstance(a, sympy.Set) or isinstance(b, sympy.Set):
+        return _eq_sets(a, b), Method.STRUCTURAL
+    if isinstance(a, sympy.MatrixBase) or isinstance(b, sympy.MatrixBase):
+        if not (isinstance(a, sympy.MatrixBase) and isinstance(b, sympy.MatrixBase)) or a.shape != b.shape:
+            return False, Method.STRUCTURAL
+        return all(_eq_expr(x, y, approx)[0] for x, y in zip(a, b)), Method.STRUCTURAL
+    if isinstance(a, sympy.Equality) and isinstance(b, sympy.Equality):
+        return _eq_equations(a, b), Method.SYMBOLIC
+    if isinstance(a, sympy.Equality) or isinstance(b, sympy.Equality):
+        return False, Method.STRUCTURAL
+    if isinstance(a, sympy.logic.boolalg.Boolean) or isinstance(b, sympy.logic.boolalg.Boolean):
+        return False, Method.STRUCTURAL
+    if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
+        return False, Method.STRUCTURAL
+    syms = a.free_symbols | b.free_symbols
+    if not syms:
+        va, vb = _numeric(a), _numeric(b)
+        if va is None or vb is None:
+            return False, Method.NUMERIC
+        return _close(va, vb, DECIMAL_RTOL if approx else 1e-15), Method.NUMERIC
+    if a.free_symbols != b.free_symbols:
+        pass  # may still be equal (x - x + y vs y); random points decide
+    diff = a - b
+    for point in _random_points(syms, seed=len(syms)):
+        va, vb = _numeric(a.subs(point)), _numeric(b.subs(point))
+        if va is not None and vb is not None and not _close(va, vb, 1e-9):
+            return False, Method.NUMERIC
+    try:
+        if sympy.simplify(diff) == 0:
+            return True, Method.SYMBOLIC
+    except (TypeError, ValueError, ArithmeticError, AttributeError, RecursionError):
+        pass
+    # Agreement at every random point, simplify undecided: accept (identities that
+    # simplify misses, e.g. nested radicals) -- the points were far from trivial.
+    ok = all(
+        (va := _numeric(a.subs(p))) is not None and (vb := _numeric(b.subs(p))) is not None and _close(va, vb, 1e-12)
+        for p in _random_points(syms, seed=7)
+    )
+    return ok, Method.NUMERIC
+
+
+def _eq_equations(a: sympy.Equality, b: sympy.Equality) -> bool:
+    da, db = a.lhs - a.rhs, b.lhs - b.rhs
+    syms = da.free_symbols | db.free_symbols
+    if not syms:
+        return False
+    ratios = []
+    for p in _random_points(syms, seed=3):
+        va, vb = _numeric(da.subs(p)), _numeric(db.subs(p))
+        if va is None or vb is None:
+            continue
+        if abs(vb) < 1e-12:
+            if abs(va) > 1e-12:
+                return False
+            continue
+        ratios.append(va / vb)
+    if not ratios:
+        return False
+    r0 = ratios[0]
+    return abs(r0) > 1e-12 and all(_close(r, r0, 1e-9) for r in ratios)
+
+
+def _eq_sets(a: sympy.Basic, b: sympy.Basic) -> bool:
+    if not (isinstance(a, sympy.Set) and isinstance(b, sympy.Set)):
+        return False
+    if isinstance(a, sympy.Interval) and isinstance(b, sympy.Interval):
+        return (
+            a.left_open == b.left_open
+            and a.right_open == b.right_open
+            and _eq_expr(a.start, b.start, False)[0]
+            and _eq_expr(a.end, b.end, False)[0]
+        )
+    if type(a) is not type(b):
+        try:
+            return bool(a.symmetric_difference(b).is_empty)
+        except Exception:  # SymPy's set algebra raises assorted errors on odd sets
+            return False
+    if isinstance(a, sympy.Union | sympy.FiniteSet):
+        return len(a.args) == len(b.args) and all(
+            any(_eq_sets(x, y) if isinstance(x, sympy.Set) else _eq_expr(x, y, False)[0] for y in b.args)
+            for x in a.args
+        )
+    return a == b
+
+
+def _as_expr(v: Value) -> tuple[sympy.Basic, bool] | None:
+    if isinstance(v, Num):
+        return _sym(v), v.approx
+    if isinstance(v, Expr):
+        return v.expr, False
+    return None
+
+
+def equal_values(g: Value, p: Value) -> tuple[bool, Method]:
+    """Compare one reading of the gold with one reading of the prediction."""
+    if isinstance(g, Items) and len(g.items) == 1:
+        return equal_alts(g.items[0], (p,))
+    if isinstance(p, Items) and len(p.items) == 1:
+        return equal_alts((g,), p.items[0])
+    if isinstance(g, Num) and isinstance(p, Num):
+        return _eq_num(g, p), Method.NUMERIC
+    if isinstance(g, Text) or isinstance(p, Text):
+        if isinstance(g, Text) and isinstance(p, Text):
+            return g.text == p.text, Method.STRING
+        return False, Method.STRING
+    if isinstance(g, Items) and isinstance(p, Items):
+        return _eq_items(g, p), Method.STRUCTURAL
+    if isinstance(g, Items) or isinstance(p, Items):
+        return False, Method.STRUCTURAL
+    ga, pa = _as_expr(g), _as_expr(p)
+    if ga is None or pa is None:
+        return False, Method.STRUCTURAL
+    return _eq_expr(ga[0], pa[0], ga[1] or pa[1])
+
+
+def _eq_items(g: Items, p: Items) -> bool:
+    if g.ordered or p.ordered:
+        return len(g.items) == len(p.items) and all(equal_alts(x, y)[0] for x, y in zip(g.items, p.items))
+    # Solution lists compare as sets: each side's every element is found in the other.
+    return all(any(equal_alts(x, y)[0] for y in p.items) for x in g.items) and all(
+        any(equal_alts(x, y)[0] for x in g.items) for y in p.items
+    )
+
+
+def equal_alts(gold: Alts, pred: Alts) -> tuple[bool, Method]:
+    """True when some reading of the gold equals some reading of the prediction."""
+    method = Method.NONE
+    for g in gold:
+        for p in pred:
+            ok, m = equal_values(g, p)
+            if ok:
+                return True, m
+            if method is Method.NONE:
+                method = m
+    return False, method
+
+
+def fraction_of(v: Value) -> Fraction | None:
+    """The exact value of a plain number reading (used by fast paths and tests)."""
+    return v.value if isinstance(v, Num) else None

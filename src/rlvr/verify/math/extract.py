@@ -1,0 +1,258 @@
+"""Find the answer span in a model output.
+
+Candidates come in priority order; the verifier takes the first that parses:
+
+1. the last complete ``<answer>...</answer>`` (text inside ``<think>`` never counts);
+2. the last ``\\boxed{...}`` / ``\\fbox{...}`` (nested braces, ``\\boxed 5``), joined with
+   the boxes before it in the same final sentence ("\\boxed{1} and \\boxed{2}");
+3. "the (final) answer is ..." / "Final Answer: ..." (wins over numbers after it);
+4. GSM8K's ``#### n``;
+5. the whole text, when it is a bare answer rather than prose;
+6. the last math span (``$..$``, ``$$..$$``, ``\\(..\\)``, ``\\[..\\]``);
+7. the last number (switched off by ``strict``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+#: Completions longer than this are cut to their tail: answers sit at the end, and a
+#: megabyte of text must not cost a megabyte of regex work.
+MAX_SCAN_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One possible answer span.
+
+    Attributes:
+        rule: which extraction rule produced it (``answer_tag``, ``boxed``...).
+        parts: the answer pieces; several only when several boxes form a list.
+    """
+
+    rule: str
+    parts: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The parts joined as one list-shaped answer string."""
+        return ", ".join(self.parts)
+
+
+_THINK_CLOSE = re.compile(r"</think\s*>", re.I)
+_THINK_OPEN = re.compile(r"^\s*<think\s*>", re.I)
+_ANSWER_TAG = re.compile(r"<answer\s*>(.*?)</answer\s*>", re.S | re.I)
+_BOX_START = re.compile(r"\\(?:boxed|fbox)\b")
+
+
+def strip_reasoning(text: str) -> str | None:
+    """Drop the ``<think>`` part. None when the reasoning never closed (no answer part)."""
+    parts = _THINK_CLOSE.split(text)
+    if len(parts) > 1:
+        return parts[-1]
+    if _THINK_OPEN.match(text):
+        return None
+    return text
+
+
+def find_boxes(text: str) -> list[tuple[int, int, str]]:
+    """All ``\\boxed``/``\\fbox`` spans as (start, end, content), scanning without recursion."""
+    out = []
+    for m in _BOX_START.finditer(text):
+        i = m.end()
+        n = len(text)
+        while i < n and text[i] in " \t":
+            i += 1
+        if i < n and text[i] == "{":
+            depth, j = 0, i
+            while j < n:
+                c = text[j]
+                if c == "\\" and j + 1 < n:  # skip escaped braces \{ \}
+                    j += 2
+                    continue
+                if c == "{":
+                    depth += 1
+                elif c == "}":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j += 1
+            if depth == 0 and j < n:
+                out.append((m.start(), j + 1, text[i + 1 : j]))
+        elif m.end() < i < n:  # "\boxed 5": one token after whitespace
+            tok = re.match(r"[-+]?[\w.]+", text[i:])
+            if tok:
+                out.append((m.start(), i + tok.end(), tok.group(0)))
+    return out
+
+
+# What may stand between two boxes that form one list: punctuation, math delimiters,
+# spacing commands and a few connecting words ("and", "or", "for part (a) and").
+_BETWEEN_NOISE = re.compile(
+    r"\\text(?:bf|rm|normal)?\s*\{([^{}]*)\}|\\[()\[\]]|\\q?quad|\\[,;:! ]|\$|[\s,;.&]|\\\\"
+)
+_CONNECTORS = {"and", "or"}
+
+
+def _joins(between: str) -> bool:
+    if "\n\n" in between or len(between) > 80:
+        return False
+    rest = _BETWEEN_NOISE.sub(lambda m: f" {m.group(1) or ''} ", between)
+    words = [w for w in rest.split() if any(c.isalpha() for c in w)]
+    if not words:  # only symbols between the boxes ("\boxed{1}, \boxed{2}", "++")
+        return True
+    return len(words) <= 5 and any(w.lower() in _CONNECTORS for w in words)
+
+
+def boxed_candidate(text: str) -> Candidate | None:
+    """The last box, with the boxes before it that belong to the same final list."""
+    boxes = [b for b in find_boxes(text) if b[2].strip()]
+    if not boxes:
+        return None
+    group = [boxes[-1]]
+    for prev in reversed(boxes[:-1]):
+        if prev[1] <= group[0][0] and _joins(text[prev[1] : group[0][0]]):
+            group.insert(0, prev)
+        else:
+            break
+    return Candidate("boxed", tuple(b[2].strip() for b in group))
+
+
+_ANSWER_IS = re.compile(
+    r"(?:final\s+answer|the\s+answer|answer)\s*(?:is\b|:|=|(?=\$|\\[(\[]))\s*(?::\s*)?", re.I
+)
+_MATH_SPAN = re.compile(
+    r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\(([^\n]+?)\\\)|(?<![\\$])\$((?:\\\$|[^$\n])+?)\$", re.S
+)
+
+
+def _leading_math(s: str) -> str | None:
+    m = _MATH_SPAN.match(s)
+    if m:
+        return next(g for g in m.groups() if g is not None)
+    return None
+
+
+def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
+    """Text after the last "the answer is" / "Final Answer:", up to the sentence's end.
+
+    Only markers that start at or after ``after`` count (a box written later wins).
+    """
+    last = None
+    for m in _ANSWER_IS.finditer(text):
+        last = m
+    if last is None or last.start() < after:
+        return None
+    rest = text[last.end() :].lstrip()
+    # "Final Answer: The final answer is X": take the inner phrase.
+    inner = _ANSWER_IS.search(rest[:200])
+    if inner:
+        rest = rest[inner.end() :].lstrip()
+    math = _leading_math(rest)
+    if math is not None:
+        return Candidate("answer_is", (math.strip(),))
+    m = re.match(r"(.*?)(?:\.\s|\.$|\n|$)", rest, re.S)
+    span = (m.group(1) if m else rest).strip().strip('"\\').strip()
+    # "The largest $n$ is 34": the value comes after the last " is ".
+    if " is " in span:
+        span = span.rsplit(" is ", 1)[1]
+    span = span.strip(" .")
+    if not span or len(span) > 300:
+        return None
+    if not is_bare_answer(span):  # "Jane started growing Sphere 3 hours ago"
+        tail = tail_value(span)
+        if tail is None:
+            return None
+        span = tail
+    return Candidate("answer_is", (span,))
+
+
+def tail_value(text: str) -> str | None:
+    """The last math span or the last number, whichever comes later in the text."""
+    spans, nums = _spans_and_numbers(text)
+    if nums and (not spans or nums[-1][0] > spans[-1][0]):
+        return nums[-1][1]
+    return spans[-1][1] if spans else None
+
+
+def _spans_and_numbers(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """Math spans as (end, content) and numbers outside them as (start, text)."""
+    spans, covered = [], []
+    for m in _MATH_SPAN.finditer(text):
+        g = next(x for x in m.groups() if x is not None).strip()
+        covered.append((m.start(), m.end()))
+        if g:
+            spans.append((m.end(), g))
+    nums = [
+        (m.start(), m.group(0))
+        for m in _NUMBER.finditer(text)
+        if not any(a <= m.start() < b for a, b in covered)
+    ]
+    return spans, nums
+
+
+_GSM8K = re.compile(r"####\s*([^\n]+)")
+_NUMBER = re.compile(r"(?:[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|[-+]?\.\d+)(?:\s?\\?%)?")
+_PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
+_BARE_OK_WORDS = {
+    "and", "or", "percent", "pct", "percentage", "the", "text", "frac", "sqrt",
+}
+
+
+def _latex_free(s: str) -> str:
+    """Text with LaTeX commands and \\text{...} contents removed (for counting prose)."""
+    s = re.sub(r"\\(?:text|mathrm|mbox|textbf|textnormal|operatorname)\s*\{[^{}]*\}", " ", s)
+    return re.sub(r"\\[a-zA-Z]+", " ", s)
+
+
+def is_bare_answer(text: str) -> bool:
+    """A short answer written on its own, not prose that contains one."""
+    t = text.strip()
+    if not t or len(t) > 300 or "\n\n" in t:
+        return False
+    words = [w for w in _PROSE_WORD.findall(_latex_free(t)) if w.lower() not in _BARE_OK_WORDS]
+    return len(words) <= 1
+
+
+def iter_candidates(text: str, *, strict: bool = False) -> Iterator[Candidate]:
+    """Yield answer candidates in priority order (see the module docstring)."""
+    if len(text) > MAX_SCAN_CHARS:
+        text = text[-MAX_SCAN_CHARS:]
+    body = strip_reasoning(text)
+    if body is None:
+        return
+    tags = _ANSWER_TAG.findall(body)
+    if tags:
+        inner = tags[-1].strip()
+        box = boxed_candidate(inner)
+        if box is not None:
+            yield Candidate("answer_tag", box.parts)
+        elif inner:
+            yield Candidate("answer_tag", (inner,))
+        return  # an answer tag is a promise: do not go looking elsewhere
+    boxes = find_boxes(body)
+    said = answer_is_candidate(body, after=boxes[-1][1] if boxes else 0)
+    if said is not None:  # "The final answer is X" written after the last box wins
+        yield said
+    box = boxed_candidate(body)
+    if box is not None:
+        yield box
+    if said is None and (said := answer_is_candidate(body)) is not None:
+        yield said
+    gsm = _GSM8K.findall(body)
+    if gsm:
+        yield Candidate("gsm8k", (gsm[-1].strip(),))
+    if is_bare_answer(body):
+        yield Candidate("bare", (body.strip(),))
+    spans, nums = _spans_and_numbers(body)
+    if strict:
+        nums = []
+    # Prose that ends "... so there are 12 sequences": a number after the last math span wins.
+    if nums and (not spans or nums[-1][0] > spans[-1][0]):
+        yield Candidate("last_number", (nums[-1][1],))
+    if spans:
+        yield Candidate("math_span", (spans[-1][1],))
+    if nums:
+        yield Candidate("last_number", (nums[-1][1],))

@@ -1,0 +1,111 @@
+"""Pure ``str -> str`` clean-up of an answer span before it is parsed.
+
+LaTeX spelling variants, Unicode maths, thousands separators, units, degrees and
+percent words are brought to one form. Percent is *kept* as a trailing ``%`` so the
+parser can offer both readings (``50%`` is 50 and 0.5); a number without ``%`` is
+never rescaled.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_SUPERSCRIPTS = str.maketrans({"⁰": "0", "¹": "1", "²": "2", "³": "3", "⁴": "4", "⁵": "5",
+                               "⁶": "6", "⁷": "7", "⁸": "8", "⁹": "9", "⁻": "-", "⁺": "+"})
+_SUPER_RUN = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]+")
+_VULGAR = {"½": "1/2", "⅓": "1/3", "⅔": "2/3", "¼": "1/4", "¾": "3/4", "⅕": "1/5", "⅖": "2/5",
+           "⅗": "3/5", "⅘": "4/5", "⅙": "1/6", "⅚": "5/6", "⅛": "1/8", "⅜": "3/8", "⅝": "5/8",
+           "⅞": "7/8"}
+_UNICODE_MATH = {
+    "√": "\\sqrt", "∞": "\\infty", "×": "\\times", "·": "\\cdot", "⋅": "\\cdot", "÷": "/",
+    "−": "-", "–": "-", "—": "-", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne ", "π": "\\pi ",
+    "∪": "\\cup ", "∩": "\\cap ", "∈": "\\in ", "∅": "\\emptyset ", "±": "\\pm ", "∓": "\\mp ",
+    "≈": "\\approx ", "°": "^\\circ", "θ": "\\theta ", "α": "\\alpha ", "β": "\\beta ",
+}
+_UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE_MATH)))
+
+_DOUBLE_ESCAPED = re.compile(r"(?<!\\)\\\\(?=[a-zA-Z])")
+_DELIMS = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$")
+_SPACING = re.compile(r"(?<!\\)\\[,;:! ]|\\q?quad|~|\\(?:display|text|script)style\b|\\hspace\{[^}]*\}")
+_LEFT_RIGHT = re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![a-zA-Z])\s*\.?")
+_FRAC_VARIANTS = re.compile(r"\\[dtc]frac\b")
+_DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ\b|\\circ\b|\\degree\b|\bdegrees?\b")
+_TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mbox|operatorname|mathit)\s*\{([^{}]*)\}")
+_PERCENT = re.compile(r"\\%|\s*\b(?:percentage|percent|pct)\b\.?")
+_THOUSANDS_MARKED = re.compile(r"(\d)(?:,\\!\s*|\{,\}|\\,|\\!)(?=\d{3}(?!\d))")
+# Not "(12,102)": a pair in brackets is an interval or a tuple, not a number.
+_THOUSANDS_PLAIN = re.compile(r"(?<![\d.,])(?<![(\[]\s)(?<![(\[])[1-9]\d{0,2}(?:,\d{3})+(?![\d,])(?!\s?[)\]])(?:\.\d+)?")
+_SPACED_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
+_DOLLAR_WORD = re.compile(r"\\\$")
+# Trailing unit words after a quantity: "35 cm", "125 miles", "0.06 yuan", "15 cm^2".
+_TRAILING_UNITS = re.compile(r"(?<=[\d}.)])\s*(?:[a-zA-Z]{2,}\.?(?:\^\{?\d\}?)?\s*)+$")
+
+
+def unicode_to_latex(s: str) -> str:
+    """Unicode maths to LaTeX: superscripts, vulgar fractions, symbols, full-width digits."""
+    s = _SUPER_RUN.sub(lambda m: "^{" + m.group(0).translate(_SUPERSCRIPTS) + "}", s)
+    for k, v in _VULGAR.items():
+        if k in s:
+            # "2½" is a mixed number: 2 + 1/2
+            s = re.sub(rf"(\d){re.escape(k)}", rf"(\1+{v})", s).replace(k, f"({v})")
+    s = _UNICODE_RE.sub(lambda m: _UNICODE_MATH[m.group(0)], s)
+    # Full-width digits and letters (NFKC), after the superscripts were handled.
+    return unicodedata.normalize("NFKC", s)
+
+
+def strip_thousands(s: str) -> str:
+    """Remove thousands separators (``1,234``, ``1\\,000``, ``1{,}000``, ``32,\\! 349``).
+
+    Only groups of exactly three digits are joined: ``1,22`` stays a list, and
+    ``32, 349`` (comma and space) stays two numbers.
+    """
+    s = _THOUSANDS_MARKED.sub(r"\1", s)
+    s = _THOUSANDS_PLAIN.sub(lambda m: m.group(0).replace(",", ""), s)
+    if _SPACED_THOUSANDS.match(s.strip()):
+        s = s.replace(" ", "")
+    return s
+
+
+def normalize(span: str) -> str:
+    """Bring an answer span to one canonical LaTeX-ish spelling.
+
+    Example:
+        >>> normalize(r"$\\dfrac{1}{2}\\,\\text{cm}$")
+        '\\\\frac{1}{2}'
+        >>> normalize("1,234,567")
+        '1234567'
+        >>> normalize(r"50\\%")
+        '50%'
+    """
+    s = span.strip()
+    s = _DOUBLE_ESCAPED.sub(r"\\", s)
+    s = unicode_to_latex(s)
+    s = _DELIMS.sub(" ", s.replace("\\$", " "))
+    s = _LEFT_RIGHT.sub("", s)
+    s = _FRAC_VARIANTS.sub(r"\\frac", s)
+    s = _DEGREES.sub("", s)
+    s = _PERCENT.sub("%", s)
+    s = strip_thousands(s)
+    s = re.sub(r"^\\(?:boxed|fbox)\s*\{(?!.*\}\s*$)", "", s)  # a box that never closed
+    s = _SPACING.sub(" ", s)
+    s = s.replace("\\dots", "").replace("\\ldots", "").replace("\\cdots", "")
+    s = re.sub(r"\s+", " ", s).strip()
+    s = s.rstrip(".").strip()
+    return s
+
+
+def unwrap_text(s: str) -> str:
+    """``\\text{...}``-like commands replaced by their content."""
+    for _ in range(3):  # nested \text{\textbf{..}}
+        s2 = _TEXT_CMD.sub(lambda m: m.group(1), s)
+        if s2 == s:
+            break
+        s = s2
+    return s
+
+
+def strip_units(s: str) -> str:
+    """Drop trailing unit words after a quantity ("35 cm" -> "35")."""
+    out = _TRAILING_UNITS.sub("", s).strip()
+    return out or s

@@ -1,0 +1,331 @@
+"""Turn a normalised answer span into values that can be compared.
+
+A span may have several readings, so parsing returns a tuple of alternatives:
+``(1,2)`` is both an ordered pair and an open interval; ``50%`` is both 50 and
+1/2; ``x = 4`` is both the value 4 and the equation. Equality holds when some
+reading of the gold equals some reading of the prediction (see
+:mod:`rlvr.verify.math.equivalence`). LaTeX goes through latex2sympy2_extended (the
+parser math-verify builds on); plain numbers take a fast path that never reaches it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+import sympy
+from latex2sympy2_extended import latex2sympy
+from latex2sympy2_extended.math_normalization import NormalizationConfig
+
+from rlvr.errors import Refused
+from rlvr.verify.math import guards
+from rlvr.verify.math.normalize import normalize, strip_units, unwrap_text
+
+
+@dataclass(frozen=True)
+class Num:
+    """An exact rational; ``approx`` when it was written as a decimal."""
+
+    value: Fraction
+    approx: bool = False
+
+
+@dataclass(frozen=True)
+class Expr:
+    """Any SymPy object: expression, relation, set, matrix."""
+
+    expr: sympy.Basic
+
+
+@dataclass(frozen=True)
+class Text:
+    """A textual answer, compared as a normalised string."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Items:
+    """Several answers: an ordered tuple, or an unordered list/set of solutions."""
+
+    items: tuple[tuple["Value", ...], ...]
+    ordered: bool
+
+
+Value = Num | Expr | Text | Items
+Alts = tuple[Value, ...]
+
+_L2S_CONFIG = NormalizationConfig(
+    basic_latex=True, units=False, malformed_operators=True, nits=False, boxed="none", equations=False
+)
+_OPEN = "([{"
+_CLOSE = ")]}"
+
+
+def split_top(s: str, seps: tuple[str, ...]) -> list[str]:
+    """Split at separators that are outside every bracket (``\\{`` counts as one)."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s) and s[i + 1] in "{}":
+            depth += 1 if s[i + 1] == "{" else -1
+            i += 2
+            continue
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+        elif depth == 0:
+            for sep in seps:
+                if s.startswith(sep, i):
+                    parts.append(s[start:i])
+                    start = i + len(sep)
+                    i = start - 1
+                    break
+        i += 1
+    parts.append(s[start:])
+    return [p.strip() for p in parts]
+
+
+def _matching_close(s: str, open_at: int) -> int:
+    depth = 0
+    for j in range(open_at, len(s)):
+        if s[j] in _OPEN:
+            depth += 1
+        elif s[j] in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return j
+    return -1
+
+
+_INT = r"[-+]?\d+"
+_DEC = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)$")
+_FRAC_PLAIN = re.compile(r"^([-+]?\d+)\s*/\s*(\d+)$")
+_FRAC_LATEX = re.compile(r"^([-+]?)\\frac\s*\{?\s*(\d+)\s*\}?\s*\{?\s*(\d+)\s*\}?$")
+_MIXED = re.compile(r"^([-+]?)(\d+)\s*\\frac\s*\{?\s*(\d+)\s*\}?\s*\{?\s*(\d+)\s*\}?$")
+_SCI = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|\*|x)\s*10\s*\^\s*\{?\s*([-+]?\d+)\s*\}?$")
+_E_NOTATION = re.compile(r"^([-+]?\d+(?:\.\d+)?)[eE]([-+]?\d+)$")
+
+
+def parse_number(s: str) -> Num | None:
+    """The fast path: plain integers, decimals, fractions, mixed and scientific numbers."""
+    s = s.strip().replace(" ", "")
+    if _DEC.match(s):
+        return Num(Fraction(s), approx="." in s and not re.match(r"^[-+]?\d+\.0*$", s))
+    if m := _FRAC_PLAIN.match(s):
+        return Num(Fraction(int(m.group(1)), int(m.group(2)))) if int(m.group(2)) else None
+    if m := _FRAC_LATEX.match(s):
+        den = int(m.group(3))
+        return Num(Fraction(int(m.group(2)), den) * (-1 if m.group(1) == "-" else 1)) if den else None
+    if m := _MIXED.match(s):
+        den = int(m.group(4))
+        if not den:
+            return None
+        v = int(m.group(2)) + Fraction(int(m.group(3)), den)
+        return Num(-v if m.group(1) == "-" else v)
+    for pat in (_SCI, _E_NOTATION):
+        if (m := pat.match(s)) and abs(int(m.group(2))) <= guards.MAX_EXPONENT:
+            return Num(Fraction(m.group(1)) * Fraction(10) ** int(m.group(2)), approx="." in m.group(1))
+    return None
+
+
+_IMAG = sympy.Symbol("i")
+
+
+@lru_cache(maxsize=4096)
+def latex_to_sympy(s: str) -> sympy.Basic | None:
+    """latex2sympy2_extended, guarded and cached; None when it cannot parse."""
+    guards.check_span(s)
+    s = re.sub(r"(\d)\s*\\frac\s*\{(\d+)\}\s*\{(\d+)\}", r"(\1+\\frac{\2}{\3})", s)  # mixed numbers
+    try:
+        expr = latex2sympy(s, normalization_config=_L2S_CONFIG)
+    except Exception:  # the parser signals every syntax problem with a bare Exception
+        return None
+    if isinstance(expr, str) or expr is None:
+        return None
+    if isinstance(expr, sympy.MatrixExpr) and not isinstance(expr, sympy.MatrixSymbol):
+        guards.check_expr(expr)
+        expr = expr.doit()  # "A + B", "A B" of explicit matrices: compute them
+    if isinstance(expr, sympy.MatrixBase):
+        expr = sympy.ImmutableMatrix(expr)  # hashable, and a sympy.Basic like the rest
+    if isinstance(expr, sympy.Basic):
+        guards.check_expr(expr)
+        if _IMAG in expr.free_symbols:
+            expr = expr.subs(_IMAG, sympy.I)
+    return expr
+
+
+_REL = re.compile(r"\\(?:le|leq|ge|geq|lt|gt|ne|neq|leqslant|geqslant)(?![a-zA-Z])|<=|>=|!=|<|>")
+_NAME_NOISE = re.compile(r"_\{[^{}]*\}|_\w|\\frac|\\left|\\right|\\mathrm|\\operatorname|[{}()|:\s,]|\\[a-zA-Z]+")
+
+
+def is_name(lhs: str) -> bool:
+    """Is the left side of ``=`` a name for the answer ("x", "f(x)", "|AB|", "(p,q)")?"""
+    core = _NAME_NOISE.sub("", lhs)
+    return bool(core) and bool(re.fullmatch(r"[a-zA-Z'*/]+", core))
+
+
+def _to_value(obj: sympy.Basic) -> Value:
+    if isinstance(obj, sympy.Rational):
+        return Num(Fraction(int(obj.p), int(obj.q)))
+    if isinstance(obj, sympy.Tuple):
+        return Items(tuple((_to_value(a),) for a in obj.args), ordered=True)
+    return Expr(obj)
+
+
+def _sympy_alts(s: str) -> Alts:
+    expr = latex_to_sympy(s)
+    if expr is None:
+        return ()
+    if isinstance(expr, sympy.Interval) and s.startswith("(") and s.endswith(")"):
+        pair = Items(((_to_value(expr.start),), (_to_value(expr.end),)), ordered=True)
+        return (Expr(expr), pair)
+    if isinstance(expr, sympy.Basic):
+        return (_to_value(expr),)
+    return ()
+
+
+def _relation_alts(s: str) -> Alts:
+    """Inequalities and ``x \\in S`` become the set of values they allow."""
+    if re.search(r"\\in(?![a-zA-Z])", s):
+        lhs, rhs = re.split(r"\\in(?![a-zA-Z])", s, maxsplit=1)
+        if is_name(lhs):
+            return parse_alts(rhs)
+    parts = _REL.split(s)
+    ops = _REL.findall(s)
+    if len(parts) == 3 and is_name(parts[1]) and "|" not in parts[1]:  # "a < f(x) < b": the name is only a placeholder
+        s = parts[0] + ops[0] + " t " + ops[1] + parts[2]
+    elif len(parts) == 2 and is_name(parts[0]) and not re.search("[a-zA-Z]", _NAME_NOISE.sub("", parts[1])):
+        s = " t " + ops[0] + parts[1]
+    elif len(parts) == 2 and is_name(parts[1]) and not re.search("[a-zA-Z]", _NAME_NOISE.sub("", parts[0])):
+        s = parts[0] + ops[0] + " t "
+    expr = latex_to_sympy(s)
+    if expr is None or not isinstance(expr, sympy.Basic):
+        return ()
+    syms = expr.free_symbols
+    if len(syms) == 1:
+        x = next(iter(syms))
+        real = sympy.Symbol(x.name, real=True)
+        try:
+            return (Expr(expr.subs(x, real).as_set()),)
+        except Exception:  # as_set raises NotImplementedError and friends on hard relations
+            return (Expr(expr),)
+    return (Expr(expr),)
+
+
+def _equation_alts(s: str) -> Alts:
+    if "\\approx" in s:
+        head, tail = s.split("\\approx", 1)
+        s = head if "=" in head else head + "=" + tail.split("\\approx")[0]
+    parts = [p for p in split_top(s, ("=",))]
+    if len(parts) < 2 or not all(parts):
+        return ()
+    value = parts[-1]
+    alts: list[Value] = []
+    if not any(re.search("[a-zA-Z]", _NAME_NOISE.sub("", p)) for p in parts):
+        return parse_alts(value)  # pure arithmetic "1/2 = 10/9": the value is the last part
+    if is_name(parts[-2]):
+        alts.extend(parse_alts(value))
+        if len(parts) == 2:
+            eq = latex_to_sympy(parts[0] + "=" + value)
+            if isinstance(eq, sympy.Equality):
+                alts.append(Expr(eq))
+        return tuple(alts)
+    eq = latex_to_sympy(parts[0] + "=" + value)
+    return (Expr(eq),) if isinstance(eq, sympy.Basic) else ()
+
+
+_WORDS_ONLY = re.compile(r"^[A-Za-z][A-Za-z\s'\-]*$")
+_CHOICE = re.compile(r"^\(?([A-Ea-e])\)?$")
+
+
+def _text_value(s: str) -> Text | None:
+    t = unwrap_text(s).strip()
+    if m := _CHOICE.match(t):
+        return Text(m.group(1).lower())
+    if _WORDS_ONLY.match(t):
+        return Text(" ".join(t.lower().split()))
+    return None
+
+
+# "(11,7)or(7,11)", "W(x)=1orW(x)=-1": connectors written without spaces.
+_GLUED_CONNECTOR = re.compile(r"(?<=[\d)\]}])(?:or|and)(?=[A-Za-z(\[{\\\d-])")
+_DECIMAL_COMMA = re.compile(r"^([-+]?\d+),(\d+)$")
+
+
+@lru_cache(maxsize=8192)
+def parse_alts(span: str) -> Alts:
+    """All readings of an answer span (empty when it cannot be parsed at all)."""
+    if len(span) > guards.MAX_SPAN_CHARS:
+        return (Text(re.sub(r"\s+", "", span).lower()),)  # too long to parse: string compare only
+    guards.check_span(span)
+    s = normalize(span)
+    if not s:
+        return ()
+    s = re.sub(r"\\text\s*\{\s*(and|or)\s*\}", r" \1 ", s)
+    s = re.sub(r"\\q?quad", " ", s)
+    s = _GLUED_CONNECTOR.sub(" , ", s)
+    for seps in ((";",), (",", " or ", " and ", r"\text{or}")):
+        parts = [p for p in split_top(s, seps) if p]
+        if len(parts) > 1:
+            items = (Items(tuple(parse_alts(p) for p in parts), ordered=False),)
+            if m := _DECIMAL_COMMA.match(s):  # "1,22": a list, or a decimal comma
+                return items + (Num(Fraction(f"{m.group(1)}.{m.group(2)}"), approx=True),)
+            return items
+    return _atom_alts(s)
+
+
+def _atom_alts(s: str) -> Alts:
+    if len(s) >= 2 and s[0] == "{" and _matching_close(s, 0) == len(s) - 1:
+        return parse_alts(s[1:-1])  # LaTeX grouping braces
+    if s.startswith("\\{") and s.endswith("\\}"):
+        inner = s[2:-2].strip()
+        parts = [p for p in split_top(inner, (",", ";")) if p] if inner else []
+        return (Items(tuple(parse_alts(p) for p in parts), ordered=False),)
+    if s[0] in "([" and _matching_close(s, 0) == len(s) - 1:
+        inner = [p for p in split_top(s[1:-1], (",", ";")) if p]
+        if len(inner) > 1:
+            alts: list[Value] = []
+            if len(inner) == 2:
+                alts.extend(a for a in _sympy_alts(s) if isinstance(a, Expr))
+            if s[0] == "(" or len(inner) > 2 or s[-1] == "]":
+                alts.append(Items(tuple(parse_alts(p) for p in inner), ordered=True))
+            return tuple(alts)
+        if s[0] == "(" and len(inner) == 1:
+            return parse_alts(inner[0])
+    if re.fullmatch(r"\d+\s*:\s*\d+", s):  # a time or a ratio: "12:00", "7:32"
+        return (Text(s.replace(" ", "")),)
+    if re.search(r"\\(?:pm|mp)(?![a-zA-Z])", s):
+        plus = re.sub(r"\\(?:pm|mp)(?![a-zA-Z])", "+", s, count=1)
+        minus = re.sub(r"\\(?:pm|mp)(?![a-zA-Z])", "-", s, count=1)
+        return (Items((parse_alts(plus), parse_alts(minus)), ordered=False),)
+    if _REL.search(s) or re.search(r"\\in(?![a-zA-Z])", s):
+        return _relation_alts(s)
+    if "\\cup" in s:
+        return _sympy_alts(s)
+    if "=" in s or "\\approx" in s:
+        return _equation_alts(s)
+    if s.endswith("%"):
+        base = _atom_alts(s[:-1].strip()) if s[:-1].strip() else ()
+        scaled = tuple(Num(v.value / 100, v.approx) for v in base if isinstance(v, Num))
+        return base + scaled
+    if (num := parse_number(s)) is not None:
+        return (num,)
+    plain = strip_units(unwrap_text(s))
+    if plain != s and (num := parse_number(plain)) is not None:
+        return (num,)
+    if (text := _text_value(s)) is not None:
+        return (text,)
+    alts = _sympy_alts(plain)
+    return alts or (Text(re.sub(r"\s+", "", s).lower()),)
+
+
+def try_parse(span: str) -> tuple[Alts, str | None]:
+    """``(readings, refusal reason)``; a refused span has no readings."""
+    try:
+        return parse_alts(span), None
+    except Refused as e:
+        return (), str(e)

@@ -1,0 +1,122 @@
+"""``verify_math``: extract -> normalise -> parse -> compare, returning a :class:`Verdict`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from rlvr.errors import VerifierTimeout
+from rlvr.types import Method, Status, Verdict
+from rlvr.verify.math.equivalence import equal_alts
+from rlvr.verify.math.extract import Candidate, iter_candidates
+from rlvr.verify.math.normalize import normalize
+from rlvr.verify.math.parse import Alts, try_parse
+from rlvr.verify.timeout import time_limit
+
+DEFAULT_TIMEOUT = 5.0
+
+
+def _first_parsed(text: str, strict: bool) -> tuple[Candidate | None, Alts, str | None]:
+    """The first candidate with a reading; also the refusal reason if one was refused."""
+    refusal = None
+    first = None
+    for cand in iter_candidates(text, strict=strict):
+        first = first or cand
+        alts, refusal = try_parse(cand.text)
+        if alts:
+            return cand, alts, None
+        if refusal is not None:  # refused: do not fall back to a weaker rule
+            return cand, (), refusal
+    return first, (), refusal
+
+
+def verify_math(
+    completion: str,
+    gold: str,
+    *,
+    strict: bool = False,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> Verdict:
+    """Verify a model's maths answer against a gold answer.
+
+    Args:
+        completion: the model output (prose, ``<think>``/``<answer>`` tags, boxes...).
+        gold: the reference: a bare answer or a worked solution with a box.
+        strict: no last-number fallback; only explicit answers count.
+        timeout: seconds for the whole verification (any thread; ``None`` = no limit).
+
+    Returns:
+        A :class:`Verdict`; ``timeout`` and ``error`` are never reported as ``wrong``.
+
+    Example:
+        >>> verify_math(r"so the answer is $\\boxed{\\frac{1}{2}}$", "0.5").status.value
+        'correct'
+        >>> verify_math("I don't know", "3", strict=True).status.value
+        'no_answer'
+    """
+    try:
+        with time_limit(timeout):
+            return _verify(completion, gold, strict)
+    except VerifierTimeout:
+        return Verdict(Status.TIMEOUT, reason=f"verification exceeded {timeout:g}s")
+    except RecursionError:
+        return Verdict(Status.ERROR, reason="input nested too deeply to parse")
+    except Exception as e:  # a bug or an unexpected parser failure: reported, never 'wrong'
+        return Verdict(Status.ERROR, reason=f"{type(e).__name__}: {str(e)[:200]}")
+
+
+def _verify(completion: str, gold: str, strict: bool) -> Verdict:
+    if not isinstance(completion, str) or not isinstance(gold, str):
+        raise TypeError(f"completion and gold must be str, got {type(completion).__name__}, {type(gold).__name__}")
+    g_cand, g_alts, g_refused = _first_parsed(gold, strict=False)
+    g_span = g_cand.text if g_cand else ""
+    if not g_alts:
+        why = g_refused or ("gold is empty" if not gold.strip() else "no answer could be read from the gold")
+        return Verdict(Status.BAD_GOLD, reason=why, gold=g_span)
+    p_cand, p_alts, p_refused = _first_parsed(completion, strict)
+    if p_cand is None:
+        return Verdict(Status.NO_ANSWER, reason="no answer found in the completion", gold=g_span)
+    span = p_cand.text
+    details = {"rule": p_cand.rule, "gold_rule": g_cand.rule if g_cand else ""}
+    if not p_alts:
+        return Verdict(Status.TIMEOUT, extracted=span, gold=g_span, details=details,
+                       reason=f"refused up front: {p_refused}")
+    if normalize(span) == normalize(g_span):
+        return Verdict(Status.CORRECT, span, Method.STRING, "answers are identical after normalisation",
+                       g_span, details)
+    ok, method = equal_alts(g_alts, p_alts)
+    if ok:
+        return Verdict(Status.CORRECT, span, method, f"equal ({method.value})", g_span, details)
+    return Verdict(Status.WRONG, span, method, f"{span[:60]!r} differs from the gold {g_span[:60]!r}", g_span, details)
+
+
+def verify_math_batch(
+    pairs: Iterable[tuple[str, str]] | Sequence[tuple[str, str]],
+    *,
+    jobs: int = 2,
+    timeout: float = DEFAULT_TIMEOUT,
+    strict: bool = False,
+    progress: bool = False,
+) -> list[Verdict]:
+    """Verify many (completion, gold) pairs in worker processes.
+
+    Each item gets a hard time limit enforced from outside: a worker that runs past
+    ``timeout`` (plus a grace second) is killed with its process group and replaced,
+    and the item comes back as ``timeout``. ``jobs=0`` runs in this process.
+    """
+    from rlvr.verify.batch import run_batch
+
+    items = [(c, g) for c, g in pairs]
+    return run_batch(
+        _verify_pair,
+        items,
+        jobs=jobs,
+        timeout=timeout,
+        options={"strict": strict, "timeout": timeout},
+        on_timeout=lambda item: Verdict(Status.TIMEOUT, reason=f"worker killed after {timeout:g}s"),
+        on_crash=lambda item, why: Verdict(Status.ERROR, reason=f"worker crashed: {why}"),
+        progress=progress,
+    )
+
+
+def _verify_pair(item: tuple[str, str], strict: bool = False, timeout: float | None = DEFAULT_TIMEOUT) -> Verdict:
+    return verify_math(item[0], item[1], strict=strict, timeout=timeout)
