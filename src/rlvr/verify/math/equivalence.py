@@ -171,6 +171,10 @@ def equal_values(g: Value, p: Value) -> tuple[bool, Method]:
         return False, Method.STRING
     if isinstance(g, Items) and isinstance(p, Items):
         return _eq_items(g, p), Method.STRUCTURAL
+    for many, one in ((g, p), (p, g)):
+        if isinstance(many, Items) and not many.ordered:
+            # {a, a'} equals b when every listed form is b ("15 39/40, or 639/40")
+            return all(equal_alts(x, (one,))[0] for x in many.items), Method.STRUCTURAL
     if isinstance(g, Items) or isinstance(p, Items):
         return False, Method.STRUCTURAL
     ga, pa = _as_expr(g), _as_expr(p)

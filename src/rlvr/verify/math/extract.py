@@ -195,29 +195,36 @@ def _spans_and_numbers(text: str) -> tuple[list[tuple[int, str]], list[tuple[int
 
 _GSM8K = re.compile(r"####\s*([^\n]+)")
 _NUMBER = re.compile(r"(?:[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|[-+]?\.\d+)(?:\s?\\?%)?")
-_PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
-_BARE_OK_WORDS = {
-    "and", "or", "percent", "pct", "percentage", "the", "text", "frac", "sqrt",
-}
+_PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")
+_BARE_OK_WORDS = {"and", "or", "percent", "pct", "percentage", "the"}
 
 
 def _latex_free(s: str) -> str:
     """Text with LaTeX commands and \\text{...} contents removed (for counting prose)."""
-    s = re.sub(r"\\(?:text|mathrm|mbox|textbf|textnormal|operatorname)\s*\{[^{}]*\}", " ", s)
+    s = re.sub(r"\\(?:text|mathrm|mbox|textbf|textnormal|operatorname|begin|end)\s*\{[^{}]*\}", " ", s)
     return re.sub(r"\\[a-zA-Z]+", " ", s)
 
 
-def is_bare_answer(text: str) -> bool:
-    """A short answer written on its own, not prose that contains one."""
+def is_bare_answer(text: str, *, gold: bool = False) -> bool:
+    """A short answer written on its own, not prose that contains one.
+
+    Golds get more room ("\\frac{NO}{BO} = ..." names things with letters); a model's
+    output with two or more words of prose is prose.
+    """
     t = text.strip()
     if not t or len(t) > 300 or "\n\n" in t:
         return False
     words = [w for w in _PROSE_WORD.findall(_latex_free(t)) if w.lower() not in _BARE_OK_WORDS]
+    if gold:
+        return sum(len(w) >= 3 for w in words) <= 2
     return len(words) <= 1
 
 
-def iter_candidates(text: str, *, strict: bool = False) -> Iterator[Candidate]:
-    """Yield answer candidates in priority order (see the module docstring)."""
+def iter_candidates(text: str, *, strict: bool = False, gold: bool = False) -> Iterator[Candidate]:
+    """Yield answer candidates in priority order (see the module docstring).
+
+    ``gold`` reads a reference answer: bare answers may name things with letters.
+    """
     if len(text) > MAX_SCAN_CHARS:
         text = text[-MAX_SCAN_CHARS:]
     body = strip_reasoning(text)
@@ -234,6 +241,8 @@ def iter_candidates(text: str, *, strict: bool = False) -> Iterator[Candidate]:
         return  # an answer tag is a promise: do not go looking elsewhere
     boxes = find_boxes(body)
     said = answer_is_candidate(body, after=boxes[-1][1] if boxes else 0)
+    if said is not None and boxes and not re.search(r"[\d$\\]", said.text):
+        said = None  # "... so our answer is correct": words after a box do not override it
     if said is not None:  # "The final answer is X" written after the last box wins
         yield said
     box = boxed_candidate(body)
@@ -244,7 +253,7 @@ def iter_candidates(text: str, *, strict: bool = False) -> Iterator[Candidate]:
     gsm = _GSM8K.findall(body)
     if gsm:
         yield Candidate("gsm8k", (gsm[-1].strip(),))
-    if is_bare_answer(body):
+    if is_bare_answer(body, gold=gold):
         yield Candidate("bare", (body.strip(),))
     spans, nums = _spans_and_numbers(body)
     if strict:

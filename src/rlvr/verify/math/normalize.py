@@ -89,6 +89,7 @@ def normalize(span: str) -> str:
     s = strip_thousands(s)
     s = re.sub(r"^\\(?:boxed|fbox)\s*\{(?!.*\}\s*$)", "", s)  # a box that never closed
     s = _SPACING.sub(" ", s)
+    s = re.sub(r"\\varnothing\b|\\O\b|\\\{\s*\\\}", r"\\emptyset", s)
     s = s.replace("\\dots", "").replace("\\ldots", "").replace("\\cdots", "")
     s = re.sub(r"\s+", " ", s).strip()
     s = s.rstrip(".").strip()

@@ -41,9 +41,14 @@ class Expr:
 
 @dataclass(frozen=True)
 class Text:
-    """A textual answer, compared as a normalised string."""
+    """A textual answer, compared as a normalised string.
+
+    ``raw`` marks the last resort: a span nothing else could read (compared as a
+    string only; a gold that is only raw and malformed is a bad gold).
+    """
 
     text: str
+    raw: bool = False
 
 
 @dataclass(frozen=True)
@@ -217,9 +222,6 @@ def _relation_alts(s: str) -> Alts:
 
 
 def _equation_alts(s: str) -> Alts:
-    if "\\approx" in s:
-        head, tail = s.split("\\approx", 1)
-        s = head if "=" in head else head + "=" + tail.split("\\approx")[0]
     parts = [p for p in split_top(s, ("=",))]
     if len(parts) < 2 or not all(parts):
         return ()
@@ -260,7 +262,7 @@ _DECIMAL_COMMA = re.compile(r"^([-+]?\d+),(\d+)$")
 def parse_alts(span: str) -> Alts:
     """All readings of an answer span (empty when it cannot be parsed at all)."""
     if len(span) > guards.MAX_SPAN_CHARS:
-        return (Text(re.sub(r"\s+", "", span).lower()),)  # too long to parse: string compare only
+        return (Text(re.sub(r"\s+", "", span).lower(), raw=True),)  # too long to parse: string only
     guards.check_span(span)
     s = normalize(span)
     if not s:
@@ -306,7 +308,14 @@ def _atom_alts(s: str) -> Alts:
         return _relation_alts(s)
     if "\\cup" in s:
         return _sympy_alts(s)
-    if "=" in s or "\\approx" in s:
+    if "\\approx" in s:
+        # "x = 1/3 \approx 0.33" -> 1/3; "x \approx 11" -> 11; "7 \approx 8" -> 7
+        head, tail = s.split("\\approx", 1)
+        head = head.strip()
+        if "=" not in head and is_name(head):
+            head = head + "=" + tail.split("\\approx")[0]
+        return _atom_alts(head) if head else ()
+    if "=" in s:
         return _equation_alts(s)
     if s.endswith("%"):
         base = _atom_alts(s[:-1].strip()) if s[:-1].strip() else ()
@@ -320,7 +329,21 @@ def _atom_alts(s: str) -> Alts:
     if (text := _text_value(s)) is not None:
         return (text,)
     alts = _sympy_alts(plain)
-    return alts or (Text(re.sub(r"\s+", "", s).lower()),)
+    return alts or (Text(re.sub(r"\s+", "", s).lower(), raw=True),)
+
+
+def is_malformed(span: str) -> bool:
+    """Unbalanced brackets: LaTeX that cannot mean anything."""
+    s = normalize(span)
+    depth = {"{": 0, "(": 0, "[": 0}
+    pairs = {"}": "{", ")": "(", "]": "["}
+    for c in s.replace("\\{", "").replace("\\}", ""):
+        if c in depth:
+            depth[c] += 1
+        elif c in pairs:
+            depth[pairs[c]] -= 1
+    # Intervals legitimately mix ( and ]: only braces must balance exactly.
+    return depth["{"] != 0 or depth["("] + depth["["] != 0
 
 
 def try_parse(span: str) -> tuple[Alts, str | None]:

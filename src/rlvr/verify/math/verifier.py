@@ -7,21 +7,23 @@ from collections.abc import Iterable, Sequence
 from rlvr.errors import VerifierTimeout
 from rlvr.types import Method, Status, Verdict
 from rlvr.verify.math.equivalence import equal_alts
-from rlvr.verify.math.extract import Candidate, iter_candidates
+from rlvr.verify.math.extract import Candidate, find_boxes, is_bare_answer, iter_candidates
 from rlvr.verify.math.normalize import normalize
-from rlvr.verify.math.parse import Alts, try_parse
+from rlvr.verify.math.parse import Alts, Text, is_malformed, try_parse
 from rlvr.verify.timeout import time_limit
 
 DEFAULT_TIMEOUT = 5.0
 
 
-def _first_parsed(text: str, strict: bool) -> tuple[Candidate | None, Alts, str | None]:
+def _first_parsed(text: str, strict: bool, gold: bool = False) -> tuple[Candidate | None, Alts, str | None]:
     """The first candidate with a reading; also the refusal reason if one was refused."""
     refusal = None
     first = None
-    for cand in iter_candidates(text, strict=strict):
+    for cand in iter_candidates(text, strict=strict, gold=gold):
         first = first or cand
         alts, refusal = try_parse(cand.text)
+        if cand.rule == "bare" and all(isinstance(a, Text) and a.raw for a in alts):
+            continue  # a "bare" reading nothing could parse: try the stricter rules
         if alts:
             return cand, alts, None
         if refusal is not None:  # refused: do not fall back to a weaker rule
@@ -67,8 +69,12 @@ def verify_math(
 def _verify(completion: str, gold: str, strict: bool) -> Verdict:
     if not isinstance(completion, str) or not isinstance(gold, str):
         raise TypeError(f"completion and gold must be str, got {type(completion).__name__}, {type(gold).__name__}")
-    g_cand, g_alts, g_refused = _first_parsed(gold, strict=False)
+    if is_bare_answer(gold, gold=True) and not find_boxes(gold) and is_malformed(gold):
+        return Verdict(Status.BAD_GOLD, reason=f"gold {gold[:60]!r} is malformed LaTeX", gold=gold)
+    g_cand, g_alts, g_refused = _first_parsed(gold, strict=False, gold=True)
     g_span = g_cand.text if g_cand else ""
+    if g_alts and all(isinstance(a, Text) and a.raw for a in g_alts) and is_malformed(g_span):
+        return Verdict(Status.BAD_GOLD, reason=f"gold {g_span[:60]!r} is malformed LaTeX", gold=g_span)
     if not g_alts:
         why = g_refused or ("gold is empty" if not gold.strip() else "no answer could be read from the gold")
         return Verdict(Status.BAD_GOLD, reason=why, gold=g_span)

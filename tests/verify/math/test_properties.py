@@ -1,0 +1,57 @@
+"""Property tests: a value always equals itself written another way."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlvr import verify_math
+
+ints = st.integers(min_value=-10**9, max_value=10**9)
+small = st.integers(min_value=1, max_value=10**6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ints)
+def test_integer_with_thousands_separators(n: int) -> None:
+    assert verify_math(rf"\boxed{{{n:,}}}", str(n)).correct
+
+
+@settings(max_examples=60, deadline=None)
+@given(ints, small)
+def test_fraction_forms(p: int, q: int) -> None:
+    f = Fraction(p, q)
+    latex = rf"\frac{{{abs(f.numerator)}}}{{{f.denominator}}}"
+    latex = "-" + latex if f < 0 else latex
+    assert verify_math(rf"\boxed{{{latex}}}", f"{f.numerator}/{f.denominator}").correct
+
+
+@settings(max_examples=60, deadline=None)
+@given(ints, small)
+def test_decimal_against_exact_fraction(p: int, q: int) -> None:
+    f = Fraction(p, q)
+    assert verify_math(rf"\boxed{{{float(f):.12g}}}", f"{f.numerator}/{f.denominator}").correct
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=0, max_value=10**6))
+def test_percent_equals_its_fraction(n: int) -> None:
+    assert verify_math(rf"\boxed{{{n}\%}}", str(Fraction(n, 100))).correct
+
+
+@settings(max_examples=60, deadline=None)
+@given(ints, ints)
+def test_different_integers_are_wrong(a: int, b: int) -> None:
+    v = verify_math(rf"\boxed{{{a}}}", str(b))
+    assert v.correct == (a == b)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(min_value=-99, max_value=99), min_size=1, max_size=5, unique=True), st.randoms())
+def test_solution_lists_are_unordered(xs: list[int], rnd) -> None:
+    shuffled = xs[:]
+    rnd.shuffle(shuffled)
+    gold = " or ".join(f"x = {x}" for x in xs)
+    assert verify_math(rf"\boxed{{{', '.join(map(str, shuffled))}}}", gold).correct

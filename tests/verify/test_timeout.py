@@ -1,0 +1,50 @@
+"""The watchdog time limit works in any thread and leaves nothing pending."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from rlvr.errors import VerifierTimeout
+from rlvr.verify.timeout import time_limit
+
+
+def spin(seconds: float) -> float:
+    t = time.monotonic()
+    with pytest.raises(VerifierTimeout):
+        with time_limit(seconds):
+            while True:
+                pass
+    return time.monotonic() - t
+
+
+def test_interrupts_busy_loop_in_main_thread() -> None:
+    assert 0.2 <= spin(0.2) < 2.0
+
+
+def test_interrupts_in_worker_threads_independently() -> None:
+    out: list[float] = []
+    threads = [threading.Thread(target=lambda s=s: out.append(spin(s))) for s in (0.2, 0.4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(out) == 2 and all(x < 2.5 for x in out)
+
+
+def test_no_stray_exception_after_block_ends() -> None:
+    with time_limit(0.1):
+        pass
+    time.sleep(0.3)  # the deadline passes outside the block: nothing may be raised here
+
+
+def test_not_swallowed_by_except_exception() -> None:
+    with pytest.raises(VerifierTimeout):
+        with time_limit(0.1):
+            try:
+                while True:
+                    pass
+            except Exception:  # noqa: BLE001 - what SymPy code does; must not catch it
+                pytest.fail("VerifierTimeout was caught by except Exception")
