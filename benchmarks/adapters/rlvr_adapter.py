@@ -4,9 +4,11 @@
 """
 
 from rlvr import verify_math
-from rlvr.verify.math.parse import latex_to_sympy
+from rlvr.verify.math import warm_up
 
-latex_to_sympy(r"\frac{x}{2}")  # load the LaTeX grammar before the harness forks its workers
+# What verify_math_batch does too: warm the LaTeX parser once, before the harness
+# forks its workers, so each worker starts with the parser's prediction cache filled.
+warm_up()
 
 
 def verify(prediction: str, gold: str) -> bool:

@@ -71,6 +71,12 @@ def _verify(completion: str, gold: str, strict: bool) -> Verdict:
         raise TypeError(f"completion and gold must be str, got {type(completion).__name__}, {type(gold).__name__}")
     if is_bare_answer(gold, gold=True) and not find_boxes(gold) and is_malformed(gold):
         return Verdict(Status.BAD_GOLD, reason=f"gold {gold[:60]!r} is malformed LaTeX", gold=gold)
+    # String fast path: identical spans need no parsing at all.
+    g_first = next(iter_candidates(gold, gold=True), None)
+    p_first = next(iter_candidates(completion, strict=strict), None)
+    if g_first and p_first and normalize(g_first.text) == normalize(p_first.text):
+        return Verdict(Status.CORRECT, p_first.text, Method.STRING, "answers are identical after normalisation",
+                       g_first.text, {"rule": p_first.rule, "gold_rule": g_first.rule})
     g_cand, g_alts, g_refused = _first_parsed(gold, strict=False, gold=True)
     g_span = g_cand.text if g_cand else ""
     if g_alts and all(isinstance(a, Text) and a.raw for a in g_alts) and is_malformed(g_span):
@@ -110,6 +116,10 @@ def verify_math_batch(
     and the item comes back as ``timeout``. ``jobs=0`` runs in this process.
     """
     from rlvr.verify.batch import run_batch
+    from rlvr.verify.math.parse import warm_up
+
+    if jobs > 0:
+        warm_up()  # once in the parent: every forked worker inherits the warm parser
 
     items = [(c, g) for c, g in pairs]
     return run_batch(
