@@ -235,6 +235,43 @@ def _union(s: str) -> Expr | None:
     return Expr(sympy.Union(*sets)) if sets else None
 
 
+_LESS = {"<": (True, False), "\\lt": (True, False), "\\le": (False, False), "\\leq": (False, False),
+         "<=": (False, False), "\\leqslant": (False, False)}
+_GREATER = {">": True, "\\gt": True, "\\ge": False, "\\geq": False, ">=": False, "\\geqslant": False}
+
+
+def _simple_interval(parts: list[str], ops: list[str]) -> Expr | None:
+    """Fast path: ``x < c``, ``c \\ge x``, ``a < x \\le b`` with a plain name and constant bounds."""
+    def const(side: str) -> sympy.Expr | None:
+        v = _scalar(parse_alts(side)) if side.strip() else None
+        return v if v is not None and not v.free_symbols else None
+
+    def flip(op: str) -> str:
+        return {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, op.replace("l", "G").replace("g", "l").replace("G", "g"))
+
+    if len(parts) == 2 and _plain_name(parts[0]) and (c := const(parts[1])) is not None:
+        op = ops[0]
+    elif len(parts) == 2 and _plain_name(parts[1]) and (c := const(parts[0])) is not None:
+        op = flip(ops[0])
+    elif len(parts) == 3 and _plain_name(parts[1]) and ops[0] in _LESS and ops[1] in _LESS:
+        lo, hi = const(parts[0]), const(parts[2])
+        if lo is None or hi is None:
+            return None
+        iv = sympy.Interval(lo, hi, left_open=_LESS[ops[0]][0], right_open=_LESS[ops[1]][0])
+        return Expr(iv)
+    else:
+        return None
+    if op in _LESS:
+        return Expr(sympy.Interval(-sympy.oo, c, right_open=_LESS[op][0]))
+    if op in _GREATER:
+        return Expr(sympy.Interval(c, sympy.oo, left_open=_GREATER[op]))
+    return None
+
+
+def _plain_name(s: str) -> bool:
+    return bool(re.fullmatch(r"\s*[a-zA-Z](?:_\{?\w+\}?)?\s*", s))
+
+
 def _relation_alts(s: str) -> Alts:
     """Inequalities and ``x \\in S`` become the set of values they allow."""
     if re.search(r"\\in(?![a-zA-Z])", s):
@@ -243,6 +280,8 @@ def _relation_alts(s: str) -> Alts:
             return parse_alts(rhs)
     parts = _REL.split(s)
     ops = _REL.findall(s)
+    if (iv := _simple_interval(parts, ops)) is not None:
+        return (iv,)
     if len(parts) == 3 and is_name(parts[1]) and "|" not in parts[1]:  # "a < f(x) < b": the name is only a placeholder
         s = parts[0] + ops[0] + " t " + ops[1] + parts[2]
     elif len(parts) == 2 and is_name(parts[0]) and not re.search("[a-zA-Z]", _NAME_NOISE.sub("", parts[1])):
