@@ -115,8 +115,9 @@ def _eq_equations(a: sympy.Equality, b: sympy.Equality) -> bool:
     if not syms:
         return False
     ratios = []
-    for p in _random_points(syms, seed=3):
-        va, vb = _numeric(da.subs(p)), _numeric(db.subs(p))
+    discrete = da.has(*_DISCRETE) or db.has(*_DISCRETE)
+    for p in _random_points(syms, seed=3, discrete=discrete):
+        va, vb = _numeric(da.subs(p).doit()), _numeric(db.subs(p).doit())
         if va is None or vb is None:
             continue
         if abs(vb) < 1e-12:

@@ -186,7 +186,24 @@ def _to_value(obj: sympy.Basic) -> Value:
     return Expr(obj)
 
 
+_MATRIX = re.compile(r"^\\begin\{([pbB]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.S)
+
+
+def _matrix(s: str) -> Expr | None:
+    """An explicit matrix, cell by cell (each cell takes the fast number path when it can)."""
+    m = _MATRIX.match(s.strip())
+    if not m:
+        return None
+    rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
+    cells = [[_scalar(parse_alts(c)) for c in r.split("&")] for r in rows]
+    if not cells or any(c is None for row in cells for c in row) or len({len(r) for r in cells}) != 1:
+        return None
+    return Expr(sympy.ImmutableMatrix(cells))
+
+
 def _sympy_alts(s: str) -> Alts:
+    if s.startswith("\\begin") and (mat := _matrix(s)) is not None:
+        return (mat,)
     expr = latex_to_sympy(s)
     if expr is None:
         return ()
@@ -261,6 +278,8 @@ def _simple_interval(parts: list[str], ops: list[str]) -> Expr | None:
         return Expr(iv)
     else:
         return None
+    if op in ("\\ne", "\\neq", "!="):
+        return Expr(sympy.Union(sympy.Interval.open(-sympy.oo, c), sympy.Interval.open(c, sympy.oo)))
     if op in _LESS:
         return Expr(sympy.Interval(-sympy.oo, c, right_open=_LESS[op][0]))
     if op in _GREATER:
@@ -310,9 +329,12 @@ def _equation_alts(s: str) -> Alts:
     alts: list[Value] = []
     if not any(re.search("[a-zA-Z]", _NAME_NOISE.sub("", p)) for p in parts):
         return parse_alts(value)  # pure arithmetic "1/2 = 10/9": the value is the last part
-    if is_name(parts[-2]):
+    # "x = 11", and chains "x = 5 + 5 + 1 = 11": the value is the last part.
+    if is_name(parts[-2]) or (len(parts) > 2 and is_name(parts[0])):
         alts.extend(parse_alts(value))
-        if len(parts) == 2 and (eq := _equation(parts[0], value)) is not None:
+        # The equation itself matters only when the value has symbols ("y = 2x + 3" vs "2x + 3 = y").
+        symbolic = any(isinstance(a, Expr) and getattr(a.expr, "free_symbols", None) for a in alts)
+        if len(parts) == 2 and symbolic and (eq := _equation(parts[0], value)) is not None:
             alts.append(eq)
         return tuple(alts)
     eq = _equation(parts[0], value)
@@ -388,7 +410,7 @@ def _atom_alts(s: str) -> Alts:
             if s[0] == "(" or len(inner) > 2 or s[-1] == "]":
                 alts.append(Items(tuple(parse_alts(p) for p in inner), ordered=True))
             return tuple(alts)
-        if s[0] == "(" and len(inner) == 1:
+        if len(inner) == 1:  # "(x)", "[\\begin{array}...]": only grouping
             return parse_alts(inner[0])
     if re.fullmatch(r"\d+\s*:\s*\d+", s):  # a time or a ratio: "12:00", "7:32"
         return (Text(s.replace(" ", "")),)
@@ -408,7 +430,7 @@ def _atom_alts(s: str) -> Alts:
         if "=" not in head and is_name(head):
             head = head + "=" + tail.split("\\approx")[0]
         return _atom_alts(head) if head else ()
-    if "=" in s:
+    if "=" in s and len(split_top(s, ("=",))) > 1:  # not the "=" of \\sum_{k=0}
         return _equation_alts(s)
     if s.endswith("%"):
         base = _atom_alts(s[:-1].strip()) if s[:-1].strip() else ()
