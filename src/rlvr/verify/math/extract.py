@@ -158,7 +158,9 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
     # "The largest $n$ is 34": the value comes after the last " is ".
     if " is " in span:
         span = span.rsplit(" is ", 1)[1]
-    span = span.strip(" .")
+    span = re.sub(r"\*\*(.+?)\*\*", r"\1", span)  # markdown bold
+    span = re.sub(r"^(.+?)\s+\((?:since|because|as|from|i\.e\.|which)\b.*\)$", r"\1", span)  # "14 (since ...)"
+    span = span.strip(" .*")
     if not span or len(span) > 300:
         return None
     if not is_bare_answer(span):  # "Jane started growing Sphere 3 hours ago"
@@ -194,7 +196,12 @@ def _spans_and_numbers(text: str) -> tuple[list[tuple[int, str]], list[tuple[int
 
 
 _GSM8K = re.compile(r"####\s*([^\n]+)")
-_NUMBER = re.compile(r"(?:[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|[-+]?\.\d+)(?:\s?\\?%)?")
+# A number not glued to letters before it ("AZYUK2A" holds no answer); thousands groups,
+# decimals, a decimal comma ("2,74"), fractions and a trailing percent sign.
+_NUMBER = re.compile(
+    r"(?<![A-Za-z\d])(?:[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+,\d{1,2}(?![\d,])|\d+)(?:\.\d+)?(?:/\d+)?|[-+]?\.\d+)"
+    r"(?:\s?\\?%)?"
+)
 _PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")
 _BARE_OK_WORDS = {"and", "or", "percent", "pct", "percentage", "the"}
 
@@ -214,10 +221,13 @@ def is_bare_answer(text: str, *, gold: bool = False) -> bool:
     t = text.strip()
     if not t or len(t) > 300 or "\n\n" in t:
         return False
-    words = [w for w in _PROSE_WORD.findall(_latex_free(t)) if w.lower() not in _BARE_OK_WORDS]
+    free = _latex_free(t)
+    words = [w for w in _PROSE_WORD.findall(free) if w.lower() not in _BARE_OK_WORDS]
     if gold:
         return sum(len(w) >= 3 for w in words) <= 2
-    return len(words) <= 1
+    # One word is allowed only as a unit after a number ("125 miles"), not "Therefore, x = 5".
+    units = re.findall(r"\d[\s$]*([a-zA-Z]{2,})", free)
+    return len(words) == 0 or (len(words) == 1 and words[0] in units)
 
 
 def iter_candidates(text: str, *, strict: bool = False, gold: bool = False) -> Iterator[Candidate]:
