@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import cmath
 import random
-from fractions import Fraction
 
 import sympy
 
@@ -209,7 +208,3 @@ def equal_alts(gold: Alts, pred: Alts) -> tuple[bool, Method]:
                 method = m
     return False, method
 
-
-def fraction_of(v: Value) -> Fraction | None:
-    """The exact value of a plain number reading (used by fast paths and tests)."""
-    return v.value if isinstance(v, Num) else None

@@ -106,7 +106,6 @@ def _matching_close(s: str, open_at: int) -> int:
     return -1
 
 
-_INT = r"[-+]?\d+"
 _DEC = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)$")
 _FRAC_PLAIN = re.compile(r"^([-+]?\d+)\s*/\s*(\d+)$")
 _FRAC_LATEX = re.compile(r"^([-+]?)\\frac\s*\{?\s*(\d+)\s*\}?\s*\{?\s*(\d+)\s*\}?$")
