@@ -15,12 +15,10 @@ from rlvr.verify.timeout import time_limit
 DEFAULT_TIMEOUT = 5.0
 
 
-def _first_parsed(text: str, strict: bool, gold: bool = False) -> tuple[Candidate | None, Alts, str | None]:
+def _first_parsed(cands: list[Candidate]) -> tuple[Candidate | None, Alts, str | None]:
     """The first candidate with a reading; also the refusal reason if one was refused."""
     refusal = None
-    first = None
-    for cand in iter_candidates(text, strict=strict, gold=gold):
-        first = first or cand
+    for cand in cands:
         alts, refusal = try_parse(cand.text)
         if cand.rule == "bare" and all(isinstance(a, Text) and a.raw for a in alts):
             continue  # a "bare" reading nothing could parse: try the stricter rules
@@ -28,7 +26,15 @@ def _first_parsed(text: str, strict: bool, gold: bool = False) -> tuple[Candidat
             return cand, alts, None
         if refusal is not None:  # refused: do not fall back to a weaker rule
             return cand, (), refusal
-    return first, (), refusal
+    return (cands[0] if cands else None), (), refusal
+
+
+def _same_string(pred: Candidate, gold: Candidate, details: dict[str, str]) -> Verdict | None:
+    """The string fast path: identical normalised spans are equal without parsing."""
+    if normalize(pred.text) != normalize(gold.text):
+        return None
+    return Verdict(Status.CORRECT, pred.text, Method.STRING, "answers are identical after normalisation",
+                   gold.text, details)
 
 
 def verify_math(
@@ -71,20 +77,20 @@ def _verify(completion: str, gold: str, strict: bool) -> Verdict:
         raise TypeError(f"completion and gold must be str, got {type(completion).__name__}, {type(gold).__name__}")
     if is_bare_answer(gold, gold=True) and not find_boxes(gold) and is_malformed(gold):
         return Verdict(Status.BAD_GOLD, reason=f"gold {gold[:60]!r} is malformed LaTeX", gold=gold)
-    # String fast path: identical spans need no parsing at all.
-    g_first = next(iter_candidates(gold, gold=True), None)
-    p_first = next(iter_candidates(completion, strict=strict), None)
-    if g_first and p_first and normalize(g_first.text) == normalize(p_first.text):
-        return Verdict(Status.CORRECT, p_first.text, Method.STRING, "answers are identical after normalisation",
-                       g_first.text, {"rule": p_first.rule, "gold_rule": g_first.rule})
-    g_cand, g_alts, g_refused = _first_parsed(gold, strict=False, gold=True)
+    # Extract once per side; the first spans may already match as strings (no parsing at all).
+    g_cands = list(iter_candidates(gold, gold=True))
+    p_cands = list(iter_candidates(completion, strict=strict))
+    if g_cands and p_cands and (v := _same_string(p_cands[0], g_cands[0],
+                                                  {"rule": p_cands[0].rule, "gold_rule": g_cands[0].rule})):
+        return v
+    g_cand, g_alts, g_refused = _first_parsed(g_cands)
     g_span = g_cand.text if g_cand else ""
     if g_alts and all(isinstance(a, Text) and a.raw for a in g_alts) and is_malformed(g_span):
         return Verdict(Status.BAD_GOLD, reason=f"gold {g_span[:60]!r} is malformed LaTeX", gold=g_span)
     if not g_alts:
         why = g_refused or ("gold is empty" if not gold.strip() else "no answer could be read from the gold")
         return Verdict(Status.BAD_GOLD, reason=why, gold=g_span)
-    p_cand, p_alts, p_refused = _first_parsed(completion, strict)
+    p_cand, p_alts, p_refused = _first_parsed(p_cands)
     if p_cand is None:
         return Verdict(Status.NO_ANSWER, reason="no answer found in the completion", gold=g_span)
     span = p_cand.text
@@ -92,9 +98,8 @@ def _verify(completion: str, gold: str, strict: bool) -> Verdict:
     if not p_alts:
         return Verdict(Status.TIMEOUT, extracted=span, gold=g_span, details=details,
                        reason=f"refused up front: {p_refused}")
-    if normalize(span) == normalize(g_span):
-        return Verdict(Status.CORRECT, span, Method.STRING, "answers are identical after normalisation",
-                       g_span, details)
+    if g_cand is not None and (v := _same_string(p_cand, g_cand, details)):
+        return v
     ok, method = equal_alts(g_alts, p_alts)
     if ok:
         return Verdict(Status.CORRECT, span, method, f"equal ({method.value})", g_span, details)
