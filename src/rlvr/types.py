@@ -94,3 +94,30 @@ class Verdict:
             gold=d.get("gold", ""),
             details=dict(d.get("details") or {}),
         )
+
+
+@dataclass(frozen=True)
+class RewardBreakdown:
+    """One rollout's rewards: the weighted total *and* every component it was built from.
+
+    Attributes:
+        total: ``sum(weights[k] * components[k])`` over the components that are not
+            ``None``; ``None`` when every component is ``None`` (nothing applied).
+        components: each named reward's value (``None``: not applicable to this row).
+        weights: the weight in force for each component when this row was scored.
+        verdict: the verifier's verdict for the row, when a component needed one.
+    """
+
+    total: float | None
+    components: dict[str, float | None]
+    weights: dict[str, float]
+    verdict: Verdict | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "total": self.total,
+            "components": dict(self.components),
+            "weights": dict(self.weights),
+            "verdict": self.verdict.to_dict() if self.verdict is not None else None,
+        }

@@ -89,14 +89,21 @@ def run_batch(
     on_timeout: Callable[[T], R],
     on_crash: Callable[[T, str], R],
     progress: bool = False,
+    on_done: Callable[[int], None] | None = None,
 ) -> list[R]:
     """``[fn(item, **options) for item in items]`` in ``jobs`` processes with hard limits.
 
-    ``fn`` must be a module-level function (it is sent to the workers).
+    ``fn`` must be a module-level function (it is sent to the workers). ``on_done(n)``
+    is called as items finish with how many finished since the last call (progress bars).
     """
     options = options or {}
     if jobs <= 0:
-        return [fn(item, **options) for item in items]
+        out = []
+        for item in items:
+            out.append(fn(item, **options))
+            if on_done is not None:
+                on_done(1)
+        return out
     ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     results: list[Any] = [None] * len(items)
     pending = deque(range(len(items)))
@@ -128,11 +135,15 @@ def run_batch(
                 if got:
                     s.idx = None
                     done += 1
+                    if on_done is not None:
+                        on_done(1)
                 elif not s.proc.is_alive() or now - s.started >= limit:
                     alive = s.proc.is_alive()
                     results[s.idx] = on_timeout(items[s.idx]) if alive else on_crash(
                         items[s.idx], f"worker exited with code {s.proc.exitcode}")
                     done += 1
+                    if on_done is not None:
+                        on_done(1)
                     s.kill()
                     slots[i] = _Slot(ctx, fn, options)
             if progress and now - last_note > 5:

@@ -90,3 +90,10 @@ GAMING = [
 def test_gaming_outputs_never_pass(completion: str, gold: str) -> None:
     v = verify_math(completion, gold)
     assert not v.correct, f"{completion!r} passed as {gold!r}: {v.reason}"
+
+
+def test_unreadable_span_is_a_format_death_not_a_timeout():
+    from rlvr import verify_math
+
+    v = verify_math("??", "4")
+    assert v.status.value == "no_answer" and "could be read" in v.reason

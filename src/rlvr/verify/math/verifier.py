@@ -95,6 +95,9 @@ def _verify(completion: str, gold: str, strict: bool) -> Verdict:
         return Verdict(Status.NO_ANSWER, reason="no answer found in the completion", gold=g_span)
     span = p_cand.text
     details = {"rule": p_cand.rule, "gold_rule": g_cand.rule if g_cand else ""}
+    if not p_alts and p_refused is None:  # a span was found but nothing in it reads as an answer
+        return Verdict(Status.NO_ANSWER, extracted=span, gold=g_span, details=details,
+                       reason=f"no answer could be read from {span[:60]!r}")
     if not p_alts:
         return Verdict(Status.TIMEOUT, extracted=span, gold=g_span, details=details,
                        reason=f"refused up front: {p_refused}")

@@ -1,0 +1,126 @@
+"""``total``: a weighted sum of named rewards that never replaces its components.
+
+``Total`` is itself a reward (so TRL or verl can take it as one function) but its
+:meth:`Total.breakdown` returns a :class:`rlvr.types.RewardBreakdown` per row with
+every component, the weights in force and the verdict. The verifier runs once per
+row for all components (their ``verdicts`` column is filled first), in worker
+processes when ``jobs > 0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rlvr.errors import ConfigError
+from rlvr.rewards.base import Reward, Scored, build_reward, column, gold_column, register
+from rlvr.rewards.schedule import Schedule
+from rlvr.types import RewardBreakdown, Verdict
+from rlvr.verify.math.verifier import DEFAULT_TIMEOUT
+
+#: Seed 001's total: ``alpha * r_format + beta * r_answer``.
+DEFAULT_WEIGHTS = {"format": 0.1, "accuracy": 1.0}
+
+
+def _current_step(columns: Mapping[str, Any], step: int | None) -> int:
+    if step is not None:
+        return step
+    state = columns.get("trainer_state")  # TRL passes its TrainerState
+    return int(getattr(state, "global_step", 0) or 0)
+
+
+@register("total")
+class Total(Reward):
+    """``sum_k w_k(step) * r_k`` over named rewards; ``None`` components are left out.
+
+    Args:
+        weights: reward name -> weight (a number or a ``[[step, weight], ...]`` schedule).
+        options: reward name -> that reward's options (``{"cosine": {"max_len": 500}}``).
+        rewards: ready-built rewards to use instead of building by name.
+        jobs: worker processes for verification in :meth:`breakdown` (0: in process).
+        timeout: seconds per verification.
+    """
+
+    name = "total"
+    needs_verdict = True
+
+    def __init__(
+        self,
+        weights: Mapping[str, Any] | None = None,
+        *,
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+        rewards: Mapping[str, Reward] | None = None,
+        jobs: int = 0,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        super().__init__()
+        weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
+        if not weights:
+            raise ConfigError("total needs at least one weighted reward")
+        options = dict(options or {})
+        unknown = set(options) - set(weights)
+        if unknown:
+            raise ConfigError(f"options given for rewards without a weight: {sorted(unknown)}")
+        self.schedules = {name: Schedule.parse(w, f"weight of {name!r}") for name, w in weights.items()}
+        built = dict(rewards or {})
+        self.rewards: dict[str, Reward] = {
+            name: built.get(name) or build_reward(name, **dict(options.get(name, {}))) for name in weights
+        }
+        self.jobs, self.timeout = jobs, timeout
+
+    def weights_at(self, step: int = 0) -> dict[str, float]:
+        """The weight of every component at ``step`` (log these each step)."""
+        return {name: s.at(step) for name, s in self.schedules.items()}
+
+    def _verdicts(self, texts: list[str], columns: Mapping[str, Any]) -> list[Verdict] | None:
+        if not any(r.needs_verdict for r in self.rewards.values()):
+            return None
+        n = len(texts)
+        if (given := column(columns, "verdicts", n)) is not None:
+            return [v if isinstance(v, Verdict) else Verdict.from_dict(v) for v in given]
+        golds = gold_column(columns, n)
+        tasks = column(columns, "task", n)
+        if self.jobs > 0:
+            from rlvr.verify.registry import verify_many
+
+            return verify_many(texts, golds, tasks, jobs=self.jobs, timeout=self.timeout,
+                               on_done=columns.get("_on_verified"))
+        from rlvr.rewards.verdicts import row_verdicts
+
+        return row_verdicts(texts, columns, timeout=self.timeout)
+
+    def breakdown(self, completions: Sequence[Any], *, step: int | None = None, **columns: Any) -> list[RewardBreakdown]:
+        """Every component, the weights in force and the verdict, per row."""
+        from rlvr.rewards.base import completion_text
+
+        texts = [completion_text(c) for c in completions]
+        return self._breakdowns(texts, columns, step)
+
+    def _breakdowns(self, texts: list[str], columns: Mapping[str, Any], step: int | None) -> list[RewardBreakdown]:
+        weights = self.weights_at(_current_step(columns, step))
+        cols = dict(columns)
+        verdicts = self._verdicts(texts, cols)
+        if verdicts is not None:
+            cols["verdicts"] = verdicts
+        cols["_quiet"] = True
+        per_reward = {name: r.score(texts, **cols) for name, r in self.rewards.items()}
+        out = []
+        for i in range(len(texts)):
+            comps = {name: per_reward[name][i].value for name in self.rewards}
+            present = [(weights[k], v) for k, v in comps.items() if v is not None]
+            total = sum(w * v for w, v in present) if present else None
+            out.append(RewardBreakdown(total, comps, weights, verdicts[i] if verdicts is not None else None))
+        self.last_components = per_reward
+        return out
+
+    def _score(self, texts: list[str], columns: Mapping[str, Any]) -> list[Scored]:
+        rows = self._breakdowns(texts, columns, None)
+        return [Scored(b.total, b.verdict, {"components": b.components, "weights": b.weights}) for b in rows]
+
+    def __call__(self, completions: Sequence[Any], **columns: Any) -> list[float | None]:
+        values = super().__call__(completions, **columns)
+        log_metric = columns.get("log_metric")
+        if log_metric is not None and self.last:
+            for name, w in self.last[0].info["weights"].items():  # the weight in force, logged each step
+                log_metric(f"weights/{name}", w)
+        return values

@@ -1,0 +1,90 @@
+"""Verifiers by task name: ``verify(completion, gold, task=...)`` picks the right one.
+
+Every verifier has the same shape, ``fn(completion, gold, **options) -> Verdict``,
+so rewards, ``rlvr score`` and the trainer never special-case a task. The code and
+instruction-following verifiers register themselves here when they land.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rlvr.errors import ConfigError
+from rlvr.types import Status, Verdict
+from rlvr.verify.math.verifier import DEFAULT_TIMEOUT, verify_math
+
+VerifyFn = Callable[..., Verdict]
+
+_VERIFIERS: dict[str, VerifyFn] = {"math": verify_math}
+#: Common dataset spellings of a task type, mapped to the verifier that handles them.
+_ALIASES = {"maths": "math", "arithmetic": "math", "gsm8k": "math", "countdown": "math"}
+
+
+def register_verifier(task: str, fn: VerifyFn) -> None:
+    """Make ``fn(completion, gold, **options) -> Verdict`` the verifier for ``task``."""
+    _VERIFIERS[task] = fn
+
+
+def available_tasks() -> list[str]:
+    """Task names with a verifier."""
+    return sorted(_VERIFIERS)
+
+
+def get_verifier(task: str | None) -> VerifyFn:
+    """The verifier for ``task`` (``None`` or ``""`` means maths)."""
+    name = _ALIASES.get(task or "math", task or "math")
+    try:
+        return _VERIFIERS[name]
+    except KeyError:
+        raise ConfigError(f"no verifier for task {task!r}; known tasks: {', '.join(available_tasks())}") from None
+
+
+def verify(completion: str, gold: Any, task: str | None = "math", **options: Any) -> Verdict:
+    """Verify one completion with the task's verifier."""
+    return get_verifier(task)(completion, gold, **options)
+
+
+def _verify_item(item: tuple[str, Any, str | None], timeout: float, strict: bool) -> Verdict:
+    completion, gold, task = item
+    opts: dict[str, Any] = {"timeout": timeout}
+    if (task or "math") in ("math", *_ALIASES):
+        opts["strict"] = strict
+    return verify(completion, gold, task, **opts)
+
+
+def verify_many(
+    completions: Sequence[str],
+    golds: Sequence[Any],
+    tasks: Sequence[str | None] | None = None,
+    *,
+    jobs: int = 0,
+    timeout: float = DEFAULT_TIMEOUT,
+    strict: bool = False,
+    on_done: Callable[[int], None] | None = None,
+) -> list[Verdict]:
+    """Verify rows in order; ``jobs > 0`` runs them in worker processes with hard kills.
+
+    Unknown tasks raise :class:`ConfigError` before any work starts.
+    """
+    from rlvr.verify.batch import run_batch
+
+    tasks = list(tasks) if tasks is not None else [None] * len(completions)
+    if not len(completions) == len(golds) == len(tasks):
+        raise ValueError(f"lengths differ: {len(completions)} completions, {len(golds)} golds, {len(tasks)} tasks")
+    for t in set(tasks):
+        get_verifier(t)
+    if jobs > 0:
+        from rlvr.verify.math.parse import warm_up
+
+        warm_up()
+    return run_batch(
+        _verify_item,
+        list(zip(completions, golds, tasks)),
+        jobs=jobs,
+        timeout=timeout,
+        options={"timeout": timeout, "strict": strict},
+        on_timeout=lambda item: Verdict(Status.TIMEOUT, reason=f"worker killed after {timeout:g}s"),
+        on_crash=lambda item, why: Verdict(Status.ERROR, reason=f"worker crashed: {why}"),
+        on_done=on_done,
+    )
