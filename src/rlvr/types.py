@@ -84,7 +84,7 @@ class Verdict:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Verdict":
+    def from_dict(cls, d: dict[str, Any]) -> Verdict:
         """Inverse of :meth:`to_dict` (extra keys are ignored)."""
         return cls(
             status=Status(d["status"]),

@@ -13,7 +13,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rlvr.errors import ConfigError
-from rlvr.rewards.base import Reward, Scored, build_reward, column, gold_column, register
+from rlvr.rewards.base import (
+    Reward,
+    Scored,
+    build_reward,
+    column,
+    gold_column,
+    register,
+)
 from rlvr.rewards.schedule import Schedule
 from rlvr.types import RewardBreakdown, Verdict
 from rlvr.verify.math.verifier import DEFAULT_TIMEOUT

@@ -52,7 +52,7 @@ class Result:
     value: Fraction
     decimals: int  # digits after the decimal point as written (rounding tolerance)
 
-    def matches(self, other: "Result") -> bool:
+    def matches(self, other: Result) -> bool:
         """Equal up to the coarser rounding of the two."""
         written = [d for d in (self.decimals, other.decimals) if d]
         tol = Fraction(1, 2 * 10 ** min(written)) if written else Fraction(0)

@@ -39,7 +39,7 @@ class Schedule:
         return w0 + (w1 - w0) * (step - s0) / (s1 - s0)
 
     @classmethod
-    def parse(cls, spec: Any, name: str = "weight") -> "Schedule":
+    def parse(cls, spec: Any, name: str = "weight") -> Schedule:
         """A number, a list of ``[step, weight]`` pairs, or a ``{step: weight}`` mapping."""
         if isinstance(spec, Schedule):
             return spec

@@ -41,7 +41,7 @@ def test_power_tower_is_refused_not_scored_wrong() -> None:
 
 
 def test_timeout_is_reported_as_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    import rlvr.verify.math.verifier as verifier
+    from rlvr.verify.math import verifier
 
     def slow(*a, **k):
         while True:
@@ -53,7 +53,7 @@ def test_timeout_is_reported_as_timeout(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_internal_error_is_error_not_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
-    import rlvr.verify.math.verifier as verifier
+    from rlvr.verify.math import verifier
 
     def broken(*a, **k):
         raise RuntimeError("boom")

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rlvr.verify.math.normalize import normalize, strip_thousands, strip_units, unicode_to_latex
+from rlvr.verify.math.normalize import (
+    normalize,
+    strip_thousands,
+    strip_units,
+    unicode_to_latex,
+)
 
 
 @pytest.mark.parametrize(

@@ -41,9 +41,9 @@ class Candidate:
         return ", ".join(self.parts)
 
 
-_THINK_CLOSE = re.compile(r"</think\s*>", re.I)
-_THINK_OPEN = re.compile(r"^\s*<think\s*>", re.I)
-_ANSWER_TAG = re.compile(r"<answer\s*>(.*?)</answer\s*>", re.S | re.I)
+_THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
+_THINK_OPEN = re.compile(r"^\s*<think\s*>", re.IGNORECASE)
+_ANSWER_TAG = re.compile(r"<answer\s*>(.*?)</answer\s*>", re.DOTALL | re.IGNORECASE)
 _BOX_START = re.compile(r"\\(?:boxed|fbox)\b")
 
 
@@ -121,10 +121,10 @@ def boxed_candidate(text: str) -> Candidate | None:
 
 
 _ANSWER_IS = re.compile(
-    r"(?:final\s+answer|the\s+answer|answer)\s*(?:is\b|:|=|(?=\$|\\[(\[]))\s*(?::\s*)?", re.I
+    r"(?:final\s+answer|the\s+answer|answer)\s*(?:is\b|:|=|(?=\$|\\[(\[]))\s*(?::\s*)?", re.IGNORECASE
 )
 _MATH_SPAN = re.compile(
-    r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\(([^\n]+?)\\\)|(?<![\\$])\$((?:\\\$|[^$\n])+?)\$", re.S
+    r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\(([^\n]+?)\\\)|(?<![\\$])\$((?:\\\$|[^$\n])+?)\$", re.DOTALL
 )
 
 
@@ -153,7 +153,7 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
     math = _leading_math(rest)
     if math is not None:
         return Candidate("answer_is", (math.strip(),))
-    m = re.match(r"(.*?)(?:\.\s|\.$|\n|$)", rest, re.S)
+    m = re.match(r"(.*?)(?:\.\s|\.$|\n|$)", rest, re.DOTALL)
     span = (m.group(1) if m else rest).strip().strip('"\\').strip()
     # "The largest $n$ is 34": the value comes after the last " is ".
     if " is " in span:

@@ -55,7 +55,7 @@ class Text:
 class Items:
     """Several answers: an ordered tuple, or an unordered list/set of solutions."""
 
-    items: tuple[tuple["Value", ...], ...]
+    items: tuple[tuple[Value, ...], ...]
     ordered: bool
 
 
@@ -185,7 +185,7 @@ def _to_value(obj: sympy.Basic) -> Value:
     return Expr(obj)
 
 
-_MATRIX = re.compile(r"^\\begin\{([pbB]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.S)
+_MATRIX = re.compile(r"^\\begin\{([pbB]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.DOTALL)
 
 
 def _matrix(s: str) -> Expr | None:

@@ -7,7 +7,12 @@ from collections.abc import Iterable, Sequence
 from rlvr.errors import VerifierTimeout
 from rlvr.types import Method, Status, Verdict
 from rlvr.verify.math.equivalence import equal_alts
-from rlvr.verify.math.extract import Candidate, find_boxes, is_bare_answer, iter_candidates
+from rlvr.verify.math.extract import (
+    Candidate,
+    find_boxes,
+    is_bare_answer,
+    iter_candidates,
+)
 from rlvr.verify.math.normalize import normalize
 from rlvr.verify.math.parse import Alts, Text, is_malformed, try_parse
 from rlvr.verify.timeout import time_limit
