@@ -31,9 +31,10 @@ def abort(message: str, code: int = 2) -> NoReturn:
 
 def _register() -> None:
     # Imported here so each command module stays independent of the others.
-    from rlvr.cli import demo, verify
+    from rlvr.cli import demo, score, verify
 
     app.command("verify")(verify.verify)
+    app.command("score")(score.score)
     app.command("demo")(demo.demo)
 
 

@@ -1,0 +1,1 @@
+"""Data: reading rows (JSONL) and, with the trainer, tasks and datasets."""

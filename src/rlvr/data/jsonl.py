@@ -1,0 +1,69 @@
+"""Read JSONL line by line, reporting bad lines by number instead of stopping."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A line that is not a JSON object."""
+
+    line: int
+    problem: str
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | BadLine]]:
+    """``(line number, row)`` for each non-blank line; malformed lines come as :class:`BadLine`."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as e:
+                yield n, BadLine(n, f"not valid JSON ({e.msg} at column {e.colno})")
+                continue
+            if not isinstance(row, dict):
+                yield n, BadLine(n, f"a JSON {type(row).__name__}, expected an object")
+                continue
+            yield n, row
+
+
+def count_lines(path: str | Path) -> int:
+    """Non-blank lines (for a progress bar's total)."""
+    with open(path, "rb") as f:
+        return sum(1 for raw in f if raw.strip())
+
+
+def complete_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL file we are appending to, cutting off a torn last line (a killed writer).
+
+    Everything up to the last newline is kept; a partial line after it is truncated
+    so that appending continues on a clean line.
+    """
+    p = Path(path)
+    if not p.exists():
+        return []
+    data = p.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        with open(p, "r+b") as f:
+            f.truncate(end)
+            f.flush()
+            os.fsync(f.fileno())
+    rows = []
+    for raw in data[:end].splitlines():
+        if raw.strip():
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+    return rows
