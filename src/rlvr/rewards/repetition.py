@@ -29,7 +29,7 @@ def repetition_fraction(text: str, n: int) -> tuple[float, int]:
     total = len(w) - n + 1
     if total <= 0:
         return 0.0, 0
-    unique = len({tuple(w[i : i + n]) for i in range(total)})
+    unique = len(set(zip(*(w[i:] for i in range(n)))))  # zip stops at the last full n-gram
     return 1.0 - unique / total, total
 
 

@@ -9,6 +9,7 @@ never rescaled.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 import unicodedata
 
 _SUPERSCRIPTS = str.maketrans({"⁰": "0", "¹": "1", "²": "2", "³": "3", "⁴": "4", "⁵": "5",
@@ -67,6 +68,7 @@ def strip_thousands(s: str) -> str:
     return s
 
 
+@lru_cache(maxsize=65_536)  # pure, and the same spans recur (a gold across its group, common answers)
 def normalize(span: str) -> str:
     """Bring an answer span to one canonical LaTeX-ish spelling.
 

@@ -1,0 +1,77 @@
+"""A tiny causal LM and a character-level tokenizer, built locally (no model hub).
+
+The tokenizer is the ``tokenizers`` library's WordLevel model over printable ASCII
+(each character one token), wrapped in ``PreTrainedTokenizerFast`` with pad / bos /
+eos / unk and a small chat template (``Q: {user}=`` then the assistant turn), so
+both plain and conversational prompts work. The model is a Qwen2 or Llama config
+made ``from_config``. This matches ``../shared/bench/trainer/make_tiny.py``, whose
+warmed-up checkpoint the trainer benchmark starts from.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerFast
+
+SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
+CHAT_TEMPLATE = (
+    "{% for m in messages %}"
+    "{% if m['role'] == 'user' %}Q: {{ m['content'] }}="
+    "{% elif m['role'] == 'assistant' %}{{ m['content'] }}<eos>"
+    "{% endif %}{% endfor %}"
+)
+
+
+def build_tokenizer(max_length: int = 256) -> PreTrainedTokenizerFast:
+    """A character-level tokenizer over printable ASCII plus newline."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    chars = [c for c in string.printable if c not in "\t\n\r\x0b\x0c"]
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + chars)}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    tok.post_processor = processors.TemplateProcessing(
+        single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", vocab["<bos>"])]
+    )
+    hf = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>", unk_token="<unk>",
+        padding_side="left", model_max_length=max_length,
+    )
+    hf.chat_template = CHAT_TEMPLATE
+    return hf
+
+
+def build_model(
+    tokenizer: PreTrainedTokenizerFast,
+    *,
+    arch: Literal["qwen2", "llama"] = "qwen2",
+    hidden: int = 128,
+    layers: int = 2,
+    heads: int = 4,
+    ffn: int | None = None,
+    max_positions: int = 256,
+    seed: int = 0,
+) -> PreTrainedModel:
+    """A randomly initialised causal LM sized for CPU tests (538k parameters by default)."""
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig, Qwen2Config
+
+    torch.manual_seed(seed)
+    common = dict(
+        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=ffn or 4 * hidden,
+        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads,
+        max_position_embeddings=max_positions, tie_word_embeddings=True, rope_theta=10000.0,
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    cfg = Qwen2Config(**common) if arch == "qwen2" else LlamaConfig(**common)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    model.generation_config = GenerationConfig(
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id
+    )
+    return model
