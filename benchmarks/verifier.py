@@ -65,7 +65,7 @@ def main() -> None:
     print("\n=== side by side (same run, same machine) ===")
     print(f"{'verifier':<12} {'all':>8} {'default':>8} {'timeouts':>9} {'cases/s':>9}")
     for name, h in rows.items():
-        pct = lambda x: f"{100 * x:.1f}%" if isinstance(x, (int, float)) else "?"  # noqa: E731
+        pct = lambda x: f"{100 * x:.1f}%" if isinstance(x, (int, float)) else "?"
         cps = h["cases_per_s"]
         print(f"{name:<12} {pct(h['accuracy']):>8} {pct(h['default_accuracy']):>8} {h['timeouts']!s:>9} "
               f"{cps if cps is None else round(cps, 1)!s:>9}")

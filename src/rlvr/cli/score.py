@@ -45,7 +45,13 @@ def score(
     Malformed lines are reported with their line number and skipped. The input is never
     overwritten; an interrupted run continues with --resume.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     from rlvr.cli.app import abort, console, err_console
     from rlvr.data.jsonl import count_lines

@@ -27,7 +27,14 @@ CHAT_TEMPLATE = (
 
 def build_tokenizer(max_length: int = 256) -> PreTrainedTokenizerFast:
     """A character-level tokenizer over printable ASCII plus newline."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+    from tokenizers import (
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+    )
     from transformers import PreTrainedTokenizerFast
 
     chars = [c for c in string.printable if c not in "\t\n\r\x0b\x0c"]
@@ -59,7 +66,12 @@ def build_model(
 ) -> PreTrainedModel:
     """A randomly initialised causal LM sized for CPU tests (538k parameters by default)."""
     import torch
-    from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig, Qwen2Config
+    from transformers import (
+        AutoModelForCausalLM,
+        GenerationConfig,
+        LlamaConfig,
+        Qwen2Config,
+    )
 
     torch.manual_seed(seed)
     common = dict(

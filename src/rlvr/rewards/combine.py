@@ -18,7 +18,6 @@ from rlvr.rewards.base import (
     Scored,
     build_reward,
     column,
-    gold_column,
     register,
 )
 from rlvr.rewards.schedule import Schedule
@@ -33,7 +32,7 @@ DEFAULT_WEIGHTS = {"format": 0.1, "accuracy": 1.0}
 _NOT_COLUMNS = ("trainer_state", "log_extra", "log_metric", "environments", "verdicts")
 
 
-def _score_row(item: tuple[str, dict[str, Any]], total: "Total", verdict: Verdict | None = None) -> tuple:
+def _score_row(item: tuple[str, dict[str, Any]], total: Total, verdict: Verdict | None = None) -> tuple:
     """One row's verdict and components (runs in a worker; ``verdict`` given skips verification)."""
     text, row = item
     cols: dict[str, Any] = {k: [v] for k, v in row.items()}

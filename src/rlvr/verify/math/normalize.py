@@ -9,8 +9,8 @@ never rescaled.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 import unicodedata
+from functools import lru_cache
 
 _SUPERSCRIPTS = str.maketrans({"⁰": "0", "¹": "1", "²": "2", "³": "3", "⁴": "4", "⁵": "5",
                                "⁶": "6", "⁷": "7", "⁸": "8", "⁹": "9", "⁻": "-", "⁺": "+"})
