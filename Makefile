@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install -q -c requirements/constraints.txt
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo bench-verifier clean
+.PHONY: test demo bench-verifier bench-score clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,9 @@ demo: $(STAMP)
 
 bench-verifier: $(STAMP)
 	$(BIN)/python benchmarks/verifier.py
+
+bench-score: $(STAMP)
+	$(BIN)/python benchmarks/score.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
