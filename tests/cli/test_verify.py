@@ -34,6 +34,6 @@ def test_missing_gold_is_usage_error() -> None:
 
 
 def test_demo_runs_and_shows_both_deaths() -> None:
-    r = runner.invoke(app, ["demo"])
+    r = runner.invoke(app, ["verify-demo"])
     assert r.exit_code == 0
     assert "no_answer" in r.output and "wrong" in r.output and "correct" in r.output

@@ -97,3 +97,9 @@ def test_unknown_reward_and_option_are_config_errors():
         build_reward("acuracy")
     with pytest.raises(ConfigError, match="unexpected keyword"):
         build_reward("format", max_len=3)
+
+
+def test_answer_only_format():
+    reward = build_reward("format", think_tag=None)
+    assert reward(["<answer>81</answer>", " <answer>8</answer>\n", "<answer>8</answer>x", "81"]) == [1.0, 1.0, 0.0, 0.0]
+    assert reward.last[2].info["problem"] == "text after </answer>"

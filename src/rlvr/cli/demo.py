@@ -1,48 +1,51 @@
-"""``rlvr demo``: the main job on built-in defaults.
-
-For now: verify a handful of built-in model outputs and show the verdict table,
-including both kinds of death (format and verification).
-"""
+"""``rlvr demo``: the main job on built-in defaults (see :mod:`rlvr.demo`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
+import typer
 from rich.table import Table
 
-#: (completion, gold, strict) rows that show each verdict status. Strict rows accept
-#: only an explicit answer (tag, box, "the answer is"), as a trainer with a required
-#: output format does.
-DEMO_OUTPUTS: list[tuple[str, str, bool]] = [
-    (r"<think>6 * 7</think><answer>42</answer>", "42", False),
-    (r"The roots are $x=2$ or $x=3$, so the answer is $\boxed{2, 3}$.", r"x = 2 \text{ or } x = 3", False),
-    (r"Half of it: $\boxed{\dfrac{1}{2}}$", "0.5", False),
-    (r"So the probability is 50\%.", r"\frac12", False),
-    (r"The solution set is $x \le 2$.", r"(-\infty, 2]", False),
-    (r"Final Answer: The final answer is $1,234$. I hope it is correct.", "1234", False),
-    (r"$\boxed{y = 2x + 3}$", "2x + 3 = y", False),
-    (r"<answer>0.33</answer>", r"\frac{1}{3}", False),
-    (r"<thought>x=2 and x=3</thought><output>x=2 or x=3</output>", "2, 3", True),
-    (r"<answer>x=2</answer>", r"x = 2 \text{ or } x = 3", False),
-    (r"\boxed{9^{9^{9^{9}}}}", "3", False),
-    (r"I think it is 7", r"\frac{", False),
-]
 
+def demo(
+    out: Annotated[Path, typer.Option(help="Where the models, metrics and plot go.")] = Path("runs/demo"),
+    steps: Annotated[int, typer.Option(help="GRPO steps (at most --minutes of training).", min=1)] = 400,
+    minutes: Annotated[float, typer.Option(help="GRPO time budget.", min=0.1)] = 3.0,
+    seed: int = 0,
+) -> None:
+    """Warm up a tiny model on addition, train it with GRPO, show what changed (CPU, a few minutes)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-def demo() -> None:
-    """Verify built-in model outputs and print the verdicts."""
-    from rlvr.cli.app import console
-    from rlvr.verify.math import verify_math
+    from rlvr.cli.app import console, err_console
+    from rlvr.demo import run_demo
 
-    table = Table(title="rlvr demo: maths verdicts", show_lines=False)
-    for col in ("completion", "gold", "strict", "status", "method", "reason"):
-        table.add_column(col, overflow="fold", max_width=44 if col in ("completion", "reason") else 22)
-    counts: dict[str, int] = {}
-    for completion, gold, strict in DEMO_OUTPUTS:
-        v = verify_math(completion, gold, strict=strict)
-        counts[v.status.value] = counts.get(v.status.value, 0) + 1
-        table.add_row(completion, gold, "yes" if strict else "", v.status.value, v.method.value, v.reason)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[info]}"), console=err_console) as bar:
+        t_sft = bar.add_task("sft warm-up", total=1000, info="")
+        t_grpo = bar.add_task("grpo", total=steps, info="")
+
+        def on_step(step: int, m: dict) -> None:
+            info = f"no_answer {m['verify/no_answer']:.2f}  wrong {m['verify/wrong']:.2f}"
+            if "eval/accuracy" in m:
+                info += f"  held-out {m['eval/accuracy']:.3f}"
+            bar.update(t_grpo, completed=step, info=info)
+
+        res = run_demo(out, grpo_steps=steps, grpo_minutes=minutes, seed=seed,
+                       on_sft=lambda s, acc, loss: bar.update(t_sft, completed=s, info=f"held-out {acc:.3f}"),
+                       on_step=on_step)
+    table = Table(title="held-out greedy accuracy and rollout deaths (share of the step's rollouts)")
+    for col in ("step", "held-out acc", "format death", "verification death", "reward"):
+        table.add_column(col, justify="right")
+    for m in res["metrics"]:
+        if "eval/accuracy" in m and "verify/wrong" in m:
+            table.add_row(str(m["step"]), f"{m['eval/accuracy']:.3f}", f"{m['verify/no_answer']:.3f}",
+                          f"{m['verify/wrong']:.3f}", f"{m['reward/total/mean']:.3f}")
     console.print(table)
-    console.print("verdicts: " + ", ".join(f"{k}={n}" for k, n in sorted(counts.items())))
-    console.print(
-        "format deaths (no_answer) and verification deaths (wrong) are kept apart; "
-        "timeouts and bad golds are never scored as wrong."
-    )
+    gain = res["after"] - res["before"]
+    console.print(f"SFT warm-up: {res['sft']['steps']} steps, {res['sft']['seconds']:.0f} s -> "
+                  f"held-out {res['before']:.3f}")
+    console.print(f"GRPO: {res['steps']} steps, {res['grpo_seconds']:.0f} s -> held-out {res['after']:.3f} "
+                  f"([bold]{gain * 100:+.1f} points[/])")
+    console.print(f"plot: {res['plot']}   metrics: {out / 'grpo' / 'metrics.jsonl'}")

@@ -60,6 +60,7 @@ def build_model(
     hidden: int = 128,
     layers: int = 2,
     heads: int = 4,
+    kv_heads: int | None = None,
     ffn: int | None = None,
     max_positions: int = 256,
     seed: int = 0,
@@ -76,7 +77,7 @@ def build_model(
     torch.manual_seed(seed)
     common = dict(
         vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=ffn or 4 * hidden,
-        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads,
+        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads or heads,
         max_position_embeddings=max_positions, tie_word_embeddings=True, rope_theta=10000.0,
         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,

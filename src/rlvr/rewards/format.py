@@ -22,7 +22,8 @@ class Format(Reward):
     """1.0 iff the whole completion is a think block then an answer block, else 0.0.
 
     Args:
-        think_tag: name of the reasoning tag.
+        think_tag: name of the reasoning tag; ``None`` for answer-only formats
+            (the whole completion must then be one ``<answer>...</answer>`` block).
         answer_tag: name of the answer tag.
         mode: ``strict`` (all or nothing) or ``tag_count`` (0.25 for each of the four
             tags present exactly once: partial credit while the format is learnt).
@@ -35,7 +36,7 @@ class Format(Reward):
     def __init__(
         self,
         *,
-        think_tag: str = "think",
+        think_tag: str | None = "think",
         answer_tag: str = "answer",
         mode: Literal["strict", "tag_count"] = "strict",
         prefilled_think: bool = False,
@@ -43,20 +44,21 @@ class Format(Reward):
         super().__init__()
         if mode not in ("strict", "tag_count"):
             raise ConfigError(f"format mode must be 'strict' or 'tag_count', got {mode!r}")
-        for tag in (think_tag, answer_tag):
+        for tag in (t for t in (think_tag, answer_tag) if t is not None):
             if not re.fullmatch(r"[A-Za-z_][\w-]*", tag):
                 raise ConfigError(f"tag names must be plain words, got {tag!r}")
         self.think_tag, self.answer_tag, self.mode, self.prefilled_think = think_tag, answer_tag, mode, prefilled_think
 
     @cached_property
-    def _tags(self) -> tuple[str, str, str, str]:
+    def _tags(self) -> tuple[str, ...]:
         t, a = self.think_tag, self.answer_tag
-        return f"<{t}>", f"</{t}>", f"<{a}>", f"</{a}>"
+        return (f"<{t}>", f"</{t}>", f"<{a}>", f"</{a}>") if t else (f"<{a}>", f"</{a}>")
 
     @cached_property
     def _pattern(self) -> re.Pattern[str]:
-        to, tc, ao, ac = map(re.escape, self._tags)
-        return re.compile(rf"\s*{to}(.*?){tc}\s*{ao}(.*?){ac}\s*", re.DOTALL)
+        tags = [re.escape(t) for t in self._tags]
+        body = r"\s*".join(f"{tags[i]}(.*?){tags[i + 1]}" for i in range(0, len(tags), 2))
+        return re.compile(rf"\s*{body}\s*", re.DOTALL)
 
     def problem(self, text: str) -> str | None:
         """Why ``text`` is not well formatted (``None`` when it is)."""
@@ -67,23 +69,23 @@ class Format(Reward):
             if n > 1:
                 return f"{tag} appears {n} times"
         if not self._pattern.fullmatch(text):
-            to, tc, ao, ac = self._tags
-            at = [text.index(tag) for tag in self._tags]
+            tags = self._tags
+            at = [text.index(tag) for tag in tags]
             if at != sorted(at):
                 return "tags out of order"
             if text[: at[0]].strip():
-                return f"text before {to}"
-            if text[at[3] + len(ac):].strip():
-                return f"text after {ac}"
-            return f"text between {tc} and {ao}"
+                return f"text before {tags[0]}"
+            if text[at[-1] + len(tags[-1]):].strip():
+                return f"text after {tags[-1]}"
+            return f"text between {tags[1]} and {tags[2]}"
         return None
 
     def _one(self, text: str) -> Scored:
-        if self.prefilled_think:
+        if self.prefilled_think and self.think_tag:
             text = self._tags[0] + text
         if self.mode == "tag_count":
             present = sum(text.count(tag) == 1 for tag in self._tags)
-            return Scored(present / 4, info={"tags_present": present})
+            return Scored(present / len(self._tags), info={"tags_present": present})
         why = self.problem(text)
         return Scored(1.0 if why is None else 0.0, info={"problem": why} if why else {})
 

@@ -25,7 +25,7 @@ def _cached(completion: str, gold: str, task: str | None, strict: bool, timeout:
 
 def _verify(completion: str, gold: Any, task: str | None, strict: bool, timeout: float | None) -> Verdict:
     opts: dict[str, Any] = {"timeout": timeout}
-    if (task or "math") == "math":
+    if (task or "math") in ("math", "maths", "arithmetic", "gsm8k", "addition"):
         opts["strict"] = strict
     return verify(completion, gold, task, **opts)
 

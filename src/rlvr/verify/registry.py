@@ -12,13 +12,14 @@ from typing import Any
 
 from rlvr.errors import ConfigError
 from rlvr.types import Status, Verdict
+from rlvr.verify.countdown import verify_countdown
 from rlvr.verify.math.verifier import DEFAULT_TIMEOUT, verify_math
 
 VerifyFn = Callable[..., Verdict]
 
-_VERIFIERS: dict[str, VerifyFn] = {"math": verify_math}
+_VERIFIERS: dict[str, VerifyFn] = {"math": verify_math, "countdown": verify_countdown}
 #: Common dataset spellings of a task type, mapped to the verifier that handles them.
-_ALIASES = {"maths": "math", "arithmetic": "math", "gsm8k": "math", "countdown": "math"}
+_ALIASES = {"maths": "math", "arithmetic": "math", "gsm8k": "math", "addition": "math"}
 
 
 def register_verifier(task: str, fn: VerifyFn) -> None:
@@ -48,7 +49,7 @@ def verify(completion: str, gold: Any, task: str | None = "math", **options: Any
 def _verify_item(item: tuple[str, Any, str | None], timeout: float, strict: bool) -> Verdict:
     completion, gold, task = item
     opts: dict[str, Any] = {"timeout": timeout}
-    if (task or "math") in ("math", *_ALIASES):
+    if _ALIASES.get(task or "math", task or "math") == "math":
         opts["strict"] = strict
     return verify(completion, gold, task, **opts)
 

@@ -1,0 +1,203 @@
+"""The training run's configuration: one typed, validated tree (YAML plus ``--set`` overrides).
+
+Every choice is a ``Literal``; errors name the field and the fix. ``load_config``
+is the only entry point the CLI uses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rlvr.errors import ConfigError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LoraConfig(_Strict):
+    """Low-rank adapters (peft) instead of full fine-tuning."""
+
+    r: int = Field(16, ge=1)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.0, ge=0, lt=1)
+    target_modules: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
+
+
+class ModelConfig(_Strict):
+    """Which model: ``tiny`` (built from a config), a named model, or a local folder."""
+
+    name: str = "tiny"
+    """``tiny``, ``smollm2-135m``, or a path to a folder ``from_pretrained`` can read."""
+    arch: Literal["qwen2", "llama"] = "qwen2"
+    hidden: int = Field(128, ge=8)
+    layers: int = Field(2, ge=1)
+    heads: int = Field(4, ge=1)
+    lora: LoraConfig | None = None
+    fast_decode: bool = True
+    """Use the lean KV-cache decoder for rollouts when the architecture allows it."""
+
+
+class DataConfig(_Strict):
+    """Training and held-out rows."""
+
+    task: Literal["addition", "arithmetic", "countdown"] | None = "addition"
+    """A built-in synthetic task (ignored when ``path`` is set)."""
+    task_options: dict[str, Any] = {}
+    """Options of the synthetic task (``max_operand`` for addition, ``digits`` for arithmetic...)."""
+    path: str | None = None
+    """A JSONL file or ``datasets`` folder (GSM8K, MATH, MATH-500, SVAMP, MAWPS layouts)."""
+    split: str = "train"
+    eval_path: str | None = None
+    eval_split: str = "test"
+    eval_size: int = Field(200, ge=1)
+    system_prompt: str | None = None
+
+    @model_validator(mode="after")
+    def _has_source(self) -> DataConfig:
+        if self.task is None and self.path is None:
+            raise ValueError("set data.task (addition, arithmetic, countdown) or data.path (a JSONL file or folder)")
+        return self
+
+
+class RolloutConfig(_Strict):
+    """Sampling."""
+
+    prompts_per_step: int = Field(8, ge=1)
+    group_size: int = Field(8, ge=2, description="completions per prompt (G)")
+    max_new_tokens: int = Field(32, ge=1)
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+
+
+class AlgoConfig(_Strict):
+    """The GRPO objective."""
+
+    loss: Literal["grpo", "dr_grpo", "dapo"] = "dapo"
+    scale_rewards: bool = True
+    """Divide advantages by the group std (False: Dr. GRPO)."""
+    epsilon: float = Field(0.2, gt=0, lt=1)
+    epsilon_high: float | None = Field(None, gt=0)
+    """Upper clip (clip-higher); None: same as epsilon."""
+    beta: float = Field(0.0, ge=0)
+    """KL (k3) weight to a frozen reference; 0 keeps no reference model."""
+    num_iterations: int = Field(1, ge=1)
+    micro_batch: int | None = Field(None, ge=1)
+    """Sequences per forward/backward (gradient accumulation); None: the whole batch."""
+    advantage_clip: float | None = Field(None, gt=0)
+
+
+class OptimConfig(_Strict):
+    """AdamW and its schedule."""
+
+    lr: float = Field(1e-4, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    betas: tuple[float, float] = (0.9, 0.999)
+    grad_clip: float = Field(1.0, gt=0)
+    schedule: Literal["constant", "linear", "cosine"] = "constant"
+    warmup_steps: int = Field(0, ge=0)
+
+
+class RewardsConfig(_Strict):
+    """Named rewards with weights (numbers or ``[[step, weight], ...]`` schedules) and options."""
+
+    weights: dict[str, float | list[list[float]]] = {"accuracy": 1.0, "format": 0.2}
+    options: dict[str, dict[str, Any]] = {"format": {"think_tag": None}}
+
+
+class RunConfig(_Strict):
+    """Length, seeds, outputs."""
+
+    steps: int = Field(100, ge=1)
+    seed: int = 0
+    out_dir: str = "runs/grpo"
+    save_every: int = Field(50, ge=1)
+    eval_every: int = Field(25, ge=0)
+    """Held-out greedy accuracy every N steps (0: only before and after)."""
+    threads: int = Field(1, ge=1)
+    max_minutes: float | None = Field(None, gt=0)
+    tensorboard: bool = False
+    wandb: bool = False
+
+
+class TrainConfig(_Strict):
+    """Everything ``rlvr train`` needs."""
+
+    model: ModelConfig = ModelConfig()
+    data: DataConfig = DataConfig()
+    rollout: RolloutConfig = RolloutConfig()
+    algo: AlgoConfig = AlgoConfig()
+    optim: OptimConfig = OptimConfig()
+    rewards: RewardsConfig = RewardsConfig()
+    run: RunConfig = RunConfig()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TrainConfig:
+        n = self.rollout.prompts_per_step * self.rollout.group_size
+        mb = self.algo.micro_batch
+        if mb is not None and n % mb:
+            raise ValueError(f"algo.micro_batch {mb} must divide the {n} rollouts per step "
+                             f"(rollout.prompts_per_step x rollout.group_size)")
+        if self.algo.epsilon_high is not None and self.algo.epsilon_high < self.algo.epsilon:
+            raise ValueError("algo.epsilon_high must be >= algo.epsilon (it widens the upper clip)")
+        return self
+
+
+def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {dotted}: {k!r} is not a section")
+    node[keys[-1]] = value
+
+
+def _explain(e: ValidationError) -> str:
+    lines = []
+    for err in e.errors():
+        where = ".".join(str(x) for x in err["loc"]) or "config"
+        msg = err["msg"].removeprefix("Value error, ")
+        got = f" (got {err['input']!r})" if err["type"] != "missing" and not isinstance(err["input"], dict) else ""
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field; check the spelling (see `rlvr train --help` or rlvr/config.py)"
+        lines.append(f"{where}: {msg}{got}")
+    return "invalid config:\n  " + "\n  ".join(lines)
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """Read a YAML config (or the defaults) and apply ``key.sub=value`` overrides.
+
+    Raises:
+        ConfigError: unreadable YAML, an unknown field, or an invalid value; the
+            message names the field and what is expected.
+    """
+    tree: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: no such config file") from None
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping of sections (model, data, ...)")
+        tree = loaded or {}
+    for item in overrides or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set {item!r}: expected key.sub=value (e.g. optim.lr=1e-4)")
+        _set(tree, key.strip(), yaml.safe_load(raw))
+    try:
+        return TrainConfig.model_validate(tree)
+    except ValidationError as e:
+        raise ConfigError(_explain(e)) from None
+
+
+def dump_config(cfg: TrainConfig) -> str:
+    """The config as YAML (saved next to every checkpoint)."""
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,1 @@
+"""GRPO: rollouts, group advantages, clipped policy loss, and the training loop."""

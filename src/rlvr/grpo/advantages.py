@@ -1,0 +1,67 @@
+"""Group-normalised advantages over the rollouts a mask admits (pure tensor functions).
+
+GRPO's baseline is the group itself: ``A_i = (r_i - mean_g) / (std_g + eps)`` over
+the G rollouts of one prompt. Only *admitted* rollouts (``mask``) enter the mean
+and std, and excluded ones get advantage 0 (no gradient): the failure-aware
+trainer uses this to keep truncated, broken or stale rollouts from distorting
+the group statistics.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def group_advantages(
+    rewards: torch.Tensor,
+    group_size: int,
+    mask: torch.Tensor | None = None,
+    *,
+    scale: bool = True,
+    eps: float = 1e-4,
+    clip: float | None = None,
+) -> torch.Tensor:
+    """Advantages ``[N]`` for rewards ``[N]`` laid out as consecutive groups of ``group_size``.
+
+    Args:
+        rewards: one reward per rollout; NaN rewards must be masked out.
+        group_size: rollouts per prompt (G); ``N`` must be a multiple of it.
+        mask: ``[N]`` bool, True for rollouts that count (default: all).
+        scale: divide by the group std (GRPO); False is Dr. GRPO's ``r - mean``.
+        eps: added to the std (a group whose rewards are all equal gets 0, not NaN).
+        clip: clamp advantages to ``[-clip, clip]`` (None: no clamp).
+
+    Example:
+        >>> group_advantages(torch.tensor([1.0, 0.0, 1.0, 1.0]), 2).tolist()
+        [0.7070..., -0.7070..., 0.0, 0.0]
+    """
+    n = rewards.numel()
+    if n % group_size:
+        raise ValueError(f"{n} rewards do not split into groups of {group_size}")
+    mask = torch.ones(n, dtype=torch.bool, device=rewards.device) if mask is None else mask.bool()
+    r = torch.where(mask, rewards, torch.zeros_like(rewards)).view(-1, group_size)  # [P, G]
+    m = mask.view(-1, group_size).to(rewards.dtype)
+    count = m.sum(1, keepdim=True)  # [P, 1]
+    mean = r.sum(1, keepdim=True) / count.clamp(min=1)
+    centred = (r - mean) * m
+    adv = centred
+    if scale:
+        # unbiased std over the admitted rollouts (torch.std's default, as TRL uses)
+        var = (centred**2).sum(1, keepdim=True) / (count - 1).clamp(min=1)
+        adv = centred / (var.sqrt() + eps)
+    adv = torch.where(count >= 2, adv, torch.zeros_like(adv))  # one admitted rollout: no baseline, no signal
+    if clip is not None:
+        adv = adv.clamp(-clip, clip)
+    return (adv * m).view(-1)
+
+
+def zero_std_fraction(rewards: torch.Tensor, group_size: int, mask: torch.Tensor | None = None,
+                      tol: float = 1e-6) -> float:
+    """Share of groups whose admitted rewards are all (nearly) equal: they carry no signal."""
+    n = rewards.numel()
+    mask = torch.ones(n, dtype=torch.bool, device=rewards.device) if mask is None else mask.bool()
+    r, m = rewards.view(-1, group_size), mask.view(-1, group_size)
+    hi = torch.where(m, r, torch.full_like(r, -torch.inf)).max(1).values
+    lo = torch.where(m, r, torch.full_like(r, torch.inf)).min(1).values
+    flat = (hi - lo <= tol) | (m.sum(1) < 2)
+    return float(flat.float().mean())

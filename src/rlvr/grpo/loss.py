@@ -1,0 +1,145 @@
+"""The clipped policy-ratio loss, its aggregation variants, and the k3 KL (pure functions).
+
+Per token: ``ratio = exp(logp - old_logp)``;
+``l = -min(ratio * A, clip(ratio, 1 - eps_low, 1 + eps_high) * A)`` (+ ``beta * k3``).
+The variants differ only in how token losses become one number; each divides by a
+normaliser computed over the *whole* batch and passed in, so gradient accumulation
+over micro-batches equals one full-batch step exactly:
+
+* ``grpo``: mean over each sequence's tokens, then mean over sequences;
+* ``dr_grpo``: sum over all tokens / (sequences x max completion length) (Dr. GRPO);
+* ``dapo``: sum over all tokens / number of tokens (token-level, DAPO).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+Aggregate = Callable[[torch.Tensor, torch.Tensor, "Normalizer"], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Normalizer:
+    """Whole-batch counts the aggregations divide by (computed once, before micro-batching)."""
+
+    sequences: int
+    tokens: int
+    max_len: int
+
+    @classmethod
+    def of(cls, mask: torch.Tensor) -> "Normalizer":
+        """From a full batch's completion mask ``[N, T]``."""
+        return cls(sequences=int(mask.shape[0]), tokens=max(int(mask.sum()), 1), max_len=int(mask.shape[1]))
+
+
+def _grpo(per_token: torch.Tensor, mask: torch.Tensor, norm: Normalizer) -> torch.Tensor:
+    per_seq = (per_token * mask).sum(1) / mask.sum(1).clamp(min=1)
+    return per_seq.sum() / norm.sequences
+
+
+def _dr_grpo(per_token: torch.Tensor, mask: torch.Tensor, norm: Normalizer) -> torch.Tensor:
+    return (per_token * mask).sum() / (norm.sequences * norm.max_len)
+
+
+def _dapo(per_token: torch.Tensor, mask: torch.Tensor, norm: Normalizer) -> torch.Tensor:
+    return (per_token * mask).sum() / norm.tokens
+
+
+AGGREGATIONS: dict[str, Aggregate] = {"grpo": _grpo, "dr_grpo": _dr_grpo, "dapo": _dapo}
+
+
+def register_aggregation(name: str, fn: Aggregate) -> None:
+    """Add a loss aggregation variant (selectable as ``loss: <name>`` in the config)."""
+    AGGREGATIONS[name] = fn
+
+
+def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """Schulman's k3 estimator of KL(pi || ref) per token: ``exp(r - l) - (r - l) - 1`` (>= 0)."""
+    d = ref_logp - logp
+    return torch.exp(d) - d - 1
+
+
+@dataclass(frozen=True)
+class LossStats:
+    """Diagnostics of one loss evaluation (floats, detached)."""
+
+    policy: float
+    kl: float
+    clipfrac: float
+    approx_kl: float
+    ratio_mean: float
+
+
+def policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    norm: Normalizer,
+    *,
+    aggregation: str = "dapo",
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
+    beta: float = 0.0,
+    ref_logp: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, LossStats]:
+    """The GRPO objective for one (micro-)batch.
+
+    Args:
+        logp: ``[N, T]`` current per-token log-probs (with grad).
+        old_logp: ``[N, T]`` log-probs of the policy that sampled the tokens.
+        advantages: ``[N]`` one per sequence.
+        mask: ``[N, T]`` 1 for completion tokens that count.
+        norm: whole-batch counts (see :class:`Normalizer`).
+        aggregation: ``grpo``, ``dr_grpo``, ``dapo`` or a registered variant.
+        epsilon, epsilon_high: the clip range ``[1 - epsilon, 1 + epsilon_high]``
+            (clip-higher when ``epsilon_high > epsilon``; None means symmetric).
+        beta: weight of the k3 KL to ``ref_logp`` (0: no reference needed).
+
+    Returns:
+        ``(loss, stats)``.
+    """
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"unknown loss aggregation {aggregation!r}; known: {', '.join(AGGREGATIONS)}")
+    eps_hi = epsilon if epsilon_high is None else epsilon_high
+    mask = mask.to(logp.dtype)
+    log_ratio = logp - old_logp
+    ratio = torch.exp(log_ratio)
+    adv = advantages[:, None]
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, 1 - epsilon, 1 + eps_hi) * adv
+    per_token = -torch.min(unclipped, clipped)
+    kl = torch.zeros((), dtype=logp.dtype, device=logp.device)
+    if beta:
+        if ref_logp is None:
+            raise ValueError("beta > 0 needs ref_logp (the reference model's log-probs)")
+        kl_tok = k3_kl(logp, ref_logp)
+        per_token = per_token + beta * kl_tok
+        kl = (kl_tok * mask).sum() / mask.sum().clamp(min=1)
+    agg = AGGREGATIONS[aggregation]
+    loss = agg(per_token, mask, norm)
+    with torch.no_grad():
+        n = mask.sum().clamp(min=1)
+        was_clipped = ((ratio < 1 - epsilon) & (adv < 0)) | ((ratio > 1 + eps_hi) & (adv > 0))
+        stats = LossStats(
+            policy=float(agg(-torch.min(unclipped, clipped), mask, norm)),
+            kl=float(kl),
+            clipfrac=float((was_clipped.to(mask.dtype) * mask).sum() / n),
+            approx_kl=float((((ratio - 1) - log_ratio) * mask).sum() / n),
+            ratio_mean=float((ratio * mask).sum() / n),
+        )
+    return loss, stats
+
+
+def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """``log softmax(logits / temperature)`` at ``tokens``: ``[N, T, V], [N, T] -> [N, T]``.
+
+    Uses ``logsumexp`` rather than a full ``log_softmax`` so a large vocabulary is
+    never materialised twice.
+    """
+    logits = logits.float() / temperature if temperature != 1.0 else logits.float()
+    picked = logits.gather(-1, tokens[..., None]).squeeze(-1)
+    return picked - torch.logsumexp(logits, dim=-1)

@@ -1,0 +1,75 @@
+"""Per-step metrics: one JSONL line per step, optionally TensorBoard and Weights & Biases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+class MetricsLog:
+    """Append-only ``metrics.jsonl``; on resume, lines past the checkpoint's step are dropped
+    (they will be produced again, identically)."""
+
+    def __init__(self, run_dir: Path, resume_step: int | None = None, tensorboard: bool = False,
+                 wandb: bool = False, config: dict[str, Any] | None = None) -> None:
+        self.path = run_dir / "metrics.jsonl"
+        if resume_step is not None and self.path.exists():
+            keep = [ln for ln in self.path.read_text().splitlines()
+                    if ln.strip() and _step_of(ln) is not None and _step_of(ln) <= resume_step]
+            self.path.write_text("".join(ln + "\n" for ln in keep))
+        elif resume_step is None and self.path.exists():
+            self.path.unlink()
+        self._f = open(self.path, "a", encoding="utf-8")
+        self._tb = self._wb = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tb = SummaryWriter(str(run_dir / "tensorboard"))
+        if wandb:
+            import wandb as wb
+
+            self._wb = wb.init(project="rlvr", dir=str(run_dir), config=config or {}, resume="allow")
+
+    def log(self, step: int, metrics: dict[str, Any]) -> None:
+        """Write one step's metrics (numbers; nested dicts are flattened with ``/``)."""
+        flat = {"step": step, **_flatten(metrics)}
+        self._f.write(json.dumps(flat) + "\n")
+        self._f.flush()
+        if self._tb is not None:
+            for k, v in flat.items():
+                if isinstance(v, int | float) and k != "step":
+                    self._tb.add_scalar(k, v, step)
+        if self._wb is not None:
+            self._wb.log(flat, step=step)
+
+    def close(self) -> None:
+        self._f.close()
+        if self._tb is not None:
+            self._tb.close()
+        if self._wb is not None:
+            self._wb.finish()
+
+
+def _step_of(line: str) -> int | None:
+    try:
+        return int(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "/"))
+        else:
+            out[key] = v
+    return out
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """All metric lines of a run."""
+    p = Path(run_dir) / "metrics.jsonl"
+    return [json.loads(ln) for ln in p.read_text().splitlines() if ln.strip()] if p.exists() else []

@@ -1,0 +1,178 @@
+"""Rollouts: G sampled completions per prompt with everything the trainer needs to keep.
+
+Each rollout records its token ids, the log-prob of every sampled token under the
+sampling policy (the full tempered distribution, as the training forward computes
+it, so ``num_iterations = 1`` needs no extra forward pass for the old log-probs),
+why it ended (``eos``, or ``length``: truncated) and the policy version that
+produced it.
+
+The sampling loop is ours (later features hook decoding per token): Llama-family
+models run through :class:`rlvr.models.fast_decode.FastDecoder`; any other causal
+LM through its own forward with a KV cache. Sampling stops as soon as every
+sequence has ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+FinishReason = Literal["eos", "length"]
+
+
+@dataclass
+class RolloutBatch:
+    """``N = prompts x G`` rollouts, grouped: rows ``g*G ... g*G + G-1`` share prompt ``g``.
+
+    Attributes:
+        prompt_ids: ``[N, Tp]`` left-padded prompt tokens.
+        prompt_mask: ``[N, Tp]`` 1 for real prompt tokens.
+        completion_ids: ``[N, Tc]`` sampled tokens, right-padded with the pad id.
+        completion_mask: ``[N, Tc]`` 1 for sampled tokens (the eos included).
+        logprobs: ``[N, Tc]`` sampling log-probs (0 where masked).
+        finish: per rollout, ``eos`` or ``length``.
+        texts: decoded completions (special tokens removed).
+        policy_version: the optimizer step whose weights sampled this batch.
+        group_size: G.
+    """
+
+    prompt_ids: torch.Tensor
+    prompt_mask: torch.Tensor
+    completion_ids: torch.Tensor
+    completion_mask: torch.Tensor
+    logprobs: torch.Tensor
+    finish: list[FinishReason]
+    texts: list[str]
+    policy_version: int
+    group_size: int
+
+    @property
+    def truncated(self) -> torch.Tensor:
+        """``[N]`` bool: the rollout hit the length limit before its eos."""
+        return torch.tensor([f == "length" for f in self.finish])
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        """``[N]`` completion lengths in tokens."""
+        return self.completion_mask.sum(1)
+
+
+def _sample(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator | None
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample one token per row; return it and its log-prob under the tempered distribution."""
+    if temperature <= 0:  # greedy
+        logp = torch.log_softmax(logits.float(), -1)
+        tok = logp.argmax(-1)
+        return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
+    logp = torch.log_softmax(logits.float() / temperature, -1)
+    probs = logp.exp()
+    idx = None
+    if top_p < 1.0:
+        probs, idx = probs.sort(-1, descending=True)
+        drop = probs.cumsum(-1) - probs > top_p  # keep the smallest prefix reaching top_p
+        probs = probs.masked_fill(drop, 0.0)
+    # inverse-CDF sampling: one uniform per row (multinomial's exponential draws cost more here)
+    cdf = probs.cumsum(-1)
+    u = torch.rand(cdf.shape[0], 1, generator=gen, device=cdf.device) * cdf[:, -1:]
+    tok = torch.searchsorted(cdf, u, right=True).squeeze(-1).clamp(max=cdf.shape[-1] - 1)
+    if idx is not None:
+        tok = idx.gather(-1, tok[:, None]).squeeze(-1)
+    return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
+
+
+class _HFStepper:
+    """The model's own forward with its KV cache (any causal LM)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.cache: Any = None
+        self.mask: torch.Tensor | None = None
+        self.next_pos: torch.Tensor | None = None
+
+    @torch.no_grad()
+    def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        from transformers import DynamicCache
+
+        self.cache = DynamicCache()
+        pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=self.cache,
+                         use_cache=True)
+        self.mask, self.next_pos = mask, pos[:, -1:] + 1
+        return out.logits[:, -1]
+
+    @torch.no_grad()
+    def step(self, tokens: torch.Tensor) -> torch.Tensor:
+        assert self.mask is not None and self.next_pos is not None
+        self.mask = torch.cat([self.mask, torch.ones_like(self.mask[:, :1])], 1)
+        out = self.model(input_ids=tokens[:, None], attention_mask=self.mask, position_ids=self.next_pos,
+                         past_key_values=self.cache, use_cache=True)
+        self.next_pos = self.next_pos + 1
+        return out.logits[:, -1]
+
+
+@torch.no_grad()
+def generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: list[list[int]],
+    *,
+    group_size: int,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    generator: torch.Generator | None = None,
+    policy_version: int = 0,
+    fast: bool = True,
+) -> RolloutBatch:
+    """Sample ``group_size`` completions for each tokenised prompt.
+
+    Args:
+        prompts: token ids per prompt (each repeated ``group_size`` times, in order).
+        temperature: 0 for greedy decoding.
+        generator: the RNG for sampling (seed it per step for reproducible runs).
+        fast: use the lean decoder when the architecture allows it.
+    """
+    from rlvr.models.fast_decode import FastDecoder, supports
+
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    pad = tokenizer.pad_token_id
+    eos = tokenizer.eos_token_id
+    rows = [p for p in prompts for _ in range(group_size)]
+    n, tp = len(rows), max(len(p) for p in rows)
+    prompt_ids = torch.full((n, tp), pad, dtype=torch.long)
+    prompt_mask = torch.zeros((n, tp), dtype=torch.long)
+    for i, p in enumerate(rows):
+        prompt_ids[i, tp - len(p):] = torch.tensor(p)
+        prompt_mask[i, tp - len(p):] = 1
+    prompt_ids, prompt_mask = prompt_ids.to(device), prompt_mask.to(device)
+    stepper: Any = FastDecoder(model, n, tp + max_new_tokens) if fast and supports(model) else _HFStepper(model)
+    out_tok = torch.full((n, max_new_tokens), pad, dtype=torch.long, device=device)
+    out_lp = torch.zeros((n, max_new_tokens), device=device)
+    done = torch.zeros(n, dtype=torch.bool, device=device)
+    logits = stepper.prefill(prompt_ids, prompt_mask)
+    steps = 0
+    for t in range(max_new_tokens):
+        tok, lp = _sample(logits, temperature, top_p, generator)
+        tok = torch.where(done, torch.full_like(tok, pad), tok)
+        out_tok[:, t] = tok
+        out_lp[:, t] = torch.where(done, torch.zeros_like(lp), lp)
+        done = done | (tok == eos)
+        steps = t + 1
+        if bool(done.all()) or t == max_new_tokens - 1:
+            break
+        logits = stepper.step(tok)
+    out_tok, out_lp = out_tok[:, :steps], out_lp[:, :steps]
+    # the mask covers sampled tokens up to and including the eos
+    ended_before = torch.cumsum((out_tok == eos).long(), 1) - (out_tok == eos).long()
+    mask = (ended_before == 0).long()
+    mask = mask * (out_tok != pad).long() if pad != eos else mask
+    finish: list[FinishReason] = ["eos" if bool((row == eos).any()) else "length" for row in out_tok]
+    texts = tokenizer.batch_decode(out_tok.masked_fill(mask == 0, pad), skip_special_tokens=True)
+    if was_training:
+        model.train()
+    return RolloutBatch(prompt_ids, prompt_mask, out_tok, mask, out_lp * mask, finish, texts, policy_version,
+                        group_size)

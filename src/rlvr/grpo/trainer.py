@@ -1,0 +1,351 @@
+"""The GRPO loop: sample -> verify and score -> group advantages -> clipped-ratio update.
+
+The maths lives in pure functions (:mod:`.advantages`, :mod:`.loss`), sampling in
+:mod:`.rollout`, scoring in :mod:`rlvr.rewards`; this module only wires them, steps
+the optimizer, logs, evaluates and checkpoints. Old log-probs are the sampling
+log-probs recorded during rollout, so no forward pass is spent recomputing them.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlvr.config import TrainConfig, dump_config
+from rlvr.data.prompts import encode
+from rlvr.data.tasks import TASKS, Sample, addition_eval
+from rlvr.grpo import checkpoint
+from rlvr.grpo.advantages import group_advantages, zero_std_fraction
+from rlvr.grpo.evaluate import greedy_eval
+from rlvr.grpo.loss import Normalizer, policy_loss, token_logprobs
+from rlvr.grpo.metrics import MetricsLog
+from rlvr.grpo.rollout import RolloutBatch, generate
+from rlvr.rewards import Total
+from rlvr.types import Status
+
+StepCallback = Callable[[int, dict[str, Any]], None]
+
+
+def setup_torch(threads: int, seed: int) -> None:
+    """One thread (two ran 4-40x slower on a shared 2-core box), no denormals, seeded."""
+    torch.set_num_threads(threads)
+    torch.set_flush_denormal(True)  # denormal floats made one forward pass 30x slower on CPU
+    torch.manual_seed(seed)
+    random.seed(seed)
+
+
+def lr_lambda(schedule: str, warmup: int, total: int) -> Callable[[int], float]:
+    """The learning-rate multiplier at each optimizer step."""
+
+    def f(step: int) -> float:
+        if warmup and step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, total - warmup)
+        if schedule == "linear":
+            return max(0.0, 1.0 - progress)
+        if schedule == "cosine":
+            return 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+        return 1.0
+
+    return f
+
+
+class DataStream:
+    """Training rows in a reproducible order, resumable from a position."""
+
+    def __init__(self, cfg: TrainConfig, rows: list[Sample] | None) -> None:
+        self.cfg, self.rows, self.position = cfg, rows, 0
+        self._it: Iterator[Sample] | None = None
+
+    def _iter(self) -> Iterator[Sample]:
+        seed = self.cfg.run.seed + 10_000
+        if self.rows is None:
+            assert self.cfg.data.task is not None
+            opts = dict(self.cfg.data.task_options)
+            if self.cfg.data.task == "addition":
+                opts.setdefault("held_out", self.cfg.data.eval_size)
+            yield from TASKS[self.cfg.data.task](seed, **opts)
+            return
+        epoch = 0
+        while True:
+            order = list(range(len(self.rows)))
+            random.Random(seed + epoch).shuffle(order)
+            yield from (self.rows[i] for i in order)
+            epoch += 1
+
+    def skip_to(self, position: int) -> None:
+        self._it = self._iter()
+        for _ in range(position):
+            next(self._it)
+        self.position = position
+
+    def take(self, n: int) -> list[Sample]:
+        if self._it is None:
+            self.skip_to(0)
+        assert self._it is not None
+        out = [next(self._it) for _ in range(n)]
+        self.position += n
+        return out
+
+
+def default_data(cfg: TrainConfig) -> tuple[list[Sample] | None, list[Sample]]:
+    """``(training rows or None for a synthetic stream, held-out rows)`` for a config."""
+    d = cfg.data
+    if d.path is not None:
+        from rlvr.data.datasets import load_samples
+
+        rows = load_samples(d.path, d.split, system_prompt=d.system_prompt)
+        if d.eval_path:
+            held = load_samples(d.eval_path, d.eval_split, system_prompt=d.system_prompt)[: d.eval_size]
+        else:  # hold out the first rows of the training file
+            held, rows = rows[: d.eval_size], rows[d.eval_size :]
+        if not rows:
+            from rlvr.errors import DataError
+
+            raise DataError(f"{d.path}: no training rows left after holding out {d.eval_size} for evaluation")
+        return rows, held
+    if d.task == "addition":
+        return None, addition_eval(d.eval_size, **d.task_options)
+    assert d.task is not None
+    return None, [s for _, s in zip(range(d.eval_size), TASKS[d.task](1234, **d.task_options))]
+
+
+class GRPOTrainer:
+    """Train ``model`` with GRPO as ``cfg`` says.
+
+    Args:
+        cfg: the run configuration.
+        model, tokenizer: override the model the config names.
+        train_rows: training rows (None: the config's task stream or file).
+        eval_rows: held-out rows for greedy accuracy.
+        rewards: a ready :class:`Total` (default: built from ``cfg.rewards``).
+    """
+
+    def __init__(self, cfg: TrainConfig, *, model: Any = None, tokenizer: Any = None,
+                 train_rows: list[Sample] | None = None, eval_rows: list[Sample] | None = None,
+                 rewards: Total | None = None) -> None:
+        setup_torch(cfg.run.threads, cfg.run.seed)
+        self.cfg = cfg
+        if model is None:
+            from rlvr.models.load import load_model
+
+            model, tokenizer = load_model(cfg.model, cfg.run.seed)
+        self.model, self.tok = model, tokenizer
+        if train_rows is None and eval_rows is None:
+            train_rows, eval_rows = default_data(cfg)
+        self.data = DataStream(cfg, train_rows)
+        self.eval_rows = eval_rows or []
+        self.rewards = rewards or Total(dict(cfg.rewards.weights), options=dict(cfg.rewards.options))
+        params = [p for p in model.parameters() if p.requires_grad]
+        o = cfg.optim
+        self.opt = torch.optim.AdamW(params, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(o.schedule, o.warmup_steps, cfg.run.steps))
+        self.ref = None
+        if cfg.algo.beta > 0:
+            self.ref = copy.deepcopy(model).eval()
+            for p in self.ref.parameters():
+                p.requires_grad_(False)
+        self.step = 0
+        self.run_dir = Path(cfg.run.out_dir)
+        self._prompt_cache: dict[str, list[int]] = {}
+
+    # ------------------------------------------------------------------ pieces
+    def _encode(self, s: Sample) -> list[int]:
+        key = s.id or repr(s.prompt)
+        if key not in self._prompt_cache:
+            self._prompt_cache[key] = encode(self.tok, s.prompt)
+        return self._prompt_cache[key]
+
+    def rollout(self, samples: list[Sample]) -> RolloutBatch:
+        r = self.cfg.rollout
+        gen = torch.Generator().manual_seed(self.cfg.run.seed * 1_000_003 + self.step)
+        return generate(self.model, self.tok, [self._encode(s) for s in samples], group_size=r.group_size,
+                        max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p, generator=gen,
+                        policy_version=self.step, fast=self.cfg.model.fast_decode)
+
+    def score(self, samples: list[Sample], batch: RolloutBatch) -> tuple[list[Any], torch.Tensor]:
+        g = batch.group_size
+        rows = [s for s in samples for _ in range(g)]
+        cols: dict[str, Any] = {"gold": [s.gold for s in rows], "task": [s.task for s in rows],
+                                "prompt": [s.prompt for s in rows],
+                                "completion_ids": [ids[m.bool()].tolist() for ids, m in
+                                                   zip(batch.completion_ids, batch.completion_mask)]}
+        for key in {k for s in rows for k in s.extra}:
+            cols[key] = [s.extra.get(key) for s in rows]
+        breakdowns = self.rewards.breakdown(batch.texts, step=self.step, **cols)
+        totals = torch.tensor([b.total if b.total is not None else float("nan") for b in breakdowns])
+        return breakdowns, totals
+
+    def _logprobs(self, model: Any, ids: torch.Tensor, mask: torch.Tensor, completion: torch.Tensor) -> torch.Tensor:
+        tc = completion.shape[1]
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=tc + 1).logits[:, :-1]
+        return token_logprobs(logits, completion, self.cfg.rollout.temperature)
+
+    def update(self, batch: RolloutBatch, advantages: torch.Tensor, admit: torch.Tensor) -> dict[str, float]:
+        """``num_iterations`` optimizer steps on one rollout batch."""
+        a = self.cfg.algo
+        ids = torch.cat([batch.prompt_ids, batch.completion_ids], 1)
+        mask = torch.cat([batch.prompt_mask, batch.completion_mask], 1)
+        loss_mask = batch.completion_mask * admit[:, None].long()
+        norm = Normalizer.of(loss_mask)  # over every admitted rollout, as if all were in the pass
+        # A rollout with advantage 0 contributes exactly 0 loss and 0 gradient when there is no KL
+        # term (flat groups, excluded rollouts): it is left out of the forward/backward passes.
+        live = (admit & (advantages != 0)) if a.beta == 0 else admit
+        rows = live.nonzero().squeeze(-1)
+        n = ids.shape[0]
+        mb = a.micro_batch or n
+        self.model.train()
+        stats: list[Any] = []
+        grad_norm = 0.0
+        for _ in range(a.num_iterations if len(rows) else 0):
+            for i in range(0, len(rows), mb):
+                sl = rows[i : i + mb]
+                logp = self._logprobs(self.model, ids[sl], mask[sl], batch.completion_ids[sl])
+                ref = None
+                if self.ref is not None:
+                    with torch.no_grad():
+                        ref = self._logprobs(self.ref, ids[sl], mask[sl], batch.completion_ids[sl])
+                loss, st = policy_loss(logp, batch.logprobs[sl], advantages[sl], loss_mask[sl], norm,
+                                       aggregation=a.loss, epsilon=a.epsilon, epsilon_high=a.epsilon_high,
+                                       beta=a.beta, ref_logp=ref)
+                loss.backward()
+                stats.append(st)
+            params = [p for p in self.model.parameters() if p.requires_grad]
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, self.cfg.optim.grad_clip))
+            self.opt.step()
+            self.opt.zero_grad(set_to_none=True)
+        lr = self.sched.get_last_lr()[0]
+        if not stats:  # nothing to learn from this batch: no optimizer step either
+            self.sched.step()
+            return {"loss/policy": 0.0, "loss/clipfrac": 0.0, "loss/approx_kl": 0.0, "loss/kl": 0.0,
+                    "grad_norm": 0.0, "lr": lr, "train/rows": 0}
+        self.sched.step()
+        k = len(stats)
+        return {"loss/policy": sum(s.policy for s in stats) / a.num_iterations, "train/rows": len(rows),
+                "loss/clipfrac": sum(s.clipfrac for s in stats) / k, "loss/approx_kl": sum(s.approx_kl for s in stats) / k,
+                "loss/kl": sum(s.kl for s in stats) / k, "grad_norm": grad_norm, "lr": lr}
+
+    # ------------------------------------------------------------------ the loop
+    def evaluate(self) -> dict[str, Any]:
+        return greedy_eval(self.model, self.tok, self.eval_rows, max_new_tokens=self.cfg.rollout.max_new_tokens,
+                           fast=self.cfg.model.fast_decode)
+
+    def train_step(self) -> dict[str, Any]:
+        """One GRPO step; returns its metrics."""
+        t0 = time.perf_counter()
+        samples = self.data.take(self.cfg.rollout.prompts_per_step)
+        batch = self.rollout(samples)
+        t_gen = time.perf_counter()
+        breakdowns, totals = self.score(samples, batch)
+        admit = ~torch.isnan(totals)
+        adv = group_advantages(torch.nan_to_num(totals), batch.group_size, admit,
+                               scale=self.cfg.algo.scale_rewards, clip=self.cfg.algo.advantage_clip)
+        t_score = time.perf_counter()
+        upd = self.update(batch, adv, admit)
+        t_end = time.perf_counter()
+        self.step += 1
+        return self._metrics(batch, breakdowns, totals, admit, upd, (t0, t_gen, t_score, t_end))
+
+    def _metrics(self, batch: RolloutBatch, breakdowns: list[Any], totals: torch.Tensor, admit: torch.Tensor,
+                 upd: dict[str, float], times: tuple[float, float, float, float]) -> dict[str, Any]:
+        t0, t_gen, t_score, t_end = times
+        n = len(breakdowns)
+        m: dict[str, Any] = {}
+        for name in self.rewards.rewards:
+            vals = torch.tensor([b.components[name] for b in breakdowns if b.components[name] is not None])
+            m[f"reward/{name}/mean"] = float(vals.mean()) if len(vals) else None
+            m[f"reward/{name}/std"] = float(vals.std()) if len(vals) > 1 else None
+        ok = totals[admit]
+        m["reward/total/mean"] = float(ok.mean()) if len(ok) else None
+        m.update({f"weights/{k}": v for k, v in breakdowns[0].weights.items()} if breakdowns else {})
+        statuses = Counter(b.verdict.status.value for b in breakdowns if b.verdict is not None)
+        m.update({f"verify/{s.value}": statuses.get(s.value, 0) / n for s in Status})
+        m["groups/zero_std_frac"] = zero_std_fraction(torch.nan_to_num(totals), batch.group_size, admit)
+        lengths = batch.lengths.float()
+        m["completions/mean_length"] = float(lengths.mean())
+        m["completions/truncated_frac"] = float(batch.truncated.float().mean())
+        m.update(upd)
+        m["tokens_per_s"] = float(lengths.sum()) / (t_end - t0)
+        m["time/step_s"], m["time/generate_s"] = t_end - t0, t_gen - t0
+        m["time/score_s"], m["time/update_s"] = t_score - t_gen, t_end - t_score
+        return m
+
+    def state(self) -> dict[str, Any]:
+        return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
+                "scheduler": self.sched.state_dict(), "step": self.step, "position": self.data.position,
+                "config": dump_config(self.cfg)}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        self.sched.load_state_dict(state["scheduler"])
+        self.step = int(state["step"])
+        self.data.skip_to(int(state["position"]))
+
+    def train(self, *, resume: bool = False, on_step: StepCallback | None = None,
+              on_eval: StepCallback | None = None) -> dict[str, Any]:
+        """Run to ``cfg.run.steps`` (continuing the latest checkpoint when ``resume``).
+
+        Returns the held-out accuracy before (when starting fresh) and after.
+        """
+        cfg = self.cfg
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "config.yaml").write_text(dump_config(cfg))
+        ckpt = checkpoint.latest(self.run_dir) if resume else None
+        if resume and ckpt is None:
+            from rlvr.errors import ConfigError
+
+            raise ConfigError(f"--resume: {self.run_dir} has no checkpoint to continue")
+        if ckpt is not None:
+            self.restore(checkpoint.load(ckpt))
+        log = MetricsLog(self.run_dir, self.step if ckpt is not None else None, cfg.run.tensorboard, cfg.run.wandb,
+                         cfg.model_dump(mode="json"))
+        result: dict[str, Any] = {"resumed_from": self.step if ckpt is not None else None}
+        if ckpt is None and self.eval_rows:
+            ev = self.evaluate()
+            result["before"] = ev
+            log.log(0, {"eval/accuracy": ev["accuracy"], "eval/truncated": ev["truncated"],
+                        **{f"eval/{k}": v for k, v in ev["statuses"].items()}})
+            if on_eval:
+                on_eval(0, ev)
+        t_start = time.perf_counter()
+        try:
+            while self.step < cfg.run.steps:
+                metrics = self.train_step()
+                if cfg.run.eval_every and self.step % cfg.run.eval_every == 0 and self.eval_rows:
+                    ev = self.evaluate()
+                    metrics["eval/accuracy"], metrics["eval/truncated"] = ev["accuracy"], ev["truncated"]
+                    metrics.update({f"eval/{k}": v for k, v in ev["statuses"].items()})
+                    if on_eval:
+                        on_eval(self.step, ev)
+                log.log(self.step, metrics)
+                if on_step:
+                    on_step(self.step, metrics)
+                if self.step % cfg.run.save_every == 0 or self.step == cfg.run.steps:
+                    checkpoint.save(self.run_dir, self.step, self.state())
+                if cfg.run.max_minutes and time.perf_counter() - t_start > 60 * cfg.run.max_minutes:
+                    checkpoint.save(self.run_dir, self.step, self.state())
+                    break
+        finally:
+            log.close()
+        if self.eval_rows:
+            result["after"] = self.evaluate() if not (cfg.run.eval_every and self.step % cfg.run.eval_every == 0) \
+                else ev
+        self.save_model(self.run_dir / "model")
+        result["steps"] = self.step
+        return result
+
+    def save_model(self, path: Path) -> None:
+        """A ``from_pretrained`` folder of the current weights and tokenizer."""
+        self.model.save_pretrained(path)
+        if self.tok is not None:
+            self.tok.save_pretrained(path)

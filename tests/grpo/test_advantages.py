@@ -1,0 +1,48 @@
+"""Group advantages on hand-made groups."""
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rlvr.grpo.advantages import group_advantages, zero_std_fraction  # noqa: E402
+
+
+def test_all_equal_group_is_zero_and_not_nan():
+    adv = group_advantages(torch.tensor([1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]), 4)
+    assert adv.tolist() == [0.0] * 8
+
+
+def test_hand_computed_group():
+    # rewards 1, 0, 0, 0: mean 0.25, unbiased std sqrt(0.25) = 0.5
+    adv = group_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0]), 4, eps=0.0)
+    assert adv.tolist() == pytest.approx([1.5, -0.5, -0.5, -0.5])
+    dr = group_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0]), 4, scale=False)
+    assert dr.tolist() == pytest.approx([0.75, -0.25, -0.25, -0.25])
+
+
+def test_mask_excludes_from_statistics_and_zeroes_excluded():
+    r = torch.tensor([1.0, 0.0, 0.0, 100.0])  # the 100 is a broken rollout that must not count
+    m = torch.tensor([True, True, True, False])
+    adv = group_advantages(r, 4, m, eps=0.0)
+    # admitted 1, 0, 0: mean 1/3, unbiased std sqrt(1/3)
+    s = math.sqrt(1 / 3)
+    assert adv.tolist() == pytest.approx([(2 / 3) / s, (-1 / 3) / s, (-1 / 3) / s, 0.0])
+
+
+def test_one_admitted_rollout_has_no_baseline():
+    adv = group_advantages(torch.tensor([1.0, 5.0]), 2, torch.tensor([True, False]))
+    assert adv.tolist() == [0.0, 0.0]
+
+
+def test_clip_and_shape_errors():
+    adv = group_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]), 8, clip=1.0)
+    assert adv.max().item() == 1.0
+    with pytest.raises(ValueError, match="groups of 3"):
+        group_advantages(torch.zeros(4), 3)
+
+
+def test_zero_std_fraction():
+    r = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 0.0])
+    assert zero_std_fraction(r, 2) == pytest.approx(2 / 3)
