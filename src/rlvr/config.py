@@ -108,6 +108,13 @@ class RewardsConfig(_Strict):
     weights: dict[str, float | list[list[float]]] = {"accuracy": 1.0, "format": 0.2}
     options: dict[str, dict[str, Any]] = {"format": {"think_tag": None}}
 
+    def active_options(self) -> dict[str, dict[str, Any]]:
+        """Options to build the rewards with: the default options only for rewards that are weighted
+        (options given explicitly are all kept, so a misspelt reward name is still reported)."""
+        if "options" in self.model_fields_set:
+            return dict(self.options)
+        return {k: v for k, v in self.options.items() if k in self.weights}
+
 
 class RunConfig(_Strict):
     """Length, seeds, outputs."""

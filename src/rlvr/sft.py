@@ -55,13 +55,22 @@ def sft(
     completion_of: Callable[[Sample], str] = answer_completion,
     on_eval: Callable[[int, float, float], None] | None = None,
     max_seconds: float | None = None,
+    warmup_steps: int = 50,
+    min_lr_ratio: float = 0.1,
 ) -> dict[str, Any]:
     """Train until ``steps``, or until held-out accuracy reaches ``target_accuracy``.
 
     Returns ``{"steps", "accuracy", "loss", "seconds"}``; the model is trained in place.
     """
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 * (1 + math.cos(math.pi * min(s / steps, 1.0))))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98))
+
+    def factor(s: int) -> float:  # linear warm-up, then cosine down to min_lr_ratio
+        if s < warmup_steps:
+            return (s + 1) / warmup_steps
+        prog = min(1.0, (s - warmup_steps) / max(1, steps - warmup_steps))
+        return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * prog))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
     model.train()
     t0 = time.perf_counter()
     acc, loss_v, step = 0.0, float("nan"), 0
@@ -76,10 +85,8 @@ def sft(
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
-        loss_v = float(loss)
-        # evaluate more often once accuracy starts to move: the jump is sudden and we want to stop near the target
-        every = max(1, eval_every // 5) if acc > 0.02 else eval_every
-        if eval_rows and eval_every and step % every == 0:
+        loss_v = float(loss.detach())
+        if eval_rows and eval_every and step % eval_every == 0:
             acc = greedy_eval(model, tok, eval_rows)["accuracy"]
             model.train()
             if on_eval:

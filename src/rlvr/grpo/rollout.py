@@ -90,15 +90,20 @@ class _HFStepper:
         self.cache: Any = None
         self.mask: torch.Tensor | None = None
         self.next_pos: torch.Tensor | None = None
+        self.key = "cache"
 
     @torch.no_grad()
     def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         from transformers import DynamicCache
 
+        import inspect
+
         self.cache = DynamicCache()
+        # transformers 5 renamed past_key_values to cache; accept either spelling of the model's forward
+        self.key = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
         pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=self.cache,
-                         use_cache=True)
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
+                         **{self.key: self.cache})
         self.mask, self.next_pos = mask, pos[:, -1:] + 1
         return out.logits[:, -1]
 
@@ -107,7 +112,7 @@ class _HFStepper:
         assert self.mask is not None and self.next_pos is not None
         self.mask = torch.cat([self.mask, torch.ones_like(self.mask[:, :1])], 1)
         out = self.model(input_ids=tokens[:, None], attention_mask=self.mask, position_ids=self.next_pos,
-                         past_key_values=self.cache, use_cache=True)
+                         use_cache=True, **{self.key: self.cache})
         self.next_pos = self.next_pos + 1
         return out.logits[:, -1]
 

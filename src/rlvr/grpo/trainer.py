@@ -143,7 +143,7 @@ class GRPOTrainer:
             train_rows, eval_rows = default_data(cfg)
         self.data = DataStream(cfg, train_rows)
         self.eval_rows = eval_rows or []
-        self.rewards = rewards or Total(dict(cfg.rewards.weights), options=dict(cfg.rewards.options))
+        self.rewards = rewards or Total(dict(cfg.rewards.weights), options=cfg.rewards.active_options())
         params = [p for p in model.parameters() if p.requires_grad]
         o = cfg.optim
         self.opt = torch.optim.AdamW(params, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay)
@@ -192,7 +192,11 @@ class GRPOTrainer:
 
     def update(self, batch: RolloutBatch, advantages: torch.Tensor, admit: torch.Tensor) -> dict[str, float]:
         """``num_iterations`` optimizer steps on one rollout batch."""
+        from rlvr.models.fast_decode import supports
+        from rlvr.models.grouped_forward import completion_logits
+
         a = self.cfg.algo
+        g = batch.group_size
         ids = torch.cat([batch.prompt_ids, batch.completion_ids], 1)
         mask = torch.cat([batch.prompt_mask, batch.completion_mask], 1)
         loss_mask = batch.completion_mask * admit[:, None].long()
@@ -200,20 +204,34 @@ class GRPOTrainer:
         # A rollout with advantage 0 contributes exactly 0 loss and 0 gradient when there is no KL
         # term (flat groups, excluded rollouts): it is left out of the forward/backward passes.
         live = (admit & (advantages != 0)) if a.beta == 0 else admit
-        rows = live.nonzero().squeeze(-1)
         n = ids.shape[0]
         mb = a.micro_batch or n
+        # Whole groups go through the shared-prompt forward (each prompt computed once per group).
+        grouped = self.cfg.model.fast_decode and supports(self.model) and mb % g == 0
+        if grouped:
+            groups = live.view(-1, g).any(1).nonzero().squeeze(-1)
+            chunks = [groups[i : i + mb // g] for i in range(0, len(groups), mb // g)]
+            parts = [((c[:, None] * g + torch.arange(g)).reshape(-1), c * g) for c in chunks]
+        else:
+            rows = live.nonzero().squeeze(-1)
+            parts = [(rows[i : i + mb], None) for i in range(0, len(rows), mb)]
         self.model.train()
         stats: list[Any] = []
         grad_norm = 0.0
-        for _ in range(a.num_iterations if len(rows) else 0):
-            for i in range(0, len(rows), mb):
-                sl = rows[i : i + mb]
-                logp = self._logprobs(self.model, ids[sl], mask[sl], batch.completion_ids[sl])
+        temp = self.cfg.rollout.temperature
+        for _ in range(a.num_iterations if parts else 0):
+            for sl, prompt_rows in parts:
+                comp = batch.completion_ids[sl]
+                if prompt_rows is not None:
+                    logits = completion_logits(self.model, batch.prompt_ids[prompt_rows], batch.prompt_mask[prompt_rows],
+                                               comp, g)
+                    logp = token_logprobs(logits, comp, temp)
+                else:
+                    logp = self._logprobs(self.model, ids[sl], mask[sl], comp)
                 ref = None
                 if self.ref is not None:
                     with torch.no_grad():
-                        ref = self._logprobs(self.ref, ids[sl], mask[sl], batch.completion_ids[sl])
+                        ref = self._logprobs(self.ref, ids[sl], mask[sl], comp)
                 loss, st = policy_loss(logp, batch.logprobs[sl], advantages[sl], loss_mask[sl], norm,
                                        aggregation=a.loss, epsilon=a.epsilon, epsilon_high=a.epsilon_high,
                                        beta=a.beta, ref_logp=ref)
@@ -230,7 +248,8 @@ class GRPOTrainer:
                     "grad_norm": 0.0, "lr": lr, "train/rows": 0}
         self.sched.step()
         k = len(stats)
-        return {"loss/policy": sum(s.policy for s in stats) / a.num_iterations, "train/rows": len(rows),
+        trained = sum(len(sl) for sl, _ in parts)
+        return {"loss/policy": sum(s.policy for s in stats) / a.num_iterations, "train/rows": trained,
                 "loss/clipfrac": sum(s.clipfrac for s in stats) / k, "loss/approx_kl": sum(s.approx_kl for s in stats) / k,
                 "loss/kl": sum(s.kl for s in stats) / k, "grad_norm": grad_norm, "lr": lr}
 

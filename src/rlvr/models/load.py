@@ -43,8 +43,15 @@ def materialize_named(name: str) -> Path:
         return out
     gguf = _gguf_file(package, stem)
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    # a GGUF-loaded model cannot be saved as is: copy its (de-quantized) weights into a plain one
+    model = AutoModelForCausalLM.from_config(quantized.config, dtype=torch.float32)
+    model.load_state_dict(quantized.state_dict())
+    model.generation_config = quantized.generation_config
     tmp = out.with_name(out.name + ".tmp")
+    import shutil
+
+    shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
     tmp.rename(out)  # atomic: a half-written folder is never mistaken for a finished one
