@@ -1,9 +1,9 @@
-"""GRPO learns: on a warmed-up tiny model, the reward rises well beyond its step-to-step noise.
+"""GRPO learns: on a briefly warmed-up tiny model, the reward rises well beyond its step-to-step noise.
 
-Single-digit addition (answers 0..18) keeps the whole test on CPU within a couple of minutes:
-a short SFT brings the model to a partial accuracy, then GRPO runs with the accuracy and
-format rewards. Asserted: the mean rollout accuracy of the last steps exceeds that of the
-first steps by more than 4 standard errors, and held-out greedy accuracy goes up.
+The warm-up (a short SFT on 2-digit addition) leaves the model writing the answer format only part
+of the time; GRPO with the accuracy and format rewards must then raise the mean reward of its own
+rollouts. Asserted: the mean over the last 15 steps exceeds the mean over the first 15 by more
+than 4 standard errors (a real trend, not "the loss changed"), and the format-death rate falls.
 """
 
 from __future__ import annotations
@@ -26,19 +26,17 @@ def test_grpo_raises_reward_beyond_noise(tmp_path):
     setup_torch(1, 0)
     tok = build_tokenizer()
     model = build_model(tok, hidden=64, layers=2, heads=4, seed=0)
-    held = addition_eval(25, max_operand=9)
-    warm = sft(model, tok, addition_train(7, max_operand=9, held_out=25), steps=400, batch_size=32, lr=3e-3,
-               eval_rows=held, eval_every=10, target_accuracy=0.2)
-    assert warm["accuracy"] < 0.9, "warm-up overshot: nothing left for GRPO to learn"
-    cfg = load_config(None, ["run.steps=250", "run.eval_every=0", f"run.out_dir={tmp_path}", "run.save_every=1000",
-                             "data.task_options={max_operand: 9}", "data.eval_size=25", "optim.lr=1e-3",
-                             "rollout.max_new_tokens=16"])
-    trainer = GRPOTrainer(cfg, model=model, tokenizer=tok)
+    sft(model, tok, addition_train(7), steps=70, batch_size=64, lr=3e-3, warmup_steps=10)
+    cfg = load_config(None, ["run.steps=80", "run.eval_every=0", f"run.out_dir={tmp_path}", "run.save_every=1000",
+                             "data.eval_size=50", "optim.lr=1e-3", "rollout.max_new_tokens=24",
+                             "rewards.weights={accuracy: 1.0, format: 1.0}"])
+    trainer = GRPOTrainer(cfg, model=model, tokenizer=tok, train_rows=None, eval_rows=addition_eval(50))
     steps: list[dict] = []
-    result = trainer.train(on_step=lambda s, m: steps.append(m))
-    acc = [m["verify/correct"] for m in steps]
-    first, last = acc[:20], acc[-20:]
-    se = (statistics.pstdev(first) ** 2 / len(first) + statistics.pstdev(last) ** 2 / len(last)) ** 0.5
+    trainer.train(on_step=lambda s, m: steps.append(m))
+    reward = [m["reward/total/mean"] for m in steps]
+    first, last = reward[:15], reward[-15:]
+    se = (statistics.pvariance(first) / len(first) + statistics.pvariance(last) / len(last)) ** 0.5
     gain = statistics.mean(last) - statistics.mean(first)
     assert gain > 4 * se, (statistics.mean(first), statistics.mean(last), se)
-    assert result["after"]["accuracy"] > result["before"]["accuracy"]
+    deaths = [m["verify/no_answer"] + m["completions/truncated_frac"] for m in steps]
+    assert statistics.mean(deaths[-15:]) < statistics.mean(deaths[:15])

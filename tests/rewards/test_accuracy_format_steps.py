@@ -103,3 +103,10 @@ def test_answer_only_format():
     reward = build_reward("format", think_tag=None)
     assert reward(["<answer>81</answer>", " <answer>8</answer>\n", "<answer>8</answer>x", "81"]) == [1.0, 1.0, 0.0, 0.0]
     assert reward.last[2].info["problem"] == "text after </answer>"
+
+
+def test_empty_answer_block_does_not_earn_the_format_reward():
+    reward = build_reward("format", think_tag=None)
+    assert reward(["<answer></answer>", "<answer> </answer>", "<answer>0</answer>"]) == [0.0, 0.0, 1.0]
+    assert reward.last[0].info["problem"] == "empty <answer> block"
+    assert build_reward("format")(["<think></think><answer>4</answer>"]) == [1.0]  # an empty think is fine

@@ -1,8 +1,9 @@
 """``format``: is the completion exactly ``<think>...</think> <answer>...</answer>``?
 
-Stricter than the seeds' regex in one way that matters for RL: each tag must occur
+Stricter than the seeds' regex in two ways that matter for RL: each tag must occur
 exactly once, so ``<answer>1</answer><answer>2</answer>`` (two answers, hedging)
-does not pass. When it fails, ``info["problem"]`` says why: that is the format
+does not pass; and the answer block must not be empty (a tiny model under GRPO
+learnt to emit ``<answer></answer>`` for the format reward alone). When it fails, ``info["problem"]`` says why: that is the format
 death's cause, logged rather than thrown away.
 """
 
@@ -68,7 +69,10 @@ class Format(Reward):
                 return f"missing {tag}"
             if n > 1:
                 return f"{tag} appears {n} times"
-        if not self._pattern.fullmatch(text):
+        match = self._pattern.fullmatch(text)
+        if match and not match.group(match.lastindex or 0).strip():
+            return f"empty {self._tags[-2]} block"  # an empty answer would let the format reward be gamed
+        if not match:
             tags = self._tags
             at = [text.index(tag) for tag in tags]
             if at != sorted(at):
