@@ -14,7 +14,6 @@ import os
 import resource
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,12 +30,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--format-weight", type=float, default=0.2)
+    ap.add_argument("--autocast", choices=["off", "bf16"], default="off")
     args = ap.parse_args()
 
+    import task  # the shared benchmark task (held-out set, judge)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    import task  # the shared benchmark task (held-out set, judge)
     from rlvr.config import load_config
     from rlvr.data.tasks import Sample
     from rlvr.grpo.trainer import GRPOTrainer
@@ -53,7 +53,7 @@ def main() -> None:
         f"run.steps={args.steps}", f"run.seed={args.seed}", f"run.out_dir={out / 'run'}", "run.eval_every=0",
         f"run.save_every={args.steps}", f"optim.lr={args.lr}", "rollout.prompts_per_step=8", "rollout.group_size=8",
         "rollout.max_new_tokens=32", "algo.loss=dapo", "algo.beta=0",
-        f"rewards.weights={{accuracy: 1.0, format: {args.format_weight}}}",
+        f"rewards.weights={{accuracy: 1.0, format: {args.format_weight}}}", f"model.autocast={args.autocast}",
     ])
     trainer = GRPOTrainer(cfg, model=model, tokenizer=tok, train_rows=rows, eval_rows=[])
     steps: list[dict] = []

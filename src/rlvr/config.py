@@ -40,6 +40,9 @@ class ModelConfig(_Strict):
     lora: LoraConfig | None = None
     fast_decode: bool = True
     """Use the lean KV-cache decoder for rollouts when the architecture allows it."""
+    autocast: Literal["off", "bf16"] = "off"
+    """Run matrix products in bfloat16 (rollouts and the training forward/backward); weights,
+    optimizer state, log-probs and the loss stay float32. Off by default (exact float32)."""
 
 
 class DataConfig(_Strict):

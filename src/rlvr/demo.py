@@ -16,8 +16,8 @@ from typing import Any
 from rlvr.config import load_config
 
 
-def run_demo(out: Path, *, warm_target: float = 0.2, grpo_steps: int = 600, grpo_minutes: float = 3.0,
-             seed: int = 0, lr: float = 1e-4, on_sft: Callable[[int, float, float], None] | None = None,
+def run_demo(out: Path, *, warm_target: float = 0.3, grpo_steps: int = 1500, grpo_minutes: float = 3.0,
+             seed: int = 0, lr: float = 1e-4, temperature: float = 1.0, on_sft: Callable[[int, float, float], None] | None = None,
              on_step: Callable[[int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run the whole demo into ``out``; returns the accuracies, timings and file paths."""
     from rlvr.data.tasks import addition_eval, addition_train
@@ -38,8 +38,8 @@ def run_demo(out: Path, *, warm_target: float = 0.2, grpo_steps: int = 600, grpo
     model.save_pretrained(warm_dir)
     tok.save_pretrained(warm_dir)
     cfg = load_config(None, [f"model.name={warm_dir}", f"run.out_dir={out / 'grpo'}", f"run.steps={grpo_steps}",
-                             f"run.max_minutes={grpo_minutes}", "run.eval_every=50", "run.save_every=100",
-                             f"run.seed={seed}", f"optim.lr={lr}"])
+                             f"run.max_minutes={grpo_minutes}", "run.eval_every=100", "run.save_every=100",
+                             f"run.seed={seed}", f"optim.lr={lr}", f"rollout.temperature={temperature}"])
     trainer = GRPOTrainer(cfg)
     result = trainer.train(on_step=on_step)
     metrics = read_metrics(out / "grpo")

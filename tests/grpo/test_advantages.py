@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlvr.grpo.advantages import group_advantages, zero_std_fraction  # noqa: E402
+from rlvr.grpo.advantages import group_advantages, zero_std_fraction
 
 
 def test_all_equal_group_is_zero_and_not_nan():

@@ -4,9 +4,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlvr.grpo.loss import token_logprobs  # noqa: E402
-from rlvr.grpo.rollout import generate  # noqa: E402
-from rlvr.models.tiny import build_model, build_tokenizer  # noqa: E402
+from rlvr.grpo.loss import token_logprobs
+from rlvr.grpo.rollout import generate
+from rlvr.models.tiny import build_model, build_tokenizer
 
 
 @pytest.fixture(scope="module")

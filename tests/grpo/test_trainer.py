@@ -14,8 +14,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlvr.config import load_config  # noqa: E402
-from rlvr.grpo.trainer import GRPOTrainer  # noqa: E402
+from rlvr.config import load_config
+from rlvr.grpo.trainer import GRPOTrainer
 
 # A tiny random model; cosine (length-scaled) rewards differ between rollouts even when all are wrong,
 # so every step has advantages and changes the weights.
@@ -108,3 +108,13 @@ def test_kl_reference_and_multiple_iterations_run(tmp_path):
                 "completions/mean_length", "completions/truncated_frac", "loss/policy", "loss/clipfrac",
                 "grad_norm", "lr", "tokens_per_s", "weights/cosine"):
         assert key in m[-1], key
+
+
+def test_bf16_autocast_trains(tmp_path):
+    cfg = load_config(None, [*TINY, "run.steps=2", f"run.out_dir={tmp_path}", "model.autocast=bf16"])
+    trainer = GRPOTrainer(cfg)
+    start = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    trainer.train()
+    end = trainer.model.state_dict()
+    assert all(v.dtype == torch.float32 for v in end.values())  # weights stay float32
+    assert any(not torch.equal(start[k], end[k]) for k in start)

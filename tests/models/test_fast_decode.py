@@ -35,7 +35,7 @@ def test_unsupported_models_are_refused():
     from rlvr.models.fast_decode import supports
 
     class Other:
-        class config:  # noqa: N801
+        class config:
             model_type = "gpt2"
 
     assert not supports(Other())

@@ -11,14 +11,21 @@ from rich.table import Table
 
 def demo(
     out: Annotated[Path, typer.Option(help="Where the models, metrics and plot go.")] = Path("runs/demo"),
-    steps: Annotated[int, typer.Option(help="GRPO steps (at most --minutes of training).", min=1)] = 600,
+    steps: Annotated[int, typer.Option(help="GRPO steps (at most --minutes of training).", min=1)] = 1500,
     minutes: Annotated[float, typer.Option(help="GRPO time budget.", min=0.1)] = 3.0,
-    warm_target: Annotated[float, typer.Option(help="SFT stops at this held-out accuracy.", min=0, max=1)] = 0.2,
+    warm_target: Annotated[float, typer.Option(help="SFT stops at this held-out accuracy.", min=0, max=1)] = 0.3,
     lr: Annotated[float, typer.Option(help="GRPO learning rate.", min=0)] = 1e-4,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature of the rollouts.", min=0.01)] = 1.0,
     seed: int = 0,
 ) -> None:
     """Warm up a tiny model on addition, train it with GRPO, show what changed (CPU, a few minutes)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     from rlvr.cli.app import console, err_console
     from rlvr.demo import run_demo
@@ -26,7 +33,7 @@ def demo(
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[info]}"), console=err_console) as bar:
         t_sft = bar.add_task("sft warm-up", total=1000, info="")
-        t_grpo = bar.add_task("grpo", total=steps, info="")
+        t_grpo = bar.add_task(f"grpo (<= {minutes:g} min)", total=steps, info="")
 
         def on_step(step: int, m: dict) -> None:
             info = f"no_answer {m['verify/no_answer']:.2f}  wrong {m['verify/wrong']:.2f}"
@@ -35,6 +42,7 @@ def demo(
             bar.update(t_grpo, completed=step, info=info)
 
         res = run_demo(out, grpo_steps=steps, grpo_minutes=minutes, seed=seed, warm_target=warm_target, lr=lr,
+                       temperature=temperature,
                        on_sft=lambda s, acc, loss: bar.update(t_sft, completed=s, info=f"held-out {acc:.3f}"),
                        on_step=on_step)
     table = Table(title="held-out greedy accuracy and rollout deaths (share of the step's rollouts)")

@@ -9,7 +9,13 @@ import typer
 
 
 def _progress(total: int, start: int = 0) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     from rlvr.cli.app import err_console
 

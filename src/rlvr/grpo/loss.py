@@ -30,7 +30,7 @@ class Normalizer:
     max_len: int
 
     @classmethod
-    def of(cls, mask: torch.Tensor) -> "Normalizer":
+    def of(cls, mask: torch.Tensor) -> Normalizer:
         """From a full batch's completion mask ``[N, T]``."""
         return cls(sequences=int(mask.shape[0]), tokens=max(int(mask.sum()), 1), max_len=int(mask.shape[1]))
 

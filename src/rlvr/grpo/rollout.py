@@ -94,9 +94,9 @@ class _HFStepper:
 
     @torch.no_grad()
     def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        from transformers import DynamicCache
-
         import inspect
+
+        from transformers import DynamicCache
 
         self.cache = DynamicCache()
         # transformers 5 renamed past_key_values to cache; accept either spelling of the model's forward

@@ -158,6 +158,13 @@ class GRPOTrainer:
         self._prompt_cache: dict[str, list[int]] = {}
 
     # ------------------------------------------------------------------ pieces
+    def _autocast(self) -> Any:
+        import contextlib
+
+        if self.cfg.model.autocast == "bf16":
+            return torch.autocast(next(self.model.parameters()).device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
     def _encode(self, s: Sample) -> list[int]:
         key = s.id or repr(s.prompt)
         if key not in self._prompt_cache:
@@ -167,9 +174,10 @@ class GRPOTrainer:
     def rollout(self, samples: list[Sample]) -> RolloutBatch:
         r = self.cfg.rollout
         gen = torch.Generator().manual_seed(self.cfg.run.seed * 1_000_003 + self.step)
-        return generate(self.model, self.tok, [self._encode(s) for s in samples], group_size=r.group_size,
-                        max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p, generator=gen,
-                        policy_version=self.step, fast=self.cfg.model.fast_decode)
+        with self._autocast():
+            return generate(self.model, self.tok, [self._encode(s) for s in samples], group_size=r.group_size,
+                            max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p,
+                            generator=gen, policy_version=self.step, fast=self.cfg.model.fast_decode)
 
     def score(self, samples: list[Sample], batch: RolloutBatch) -> tuple[list[Any], torch.Tensor]:
         g = batch.group_size
@@ -222,12 +230,13 @@ class GRPOTrainer:
         for _ in range(a.num_iterations if parts else 0):
             for sl, prompt_rows in parts:
                 comp = batch.completion_ids[sl]
-                if prompt_rows is not None:
-                    logits = completion_logits(self.model, batch.prompt_ids[prompt_rows], batch.prompt_mask[prompt_rows],
-                                               comp, g)
-                    logp = token_logprobs(logits, comp, temp)
-                else:
-                    logp = self._logprobs(self.model, ids[sl], mask[sl], comp)
+                with self._autocast():
+                    if prompt_rows is not None:
+                        logits = completion_logits(self.model, batch.prompt_ids[prompt_rows],
+                                                   batch.prompt_mask[prompt_rows], comp, g)
+                        logp = token_logprobs(logits, comp, temp)
+                    else:
+                        logp = self._logprobs(self.model, ids[sl], mask[sl], comp)
                 ref = None
                 if self.ref is not None:
                     with torch.no_grad():
@@ -329,9 +338,11 @@ class GRPOTrainer:
         log = MetricsLog(self.run_dir, self.step if ckpt is not None else None, cfg.run.tensorboard, cfg.run.wandb,
                          cfg.model_dump(mode="json"))
         result: dict[str, Any] = {"resumed_from": self.step if ckpt is not None else None}
+        last_eval: tuple[int, dict[str, Any]] | None = None  # (step, result) of the latest evaluation
         if ckpt is None and self.eval_rows:
             ev = self.evaluate()
             result["before"] = ev
+            last_eval = (0, ev)
             log.log(0, {"eval/accuracy": ev["accuracy"], "eval/truncated": ev["truncated"],
                         **{f"eval/{k}": v for k, v in ev["statuses"].items()}})
             if on_eval:
@@ -342,6 +353,7 @@ class GRPOTrainer:
                 metrics = self.train_step()
                 if cfg.run.eval_every and self.step % cfg.run.eval_every == 0 and self.eval_rows:
                     ev = self.evaluate()
+                    last_eval = (self.step, ev)
                     metrics["eval/accuracy"], metrics["eval/truncated"] = ev["accuracy"], ev["truncated"]
                     metrics.update({f"eval/{k}": v for k, v in ev["statuses"].items()})
                     if on_eval:
@@ -354,11 +366,15 @@ class GRPOTrainer:
                 if cfg.run.max_minutes and time.perf_counter() - t_start > 60 * cfg.run.max_minutes:
                     checkpoint.save(self.run_dir, self.step, self.state())
                     break
+            if self.eval_rows:
+                if last_eval is not None and last_eval[0] == self.step:
+                    result["after"] = last_eval[1]
+                else:  # the final accuracy, logged like the periodic ones
+                    result["after"] = ev = self.evaluate()
+                    log.log(self.step, {"eval/accuracy": ev["accuracy"], "eval/truncated": ev["truncated"],
+                                        **{f"eval/{k}": v for k, v in ev["statuses"].items()}})
         finally:
             log.close()
-        if self.eval_rows:
-            result["after"] = self.evaluate() if not (cfg.run.eval_every and self.step % cfg.run.eval_every == 0) \
-                else ev
         self.save_model(self.run_dir / "model")
         result["steps"] = self.step
         return result

@@ -98,6 +98,7 @@ class FastDecoder:
         k = qkv[..., nq * hd : (nq + nkv) * hd].view(b, t, nkv, hd).transpose(1, 2)
         v = qkv[..., (nq + nkv) * hd :].view(b, t, nkv, hd).transpose(1, 2)
         q, k = self.rope(q, k, cos, sin)
+        q = q.to(self.k.dtype)  # under autocast the projections are bfloat16; the cache keeps float32
         s = self.length
         self.k[i, :, :, s : s + t] = k
         self.v[i, :, :, s : s + t] = v

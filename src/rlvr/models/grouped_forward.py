@@ -79,6 +79,7 @@ def completion_logits(
         qc, kc, vc = split(F.linear(F.rms_norm(xc, (xc.shape[-1],), w_ln1, eps), w_qkv, b_qkv), n, tc)
         qp, kp = rope(qp, kp, cos_p, sin_p)
         qc, kc = rope(qc, kc, cos_c, sin_c)
+        vp, vc = vp.to(qp.dtype), vc.to(qc.dtype)  # rope promotes q/k under autocast; attention wants one dtype
         op = F.scaled_dot_product_attention(qp, kp, vp, attn_mask=mask_p, enable_gqa=gqa)
         keys = torch.cat([kp.repeat_interleave(g, 0), kc], 2)
         values = torch.cat([vp.repeat_interleave(g, 0), vc], 2)

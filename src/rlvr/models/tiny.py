@@ -2,8 +2,11 @@
 
 The tokenizer is the ``tokenizers`` library's WordLevel model over printable ASCII
 (each character one token), wrapped in ``PreTrainedTokenizerFast`` with pad / bos /
-eos / unk and a small chat template (``Q: {user}=`` then the assistant turn), so
-both plain and conversational prompts work. The model is a Qwen2 or Llama config
+eos / unk and a small chat template (``Q:{user}=`` then the assistant turn), so
+both plain and conversational prompts work. The template writes no space after ``Q:``:
+that is the text the shared benchmark's model was trained on (its reloaded tokenizer
+drops the space), and a warmed-up model without it improved about three times faster
+under GRPO in our runs. The model is a Qwen2 or Llama config
 made ``from_config``. This matches ``../shared/bench/trainer/make_tiny.py``, whose
 warmed-up checkpoint the trainer benchmark starts from.
 """
@@ -19,7 +22,7 @@ if TYPE_CHECKING:
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 CHAT_TEMPLATE = (
     "{% for m in messages %}"
-    "{% if m['role'] == 'user' %}Q: {{ m['content'] }}="
+    "{% if m['role'] == 'user' %}Q:{{ m['content'] }}="
     "{% elif m['role'] == 'assistant' %}{{ m['content'] }}<eos>"
     "{% endif %}{% endfor %}"
 )

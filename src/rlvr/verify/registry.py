@@ -63,6 +63,7 @@ def verify_many(
     timeout: float = DEFAULT_TIMEOUT,
     strict: bool = False,
     on_done: Callable[[int], None] | None = None,
+    progress: bool = False,
 ) -> list[Verdict]:
     """Verify rows in order; ``jobs > 0`` runs them in worker processes with hard kills.
 
@@ -88,4 +89,5 @@ def verify_many(
         on_timeout=lambda item: Verdict(Status.TIMEOUT, reason=f"worker killed after {timeout:g}s"),
         on_crash=lambda item, why: Verdict(Status.ERROR, reason=f"worker crashed: {why}"),
         on_done=on_done,
+        progress=progress,
     )

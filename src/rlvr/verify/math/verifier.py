@@ -128,24 +128,8 @@ def verify_math_batch(
     ``timeout`` (plus a grace second) is killed with its process group and replaced,
     and the item comes back as ``timeout``. ``jobs=0`` runs in this process.
     """
-    from rlvr.verify.batch import run_batch
-    from rlvr.verify.math.parse import warm_up
+    from rlvr.verify.registry import verify_many
 
-    if jobs > 0:
-        warm_up()  # once in the parent: every forked worker inherits the warm parser
-
-    items = [(c, g) for c, g in pairs]
-    return run_batch(
-        _verify_pair,
-        items,
-        jobs=jobs,
-        timeout=timeout,
-        options={"strict": strict, "timeout": timeout},
-        on_timeout=lambda item: Verdict(Status.TIMEOUT, reason=f"worker killed after {timeout:g}s"),
-        on_crash=lambda item, why: Verdict(Status.ERROR, reason=f"worker crashed: {why}"),
-        progress=progress,
-    )
-
-
-def _verify_pair(item: tuple[str, str], strict: bool = False, timeout: float | None = DEFAULT_TIMEOUT) -> Verdict:
-    return verify_math(item[0], item[1], strict=strict, timeout=timeout)
+    items = list(pairs)
+    return verify_many([c for c, _ in items], [g for _, g in items], ["math"] * len(items), jobs=jobs,
+                       timeout=timeout, strict=strict, progress=progress)
