@@ -154,11 +154,19 @@ def generate(
         prompt_ids[i, tp - len(p):] = torch.tensor(p)
         prompt_mask[i, tp - len(p):] = 1
     prompt_ids, prompt_mask = prompt_ids.to(device), prompt_mask.to(device)
-    stepper: Any = FastDecoder(model, n, tp + max_new_tokens) if fast and supports(model) else _HFStepper(model)
+    stepper: Any
+    if fast and supports(model):  # each group's prompt is prefilled once, then its cache is repeated
+        stepper = FastDecoder(model, len(prompts), tp + max_new_tokens)
+        logits = stepper.prefill(prompt_ids[::group_size], prompt_mask[::group_size])
+        if group_size > 1:
+            stepper.expand(group_size)
+            logits = logits.repeat_interleave(group_size, 0)
+    else:
+        stepper = _HFStepper(model)
+        logits = stepper.prefill(prompt_ids, prompt_mask)
     out_tok = torch.full((n, max_new_tokens), pad, dtype=torch.long, device=device)
     out_lp = torch.zeros((n, max_new_tokens), device=device)
     done = torch.zeros(n, dtype=torch.bool, device=device)
-    logits = stepper.prefill(prompt_ids, prompt_mask)
     steps = 0
     for t in range(max_new_tokens):
         tok, lp = _sample(logits, temperature, top_p, generator)

@@ -146,7 +146,8 @@ class GRPOTrainer:
         self.rewards = rewards or Total(dict(cfg.rewards.weights), options=cfg.rewards.active_options())
         params = [p for p in model.parameters() if p.requires_grad]
         o = cfg.optim
-        self.opt = torch.optim.AdamW(params, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay)
+        fused = all(p.dtype == torch.float32 for p in params)  # one kernel per step instead of a loop of ops
+        self.opt = torch.optim.AdamW(params, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay, fused=fused)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(o.schedule, o.warmup_steps, cfg.run.steps))
         self.ref = None
         if cfg.algo.beta > 0:

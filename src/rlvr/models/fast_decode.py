@@ -147,6 +147,16 @@ class FastDecoder:
         self._step = 0
         return self._run(ids, pos, mask[:, None])
 
+    def expand(self, times: int) -> None:
+        """Repeat every row ``times`` times (after a prefill of each group's prompt once)."""
+        self.k = self.k.repeat_interleave(times, 1)
+        self.v = self.v.repeat_interleave(times, 1)
+        self.valid = self.valid.repeat_interleave(times, 0)
+        assert self.next_pos is not None
+        self.next_pos = self.next_pos.repeat_interleave(times, 0)
+        cos, sin = self._rope_ahead
+        self._rope_ahead = (cos.repeat_interleave(times, 0), sin.repeat_interleave(times, 0))
+
     @torch.no_grad()
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         """Append ``tokens [B]`` and return the logits ``[B, V]`` for the token after them."""
