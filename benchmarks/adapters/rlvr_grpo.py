@@ -30,7 +30,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--format-weight", type=float, default=0.2)
-    ap.add_argument("--autocast", choices=["off", "bf16"], default="off")
+    ap.add_argument("--autocast", choices=["none", "bf16"], default="none")
     args = ap.parse_args()
 
     import task  # the shared benchmark task (held-out set, judge)

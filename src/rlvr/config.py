@@ -40,9 +40,9 @@ class ModelConfig(_Strict):
     lora: LoraConfig | None = None
     fast_decode: bool = True
     """Use the lean KV-cache decoder for rollouts when the architecture allows it."""
-    autocast: Literal["off", "bf16"] = "off"
+    autocast: Literal["none", "bf16"] = "none"
     """Run matrix products in bfloat16 (rollouts and the training forward/backward); weights,
-    optimizer state, log-probs and the loss stay float32. Off by default (exact float32)."""
+    optimizer state, log-probs and the loss stay float32. "none" by default (exact float32)."""
 
 
 class DataConfig(_Strict):
