@@ -132,6 +132,8 @@ class RunConfig(_Strict):
     max_minutes: float | None = Field(None, gt=0)
     tensorboard: bool = False
     wandb: bool = False
+    log_rollouts: bool = True
+    """Write every rollout (completion, cause, verdict, components, advantage) to rollouts.jsonl."""
 
 
 class TrainConfig(_Strict):

@@ -63,6 +63,7 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path):
     for k in a:
         assert torch.equal(a[k], b[k]), k
     assert _steps(ref) == _steps(killed)  # the metrics log too: no duplicated or missing steps
+    assert (ref / "rollouts.jsonl").read_text() == (killed / "rollouts.jsonl").read_text()
 
 
 def test_resume_without_checkpoint_is_an_error(tmp_path):
@@ -118,3 +119,24 @@ def test_bf16_autocast_trains(tmp_path):
     end = trainer.model.state_dict()
     assert all(v.dtype == torch.float32 for v in end.values())  # weights stay float32
     assert any(not torch.equal(start[k], end[k]) for k in start)
+
+
+def test_rollout_log_and_cause_metrics(tmp_path):
+    cfg = load_config(None, [*TINY, "run.steps=2", f"run.out_dir={tmp_path}", "algo.advantage_clip=0.5"])
+    trainer = GRPOTrainer(cfg)
+    trainer.train()
+    rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1] * 8 + [2] * 8  # prompts_per_step x group_size per step
+    for r in rows:
+        assert r["policy_version"] == r["step"] - 1 and abs(r["advantage"]) <= 0.5
+        status, fin = r["verdict"]["status"], r["finish"]
+        if not r["completion"].strip() or status in ("timeout", "error"):
+            assert r["cause"] == "invalid"
+        elif fin == "length":
+            assert r["cause"] == "truncated"
+        else:
+            assert r["cause"] == {"no_answer": "no_answer", "wrong": "wrong", "correct": "correct"}[status]
+        assert set(r["components"]) == {"cosine", "format"}
+    m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines() if '"causes/' in x]
+    assert len(m) == 2 and all(abs(sum(v for k, v in x.items() if k.startswith("causes/")) - 1) < 1e-9 for x in m)
+    assert all(0 <= x["advantages/clipped_frac"] <= 1 for x in m)

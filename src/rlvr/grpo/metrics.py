@@ -7,20 +7,41 @@ from pathlib import Path
 from typing import Any
 
 
+def _open_for_run(path: Path, resume_step: int | None) -> Any:
+    """Open a per-step JSONL log for appending: fresh for a new run; on resume, cut to the lines of
+    steps up to the checkpoint (the later ones will be produced again, identically)."""
+    if resume_step is not None and path.exists():
+        keep = [ln for ln in path.read_text().splitlines()
+                if ln.strip() and _step_of(ln) is not None and _step_of(ln) <= resume_step]
+        path.write_text("".join(ln + "\n" for ln in keep))
+    elif resume_step is None and path.exists():
+        path.unlink()
+    return open(path, "a", encoding="utf-8")
+
+
+class RolloutLog:
+    """``rollouts.jsonl``: one line per rollout (prompt id, completion, finish, policy version, cause,
+    verdict, every reward component, total, advantage), the material of death-cause reports."""
+
+    def __init__(self, run_dir: Path, resume_step: int | None = None) -> None:
+        self.path = run_dir / "rollouts.jsonl"
+        self._f = _open_for_run(self.path, resume_step)
+
+    def log(self, step: int, records: list[dict[str, Any]]) -> None:
+        self._f.write("".join(json.dumps({"step": step, **r}, ensure_ascii=False) + "\n" for r in records))
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+
 class MetricsLog:
-    """Append-only ``metrics.jsonl``; on resume, lines past the checkpoint's step are dropped
-    (they will be produced again, identically)."""
+    """Append-only ``metrics.jsonl`` (see :func:`_open_for_run` for resuming)."""
 
     def __init__(self, run_dir: Path, resume_step: int | None = None, tensorboard: bool = False,
                  wandb: bool = False, config: dict[str, Any] | None = None) -> None:
         self.path = run_dir / "metrics.jsonl"
-        if resume_step is not None and self.path.exists():
-            keep = [ln for ln in self.path.read_text().splitlines()
-                    if ln.strip() and _step_of(ln) is not None and _step_of(ln) <= resume_step]
-            self.path.write_text("".join(ln + "\n" for ln in keep))
-        elif resume_step is None and self.path.exists():
-            self.path.unlink()
-        self._f = open(self.path, "a", encoding="utf-8")
+        self._f = _open_for_run(self.path, resume_step)
         self._tb = self._wb = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter

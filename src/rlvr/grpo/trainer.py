@@ -26,7 +26,8 @@ from rlvr.grpo import checkpoint
 from rlvr.grpo.advantages import group_advantages, zero_std_fraction
 from rlvr.grpo.evaluate import greedy_eval
 from rlvr.grpo.loss import Normalizer, policy_loss, token_logprobs
-from rlvr.grpo.metrics import MetricsLog
+from rlvr.diagnostics.causes import Cause, cause_of
+from rlvr.grpo.metrics import MetricsLog, RolloutLog
 from rlvr.grpo.rollout import RolloutBatch, generate
 from rlvr.rewards import Total
 from rlvr.types import Status
@@ -156,6 +157,7 @@ class GRPOTrainer:
                 p.requires_grad_(False)
         self.step = 0
         self.run_dir = Path(cfg.run.out_dir)
+        self._rollout_log: RolloutLog | None = None
         self._prompt_cache: dict[str, list[int]] = {}
 
     # ------------------------------------------------------------------ pieces
@@ -276,13 +278,30 @@ class GRPOTrainer:
         t_gen = time.perf_counter()
         breakdowns, totals = self.score(samples, batch)
         admit = ~torch.isnan(totals)
-        adv = group_advantages(torch.nan_to_num(totals), batch.group_size, admit,
-                               scale=self.cfg.algo.scale_rewards, clip=self.cfg.algo.advantage_clip)
+        adv = group_advantages(torch.nan_to_num(totals), batch.group_size, admit, scale=self.cfg.algo.scale_rewards)
+        clip = self.cfg.algo.advantage_clip
+        clipped = float(((adv.abs() > clip) & admit).sum() / admit.sum().clamp(min=1)) if clip else 0.0
+        if clip:
+            adv = adv.clamp(-clip, clip)
+        causes = [cause_of(b.verdict.status, fin, text=text, version=batch.policy_version, current_version=self.step)
+                  if b.verdict is not None else Cause.INVALID
+                  for b, fin, text in zip(breakdowns, batch.finish, batch.texts)]
         t_score = time.perf_counter()
         upd = self.update(batch, adv, admit)
         t_end = time.perf_counter()
+        if self._rollout_log is not None:
+            g = batch.group_size
+            self._rollout_log.log(self.step + 1, [
+                {"prompt_id": samples[i // g].id, "completion": batch.texts[i], "finish": batch.finish[i],
+                 "policy_version": batch.policy_version, "cause": causes[i].value,
+                 "verdict": b.verdict.to_dict() if b.verdict is not None else None,
+                 "components": b.components, "total": b.total, "advantage": float(adv[i])}
+                for i, b in enumerate(breakdowns)])
         self.step += 1
-        return self._metrics(batch, breakdowns, totals, admit, upd, (t0, t_gen, t_score, t_end))
+        m = self._metrics(batch, breakdowns, totals, admit, upd, (t0, t_gen, t_score, t_end))
+        m.update({f"causes/{c.value}": sum(x is c for x in causes) / len(causes) for c in Cause})
+        m["advantages/clipped_frac"] = clipped
+        return m
 
     def _metrics(self, batch: RolloutBatch, breakdowns: list[Any], totals: torch.Tensor, admit: torch.Tensor,
                  upd: dict[str, float], times: tuple[float, float, float, float]) -> dict[str, Any]:
@@ -336,8 +355,9 @@ class GRPOTrainer:
             raise ConfigError(f"--resume: {self.run_dir} has no checkpoint to continue")
         if ckpt is not None:
             self.restore(checkpoint.load(ckpt))
-        log = MetricsLog(self.run_dir, self.step if ckpt is not None else None, cfg.run.tensorboard, cfg.run.wandb,
-                         cfg.model_dump(mode="json"))
+        resume_step = self.step if ckpt is not None else None
+        log = MetricsLog(self.run_dir, resume_step, cfg.run.tensorboard, cfg.run.wandb, cfg.model_dump(mode="json"))
+        self._rollout_log = RolloutLog(self.run_dir, resume_step) if cfg.run.log_rollouts else None
         result: dict[str, Any] = {"resumed_from": self.step if ckpt is not None else None}
         last_eval: tuple[int, dict[str, Any]] | None = None  # (step, result) of the latest evaluation
         if ckpt is None and self.eval_rows:
@@ -376,6 +396,9 @@ class GRPOTrainer:
                                         **{f"eval/{k}": v for k, v in ev["statuses"].items()}})
         finally:
             log.close()
+            if self._rollout_log is not None:
+                self._rollout_log.close()
+                self._rollout_log = None
         self.save_model(self.run_dir / "model")
         result["steps"] = self.step
         return result
