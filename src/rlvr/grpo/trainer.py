@@ -22,11 +22,11 @@ import torch
 from rlvr.config import TrainConfig, dump_config
 from rlvr.data.prompts import encode
 from rlvr.data.tasks import TASKS, Sample, addition_eval
+from rlvr.diagnostics.causes import Cause, cause_of
 from rlvr.grpo import checkpoint
 from rlvr.grpo.advantages import group_advantages, zero_std_fraction
 from rlvr.grpo.evaluate import greedy_eval
 from rlvr.grpo.loss import Normalizer, policy_loss, token_logprobs
-from rlvr.diagnostics.causes import Cause, cause_of
 from rlvr.grpo.metrics import MetricsLog, RolloutLog
 from rlvr.grpo.rollout import RolloutBatch, generate
 from rlvr.rewards import Total
