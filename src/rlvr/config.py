@@ -94,6 +94,20 @@ class AlgoConfig(_Strict):
     advantage_clip: float | None = Field(None, gt=0)
 
 
+class FailureConfig(_Strict):
+    """Failure-aware training: which rollouts enter the group statistics and the loss."""
+
+    exclude_truncated: bool = False
+    """Leave rollouts that hit the length limit out (invalid and stale ones always are)."""
+    cold_start: bool = False
+    """Leave format deaths (no_answer) out until the running format-death rate falls below
+    ``cold_start_threshold`` over ``cold_start_window`` steps; then count them. Off in plain GRPO."""
+    cold_start_threshold: float = Field(0.05, ge=0, le=1)
+    cold_start_window: int = Field(10, ge=1)
+    drop_flat_groups: bool = False
+    """Leave zero-variance groups out of the loss normaliser (they carry no signal)."""
+
+
 class OptimConfig(_Strict):
     """AdamW and its schedule."""
 
@@ -143,6 +157,7 @@ class TrainConfig(_Strict):
     data: DataConfig = DataConfig()
     rollout: RolloutConfig = RolloutConfig()
     algo: AlgoConfig = AlgoConfig()
+    failure: FailureConfig = FailureConfig()
     optim: OptimConfig = OptimConfig()
     rewards: RewardsConfig = RewardsConfig()
     run: RunConfig = RunConfig()

@@ -140,3 +140,19 @@ def test_rollout_log_and_cause_metrics(tmp_path):
     m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines() if '"causes/' in x]
     assert len(m) == 2 and all(abs(sum(v for k, v in x.items() if k.startswith("causes/")) - 1) < 1e-9 for x in m)
     assert all(0 <= x["advantages/clipped_frac"] <= 1 for x in m)
+
+
+def test_cold_start_keeps_format_deaths_out_of_the_loss(tmp_path):
+    # an untrained model: most rollouts are format deaths, injected by construction
+    cfg = load_config(None, [*TINY, "run.steps=2", f"run.out_dir={tmp_path}", "failure.cold_start=true",
+                             "failure.exclude_truncated=true"])
+    GRPOTrainer(cfg).train()
+    rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    dead = [r for r in rows if r["cause"] in ("no_answer", "truncated", "invalid")]
+    assert dead, "expected format deaths from an untrained model"
+    assert all(not r["admitted"] and r["advantage"] == 0.0 for r in dead)
+    m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines() if "failure/cold_start" in x]
+    assert [x["failure/cold_start"] for x in m] == [1.0, 1.0]
+    for x in m:
+        step_rows = [r for r in rows if r["step"] == x["step"]]
+        assert x["failure/excluded_frac"] == sum(not r["admitted"] for r in step_rows) / len(step_rows)

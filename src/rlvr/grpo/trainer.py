@@ -22,6 +22,7 @@ import torch
 from rlvr.config import TrainConfig, dump_config
 from rlvr.data.prompts import encode
 from rlvr.data.tasks import TASKS, Sample, addition_eval
+from rlvr.diagnostics.admission import ColdStart, admission
 from rlvr.diagnostics.causes import Cause, cause_of
 from rlvr.grpo import checkpoint
 from rlvr.grpo.advantages import group_advantages, zero_std_fraction
@@ -158,6 +159,8 @@ class GRPOTrainer:
         self.step = 0
         self.run_dir = Path(cfg.run.out_dir)
         self._rollout_log: RolloutLog | None = None
+        f = cfg.failure
+        self.cold_start = ColdStart(f.cold_start_threshold, f.cold_start_window) if f.cold_start else None
         self._prompt_cache: dict[str, list[int]] = {}
 
     # ------------------------------------------------------------------ pieces
@@ -277,15 +280,19 @@ class GRPOTrainer:
         batch = self.rollout(samples)
         t_gen = time.perf_counter()
         breakdowns, totals = self.score(samples, batch)
-        admit = ~torch.isnan(totals)
+        causes = [cause_of(b.verdict.status, fin, text=text, version=batch.policy_version, current_version=self.step)
+                  if b.verdict is not None else Cause.INVALID
+                  for b, fin, text in zip(breakdowns, batch.finish, batch.texts)]
+        format_deaths = sum(c is Cause.NO_ANSWER for c in causes) / len(causes)
+        cold = self.cold_start.update(format_deaths, self.step + 1) if self.cold_start is not None else False
+        f = self.cfg.failure
+        admit = admission(causes, totals, batch.group_size, exclude_truncated=f.exclude_truncated, cold_start=cold,
+                          drop_flat_groups=f.drop_flat_groups)
         adv = group_advantages(torch.nan_to_num(totals), batch.group_size, admit, scale=self.cfg.algo.scale_rewards)
         clip = self.cfg.algo.advantage_clip
         clipped = float(((adv.abs() > clip) & admit).sum() / admit.sum().clamp(min=1)) if clip else 0.0
         if clip:
             adv = adv.clamp(-clip, clip)
-        causes = [cause_of(b.verdict.status, fin, text=text, version=batch.policy_version, current_version=self.step)
-                  if b.verdict is not None else Cause.INVALID
-                  for b, fin, text in zip(breakdowns, batch.finish, batch.texts)]
         t_score = time.perf_counter()
         upd = self.update(batch, adv, admit)
         t_end = time.perf_counter()
@@ -295,12 +302,17 @@ class GRPOTrainer:
                 {"prompt_id": samples[i // g].id, "completion": batch.texts[i], "finish": batch.finish[i],
                  "policy_version": batch.policy_version, "cause": causes[i].value,
                  "verdict": b.verdict.to_dict() if b.verdict is not None else None,
-                 "components": b.components, "total": b.total, "advantage": float(adv[i])}
+                 "components": b.components, "total": b.total, "advantage": float(adv[i]),
+                 "admitted": bool(admit[i])}
                 for i, b in enumerate(breakdowns)])
         self.step += 1
         m = self._metrics(batch, breakdowns, totals, admit, upd, (t0, t_gen, t_score, t_end))
         m.update({f"causes/{c.value}": sum(x is c for x in causes) / len(causes) for c in Cause})
         m["advantages/clipped_frac"] = clipped
+        m["failure/cold_start"] = float(cold)
+        m["failure/excluded_frac"] = float((~admit).float().mean())
+        if self.cold_start is not None and self.cold_start.switched_at == self.step:
+            m["failure/cold_start_ended"] = 1.0  # the switch, marked on the step it happened
         return m
 
     def _metrics(self, batch: RolloutBatch, breakdowns: list[Any], totals: torch.Tensor, admit: torch.Tensor,
@@ -330,7 +342,8 @@ class GRPOTrainer:
     def state(self) -> dict[str, Any]:
         return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
                 "scheduler": self.sched.state_dict(), "step": self.step, "position": self.data.position,
-                "config": dump_config(self.cfg)}
+                "config": dump_config(self.cfg),
+                "cold_start": self.cold_start.state() if self.cold_start is not None else None}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
@@ -338,6 +351,8 @@ class GRPOTrainer:
         self.sched.load_state_dict(state["scheduler"])
         self.step = int(state["step"])
         self.data.skip_to(int(state["position"]))
+        if self.cold_start is not None and state.get("cold_start"):
+            self.cold_start.load(state["cold_start"])
 
     def train(self, *, resume: bool = False, on_step: StepCallback | None = None,
               on_eval: StepCallback | None = None) -> dict[str, Any]:

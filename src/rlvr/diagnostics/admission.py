@@ -1,0 +1,89 @@
+"""Which rollouts count: the admission mask for group statistics and the loss (pure functions).
+
+A rollout left out gets no gradient and does not move its group's mean or std:
+
+* ``invalid`` and ``stale`` rollouts, always (they say nothing about the answer or the policy);
+* ``bad_gold`` rows, always (no reward can be computed);
+* ``truncated`` rollouts, when ``exclude_truncated`` is set;
+* ``no_answer`` (format deaths) during the **cold start**: until the running format-death rate
+  falls below a threshold, the model is still learning the format and a 0 for an unparsable
+  answer would push down the reasoning that came before it (seed 003). After the switch they
+  count, with their reward;
+* every rollout of a zero-variance group, when ``drop_flat_groups`` is set (they carry no signal
+  and only dilute the token normaliser).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from rlvr.diagnostics.causes import Cause
+
+ALWAYS_OUT = frozenset({Cause.INVALID, Cause.STALE, Cause.BAD_GOLD})
+
+
+def admission(
+    causes: Sequence[Cause],
+    rewards: torch.Tensor,
+    group_size: int,
+    *,
+    exclude_truncated: bool = False,
+    cold_start: bool = False,
+    drop_flat_groups: bool = False,
+) -> torch.Tensor:
+    """``[N]`` bool: True for the rollouts that enter the group statistics and the loss."""
+    out = set(ALWAYS_OUT)
+    if exclude_truncated:
+        out.add(Cause.TRUNCATED)
+    if cold_start:
+        out.add(Cause.NO_ANSWER)
+    mask = torch.tensor([c not in out for c in causes], dtype=torch.bool) & ~torch.isnan(rewards)
+    if drop_flat_groups:
+        r = torch.nan_to_num(rewards).view(-1, group_size)
+        m = mask.view(-1, group_size)
+        hi = torch.where(m, r, torch.full_like(r, -torch.inf)).max(1).values
+        lo = torch.where(m, r, torch.full_like(r, torch.inf)).min(1).values
+        flat = (hi - lo <= 1e-6) | (m.sum(1) < 2)
+        mask = mask & ~flat.repeat_interleave(group_size)
+    return mask
+
+
+@dataclass
+class ColdStart:
+    """The cold-start switch: on until the mean format-death rate of the last ``window`` steps is
+    below ``threshold``; once off it stays off.
+
+    Example:
+        >>> cs = ColdStart(threshold=0.05, window=2)
+        >>> [cs.update(r) for r in (0.4, 0.1, 0.02, 0.01, 0.5)]
+        [True, True, True, False, False]
+    """
+
+    threshold: float = 0.05
+    window: int = 10
+    active: bool = True
+    switched_at: int | None = None
+    history: deque[float] = field(default_factory=deque)
+
+    def update(self, format_death_rate: float, step: int = 0) -> bool:
+        """Record this step's rate; return whether the cold start is still on *for this step*."""
+        if not self.active:
+            return False
+        self.history.append(format_death_rate)
+        while len(self.history) > self.window:
+            self.history.popleft()
+        if len(self.history) == self.window and sum(self.history) / self.window < self.threshold:
+            self.active = False
+            self.switched_at = step
+        return True if self.switched_at != step else False
+
+    def state(self) -> dict:
+        return {"active": self.active, "switched_at": self.switched_at, "history": list(self.history)}
+
+    def load(self, state: dict) -> None:
+        self.active, self.switched_at = state["active"], state["switched_at"]
+        self.history = deque(state["history"])
