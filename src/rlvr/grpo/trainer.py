@@ -31,6 +31,7 @@ from rlvr.grpo.loss import Normalizer, policy_loss, token_logprobs
 from rlvr.grpo.metrics import MetricsLog, RolloutLog
 from rlvr.grpo.rollout import RolloutBatch, generate
 from rlvr.rewards import Total
+from rlvr.rewards.base import prompt_text
 from rlvr.types import Status
 
 StepCallback = Callable[[int, dict[str, Any]], None]
@@ -299,7 +300,9 @@ class GRPOTrainer:
         if self._rollout_log is not None:
             g = batch.group_size
             self._rollout_log.log(self.step + 1, [
-                {"prompt_id": samples[i // g].id, "completion": batch.texts[i], "finish": batch.finish[i],
+                {"prompt_id": samples[i // g].id, "task": samples[i // g].task,
+                 "prompt": prompt_text(samples[i // g].prompt), "gold": samples[i // g].gold,
+                 "completion": batch.texts[i], "finish": batch.finish[i],
                  "policy_version": batch.policy_version, "cause": causes[i].value,
                  "verdict": b.verdict.to_dict() if b.verdict is not None else None,
                  "components": b.components, "total": b.total, "advantage": float(adv[i]),

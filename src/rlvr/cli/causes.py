@@ -1,0 +1,53 @@
+"""``rlvr causes``: the death-cause table of a run (and a sample of failures to read)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+
+def causes(
+    run_dir: Annotated[Path, typer.Argument(help="A training run's folder (with rollouts.jsonl).")],
+    sample: Annotated[int, typer.Option(help="Write this many random failed rollouts per cause to a file.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Where --sample writes (default RUN_DIR/failures.md).")] = None,
+    top: Annotated[int, typer.Option(help="How many of the deadliest prompts to list.")] = 10,
+) -> None:
+    """Per task: how each rollout ended (correct / wrong / no_answer / truncated / invalid / stale /
+    bad_gold), how the two deaths moved over the run, and the prompts that die most."""
+    from rlvr.cli.app import abort, console, err_console
+    from rlvr.diagnostics.causes import Cause
+    from rlvr.diagnostics.table import cause_table, read_rollouts, write_samples
+
+    try:
+        rows, torn = read_rollouts(run_dir)
+    except (FileNotFoundError, ValueError) as e:
+        abort(str(e))
+    if torn:
+        err_console.print("[yellow]the last line was cut off (a run still going, or killed): skipped[/]")
+    t = cause_table(rows, top)
+    table = Table(title=f"{run_dir}: {t.rows} rollouts over {t.steps} steps")
+    table.add_column("task")
+    for c in Cause:
+        table.add_column(c.value, justify="right")
+    for task, counts in sorted(t.by_task.items(), key=lambda kv: kv[0] == "all"):
+        n = sum(counts.values())
+        table.add_row(task, *[f"{counts.get(c.value, 0)} ({counts.get(c.value, 0) / n:.0%})" for c in Cause])
+    console.print(table)
+    phases = Table(title="format deaths (no_answer) vs verification deaths (wrong)")
+    for col in ("phase", "steps", "format death", "verification death"):
+        phases.add_column(col, justify="right")
+    for name, a, b, fmt, ver in t.phases:
+        phases.add_row(name, f"{a}-{b}", f"{fmt:.1%}", f"{ver:.1%}")
+    console.print(phases)
+    dead = Table(title="prompts that die most")
+    for col in ("prompt id", "deaths / seen", "prompt"):
+        dead.add_column(col, overflow="fold", max_width=60 if col == "prompt" else None)
+    for pid, d, seen, text in t.deadliest:
+        dead.add_row(pid, f"{d}/{seen}", text[:120])
+    console.print(dead)
+    if sample:
+        path = write_samples(rows, out or run_dir / "failures.md", sample)
+        console.print(f"failed rollouts to review: {path}")

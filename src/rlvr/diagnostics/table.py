@@ -1,0 +1,99 @@
+"""The death-cause table of a run, from its ``rollouts.jsonl`` (``rlvr causes``).
+
+Per task and over the run: the count and rate of each cause; the format-death and
+verification-death rates in the first, middle and last third of the steps; the prompts
+that die most; and, on request, a Markdown file of randomly sampled failed rollouts per
+cause for a person to read.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlvr.diagnostics.causes import Cause
+
+FAILED = (Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cause.INVALID, Cause.STALE, Cause.BAD_GOLD)
+
+
+@dataclass
+class CauseTable:
+    """What ``rlvr causes`` prints."""
+
+    rows: int = 0
+    steps: int = 0
+    by_task: dict[str, Counter[str]] = field(default_factory=dict)
+    phases: list[tuple[str, int, int, float, float]] = field(default_factory=list)  # name, from, to, fmt, ver
+    deadliest: list[tuple[str, int, int, str]] = field(default_factory=list)  # prompt id, deaths, seen, prompt
+    torn_last_line: bool = False
+
+
+def read_rollouts(run_dir: str | Path) -> tuple[list[dict[str, Any]], bool]:
+    """The rollout records of a run, and whether a torn last line (a killed writer) was skipped."""
+    path = Path(run_dir) / "rollouts.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no rollout log (was the run made with run.log_rollouts: true?)")
+    rows, torn = [], False
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                torn = True
+                continue
+            raise ValueError(f"{path}:{i + 1}: not valid JSON") from None
+    return rows, torn
+
+
+def cause_table(rows: list[dict[str, Any]], top: int = 10) -> CauseTable:
+    """Aggregate rollout records (see the module docstring)."""
+    t = CauseTable(rows=len(rows))
+    steps = sorted({r["step"] for r in rows})
+    t.steps = len(steps)
+    by_task: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in rows:
+        by_task[r.get("task") or "?"][r["cause"]] += 1
+        by_task["all"][r["cause"]] += 1
+    t.by_task = dict(by_task)
+    if steps:
+        thirds = [steps[: max(1, len(steps) // 3)], steps[len(steps) // 3 : 2 * len(steps) // 3 or 1],
+                  steps[2 * len(steps) // 3 :]]
+        for name, part in zip(("start", "middle", "end"), thirds):
+            if not part:
+                continue
+            sel = [r for r in rows if part[0] <= r["step"] <= part[-1]]
+            n = max(len(sel), 1)
+            t.phases.append((name, part[0], part[-1], sum(r["cause"] == "no_answer" for r in sel) / n,
+                             sum(r["cause"] == "wrong" for r in sel) / n))
+    seen: Counter[str] = Counter(r["prompt_id"] for r in rows)
+    deaths: Counter[str] = Counter(r["prompt_id"] for r in rows if r["cause"] != "correct")
+    text = {r["prompt_id"]: r.get("prompt", "") for r in rows}
+    t.deadliest = [(pid, d, seen[pid], text[pid]) for pid, d in deaths.most_common(top)]
+    return t
+
+
+def write_samples(rows: list[dict[str, Any]], path: str | Path, per_cause: int = 50, seed: int = 0) -> Path:
+    """A Markdown review file: up to ``per_cause`` random failed rollouts for each cause."""
+    rng = random.Random(seed)
+    out = ["# Failed rollouts to review", ""]
+    for cause in FAILED:
+        pool = [r for r in rows if r["cause"] == cause.value]
+        if not pool:
+            continue
+        picked = rng.sample(pool, min(per_cause, len(pool)))
+        out += [f"## {cause.value} ({len(picked)} of {len(pool)})", ""]
+        for r in picked:
+            v = r.get("verdict") or {}
+            out += [f"### step {r['step']}, prompt `{r['prompt_id']}`", "",
+                    f"- prompt: {r.get('prompt', '')!r}", f"- gold: `{r.get('gold', v.get('gold', ''))}`",
+                    f"- extracted: `{v.get('extracted', '')}`", f"- reason: {v.get('reason', '')}",
+                    f"- finish: {r.get('finish')}, total reward: {r.get('total')}", "", "```text",
+                    r.get("completion", ""), "```", ""]
+    p = Path(path)
+    p.write_text("\n".join(out), encoding="utf-8")
+    return p

@@ -1,0 +1,47 @@
+"""The death-cause table from hand-made rollout records, and ``rlvr causes`` on them."""
+
+import json
+
+from typer.testing import CliRunner
+
+from rlvr.cli.app import app
+from rlvr.diagnostics.table import cause_table, read_rollouts, write_samples
+
+
+def _row(step, pid, cause, task="math"):
+    return {"step": step, "prompt_id": pid, "task": task, "prompt": f"q {pid}", "gold": "1", "cause": cause,
+            "completion": f"out {pid} {step}", "finish": "eos", "total": 0.0,
+            "verdict": {"status": cause, "extracted": "2", "reason": "r", "gold": "1"}}
+
+
+ROWS = ([_row(1, "a", "no_answer"), _row(1, "a", "wrong"), _row(1, "b", "correct")]
+        + [_row(2, "a", "no_answer"), _row(2, "b", "wrong"), _row(2, "c", "correct", task="countdown")]
+        + [_row(3, "a", "wrong"), _row(3, "b", "correct"), _row(3, "c", "truncated", task="countdown")])
+
+
+def test_counts_phases_and_deadliest():
+    t = cause_table(ROWS, top=2)
+    assert t.rows == 9 and t.steps == 3
+    assert t.by_task["all"] == {"no_answer": 2, "wrong": 3, "correct": 3, "truncated": 1}
+    assert t.by_task["countdown"] == {"correct": 1, "truncated": 1}
+    assert [(p[0], p[3], p[4]) for p in t.phases] == [("start", 1 / 3, 1 / 3), ("middle", 1 / 3, 1 / 3),
+                                                       ("end", 0.0, 1 / 3)]
+    assert t.deadliest[0] == ("a", 4, 4, "q a")
+
+
+def test_cli_tolerates_a_torn_last_line_and_writes_samples(tmp_path):
+    text = "".join(json.dumps(r) + "\n" for r in ROWS) + '{"step": 4, "prom'
+    (tmp_path / "rollouts.jsonl").write_text(text)
+    rows, torn = read_rollouts(tmp_path)
+    assert len(rows) == 9 and torn
+    r = CliRunner().invoke(app, ["causes", str(tmp_path), "--sample", "5"])
+    assert r.exit_code == 0, r.output
+    assert "last line was cut off" in r.output and "prompts that die most" in r.output
+    md = (tmp_path / "failures.md").read_text()
+    assert "## wrong (3 of 3)" in md and "## no_answer (2 of 2)" in md and "## correct" not in md
+    assert write_samples(ROWS, tmp_path / "one.md", per_cause=1).read_text().count("### step") == 3
+
+
+def test_missing_log_is_a_clear_error(tmp_path):
+    r = CliRunner().invoke(app, ["causes", str(tmp_path)])
+    assert r.exit_code == 2 and "no rollout log" in r.output
