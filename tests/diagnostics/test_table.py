@@ -45,3 +45,14 @@ def test_cli_tolerates_a_torn_last_line_and_writes_samples(tmp_path):
 def test_missing_log_is_a_clear_error(tmp_path):
     r = CliRunner().invoke(app, ["causes", str(tmp_path)])
     assert r.exit_code == 2 and "no rollout log" in r.output
+
+
+def test_alarm_lines_from_metrics():
+    from rlvr.diagnostics.table import alarm_lines
+
+    metrics = [{"step": 1, "alarms/multiple_answers": 0.0, "alarms/answer_in_reasoning": 0.5,
+                "alarms/format_without_accuracy": 0.0},
+               {"step": 2, "alarms/multiple_answers": 0.2, "alarms/answer_in_reasoning": 0.01,
+                "alarms/format_without_accuracy": 1.0}]
+    assert alarm_lines(metrics) == [("multiple_answers", 1, 2, 0.2), ("answer_in_reasoning", 1, 1, 0.5),
+                                    ("format_without_accuracy", 1, 2, 1.0)]

@@ -107,7 +107,8 @@ def test_kl_reference_and_multiple_iterations_run(tmp_path):
     assert len(m) == 2 and m[-1]["loss/kl"] >= 0 and m[-1]["loss/approx_kl"] >= 0
     for key in ("reward/total/mean", "verify/no_answer", "verify/wrong", "groups/zero_std_frac",
                 "completions/mean_length", "completions/truncated_frac", "loss/policy", "loss/clipfrac",
-                "grad_norm", "lr", "tokens_per_s", "weights/cosine"):
+                "grad_norm", "lr", "tokens_per_s", "weights/cosine", "alarms/multiple_answers",
+                "alarms/answer_in_reasoning", "alarms/format_without_accuracy", "causes/no_answer"):
         assert key in m[-1], key
 
 

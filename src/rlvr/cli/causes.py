@@ -19,7 +19,8 @@ def causes(
     bad_gold), how the two deaths moved over the run, and the prompts that die most."""
     from rlvr.cli.app import abort, console, err_console
     from rlvr.diagnostics.causes import Cause
-    from rlvr.diagnostics.table import cause_table, read_rollouts, write_samples
+    from rlvr.diagnostics.table import alarm_lines, cause_table, read_rollouts, write_samples
+    from rlvr.grpo.metrics import read_metrics
 
     try:
         rows, torn = read_rollouts(run_dir)
@@ -48,6 +49,12 @@ def causes(
     for pid, d, seen, text in t.deadliest:
         dead.add_row(pid, f"{d}/{seen}", text[:120])
     console.print(dead)
+    alarms = Table(title="reward-hacking alarms")
+    for col in ("alarm", "steps fired", "first", "peak"):
+        alarms.add_column(col, justify="right")
+    for name, fired, first, peak in alarm_lines(read_metrics(run_dir)):
+        alarms.add_row(name, f"[red]{fired}[/]" if fired else "0", str(first or "-"), f"{peak:.2f}")
+    console.print(alarms)
     if sample:
         path = write_samples(rows, out or run_dir / "failures.md", sample)
         console.print(f"failed rollouts to review: {path}")

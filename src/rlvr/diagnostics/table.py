@@ -32,6 +32,19 @@ class CauseTable:
     torn_last_line: bool = False
 
 
+def alarm_lines(metrics: list[dict[str, Any]]) -> list[tuple[str, int, int | None, float]]:
+    """``(alarm, steps on which it fired, first such step, peak value)`` from a run's metrics."""
+    from rlvr.diagnostics.alarms import SHARE_THRESHOLD
+
+    out = []
+    for name, limit in (("multiple_answers", SHARE_THRESHOLD), ("answer_in_reasoning", SHARE_THRESHOLD),
+                        ("format_without_accuracy", 0.5)):
+        vals = [(m["step"], m[f"alarms/{name}"]) for m in metrics if f"alarms/{name}" in m]
+        fired = [s for s, v in vals if v > limit]
+        out.append((name, len(fired), fired[0] if fired else None, max((v for _, v in vals), default=0.0)))
+    return out
+
+
 def read_rollouts(run_dir: str | Path) -> tuple[list[dict[str, Any]], bool]:
     """The rollout records of a run, and whether a torn last line (a killed writer) was skipped."""
     path = Path(run_dir) / "rollouts.jsonl"

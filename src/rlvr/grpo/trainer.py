@@ -23,6 +23,7 @@ from rlvr.config import TrainConfig, dump_config
 from rlvr.data.prompts import encode
 from rlvr.data.tasks import TASKS, Sample, addition_eval
 from rlvr.diagnostics.admission import ColdStart, admission
+from rlvr.diagnostics.alarms import FormatWithoutAccuracy, answer_blocks, answer_only_in_reasoning, share
 from rlvr.diagnostics.causes import Cause, cause_of
 from rlvr.grpo import checkpoint
 from rlvr.grpo.advantages import group_advantages, zero_std_fraction
@@ -162,6 +163,9 @@ class GRPOTrainer:
         self._rollout_log: RolloutLog | None = None
         f = cfg.failure
         self.cold_start = ColdStart(f.cold_start_threshold, f.cold_start_window) if f.cold_start else None
+        self.format_alarm = FormatWithoutAccuracy()
+        fmt = self.rewards.rewards.get("format")
+        self._tags = (getattr(fmt, "think_tag", None) or "think", getattr(fmt, "answer_tag", "answer"))
         self._prompt_cache: dict[str, list[int]] = {}
 
     # ------------------------------------------------------------------ pieces
@@ -316,6 +320,11 @@ class GRPOTrainer:
         m["failure/excluded_frac"] = float((~admit).float().mean())
         if self.cold_start is not None and self.cold_start.switched_at == self.step:
             m["failure/cold_start_ended"] = 1.0  # the switch, marked on the step it happened
+        think, answer = self._tags
+        m["alarms/multiple_answers"] = share(batch.texts, lambda t: answer_blocks(t, answer) > 1)
+        m["alarms/answer_in_reasoning"] = share(batch.texts, lambda t: answer_only_in_reasoning(t, think, answer))
+        m["alarms/format_without_accuracy"] = float(self.format_alarm.update(m.get("reward/format/mean"),
+                                                                             m.get("reward/accuracy/mean")))
         return m
 
     def _metrics(self, batch: RolloutBatch, breakdowns: list[Any], totals: torch.Tensor, admit: torch.Tensor,
