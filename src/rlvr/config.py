@@ -106,6 +106,12 @@ class FailureConfig(_Strict):
     cold_start_window: int = Field(10, ge=1)
     drop_flat_groups: bool = False
     """Leave zero-variance groups out of the loss normaliser (they carry no signal)."""
+    quarantine: bool = True
+    """Take prompts whose groups keep dying out of training (see diagnostics/quarantine.py)."""
+    quarantine_consecutive: int = Field(3, ge=1)
+    quarantine_total: int = Field(5, ge=1)
+    quarantine_causes: list[Literal["invalid", "truncated", "no_answer", "wrong"]] = ["invalid"]
+    """A group dies when every rollout has one of these causes."""
 
 
 class OptimConfig(_Strict):

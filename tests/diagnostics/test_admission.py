@@ -6,9 +6,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlvr.diagnostics.admission import ColdStart, admission  # noqa: E402
-from rlvr.diagnostics.causes import Cause  # noqa: E402
-from rlvr.grpo.advantages import group_advantages  # noqa: E402
+from rlvr.diagnostics.admission import ColdStart, admission
+from rlvr.diagnostics.causes import Cause
+from rlvr.grpo.advantages import group_advantages
 
 C, W, N, T, I = Cause.CORRECT, Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cause.INVALID
 

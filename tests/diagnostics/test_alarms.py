@@ -1,6 +1,11 @@
 """Reward-hacking alarms on hand-made completions and reward curves."""
 
-from rlvr.diagnostics.alarms import FormatWithoutAccuracy, answer_blocks, answer_only_in_reasoning, share
+from rlvr.diagnostics.alarms import (
+    FormatWithoutAccuracy,
+    answer_blocks,
+    answer_only_in_reasoning,
+    share,
+)
 
 
 def test_answer_blocks_and_reasoning_only_answers():

@@ -31,13 +31,14 @@ def abort(message: str, code: int = 2) -> NoReturn:
 
 def _register() -> None:
     # Imported here so each command module stays independent of the others.
-    from rlvr.cli import causes, demo, score, train, verify, verify_demo
+    from rlvr.cli import causes, demo, quarantine, score, train, verify, verify_demo
 
     app.command("verify")(verify.verify)
     app.command("score")(score.score)
     app.command("train")(train.train)
     app.command("sft")(train.sft)
     app.command("causes")(causes.causes)
+    app.command("quarantine")(quarantine.quarantine)
     app.command("demo")(demo.demo)
     app.command("verify-demo")(verify_demo.verify_demo)
 

@@ -19,7 +19,12 @@ def causes(
     bad_gold), how the two deaths moved over the run, and the prompts that die most."""
     from rlvr.cli.app import abort, console, err_console
     from rlvr.diagnostics.causes import Cause
-    from rlvr.diagnostics.table import alarm_lines, cause_table, read_rollouts, write_samples
+    from rlvr.diagnostics.table import (
+        alarm_lines,
+        cause_table,
+        read_rollouts,
+        write_samples,
+    )
     from rlvr.grpo.metrics import read_metrics
 
     try:

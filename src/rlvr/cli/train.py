@@ -58,7 +58,7 @@ def train(
 
         try:
             result = trainer.train(resume=resume is not None, on_step=on_step)
-        except ConfigError as e:
+        except (ConfigError, DataError) as e:
             abort(str(e))
     before = result.get("before", {}).get("accuracy")
     after = result.get("after", {}).get("accuracy")

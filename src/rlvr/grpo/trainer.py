@@ -23,8 +23,14 @@ from rlvr.config import TrainConfig, dump_config
 from rlvr.data.prompts import encode
 from rlvr.data.tasks import TASKS, Sample, addition_eval
 from rlvr.diagnostics.admission import ColdStart, admission
-from rlvr.diagnostics.alarms import FormatWithoutAccuracy, answer_blocks, answer_only_in_reasoning, share
+from rlvr.diagnostics.alarms import (
+    FormatWithoutAccuracy,
+    answer_blocks,
+    answer_only_in_reasoning,
+    share,
+)
 from rlvr.diagnostics.causes import Cause, cause_of
+from rlvr.diagnostics.quarantine import Quarantine
 from rlvr.grpo import checkpoint
 from rlvr.grpo.advantages import group_advantages, zero_std_fraction
 from rlvr.grpo.evaluate import greedy_eval
@@ -91,12 +97,28 @@ class DataStream:
             next(self._it)
         self.position = position
 
-    def take(self, n: int) -> list[Sample]:
+    def take(self, n: int, skip: Callable[[Sample], bool] | None = None) -> list[Sample]:
+        """The next ``n`` rows, passing over those ``skip`` refuses (the position counts them too).
+
+        Raises:
+            DataError: every row of the data is refused (all quarantined).
+        """
         if self._it is None:
             self.skip_to(0)
         assert self._it is not None
-        out = [next(self._it) for _ in range(n)]
-        self.position += n
+        out: list[Sample] = []
+        passed = 0
+        while len(out) < n:
+            s = next(self._it)
+            self.position += 1
+            if skip is not None and skip(s):
+                passed += 1
+                if self.rows is not None and passed > 2 * len(self.rows):
+                    from rlvr.errors import DataError
+
+                    raise DataError("every training row is quarantined; readmit some with rlvr quarantine")
+                continue
+            out.append(s)
         return out
 
 
@@ -164,6 +186,8 @@ class GRPOTrainer:
         f = cfg.failure
         self.cold_start = ColdStart(f.cold_start_threshold, f.cold_start_window) if f.cold_start else None
         self.format_alarm = FormatWithoutAccuracy()
+        self.quarantine = (Quarantine(f.quarantine_consecutive, f.quarantine_total,
+                                      frozenset(Cause(c) for c in f.quarantine_causes)) if f.quarantine else None)
         fmt = self.rewards.rewards.get("format")
         self._tags = (getattr(fmt, "think_tag", None) or "think", getattr(fmt, "answer_tag", "answer"))
         self._prompt_cache: dict[str, list[int]] = {}
@@ -281,7 +305,8 @@ class GRPOTrainer:
     def train_step(self) -> dict[str, Any]:
         """One GRPO step; returns its metrics."""
         t0 = time.perf_counter()
-        samples = self.data.take(self.cfg.rollout.prompts_per_step)
+        q = self.quarantine
+        samples = self.data.take(self.cfg.rollout.prompts_per_step, skip=(lambda s: s.id in q) if q else None)
         batch = self.rollout(samples)
         t_gen = time.perf_counter()
         breakdowns, totals = self.score(samples, batch)
@@ -298,6 +323,18 @@ class GRPOTrainer:
         clipped = float(((adv.abs() > clip) & admit).sum() / admit.sum().clamp(min=1)) if clip else 0.0
         if clip:
             adv = adv.clamp(-clip, clip)
+        newly = []
+        if self.quarantine is not None:
+            g = batch.group_size
+            for k, s in enumerate(samples):
+                group = causes[k * g : (k + 1) * g]
+                fails = [{"completion": batch.texts[i][:500], "cause": causes[i].value,
+                          "reason": breakdowns[i].verdict.reason if breakdowns[i].verdict else ""}
+                         for i in range(k * g, (k + 1) * g)]
+                if self.quarantine.observe(s.id, group, self.step + 1, fails):
+                    newly.append(s.id)
+            if newly:
+                self.quarantine.write(self.run_dir)
         t_score = time.perf_counter()
         upd = self.update(batch, adv, admit)
         t_end = time.perf_counter()
@@ -321,6 +358,8 @@ class GRPOTrainer:
         if self.cold_start is not None and self.cold_start.switched_at == self.step:
             m["failure/cold_start_ended"] = 1.0  # the switch, marked on the step it happened
         think, answer = self._tags
+        if self.quarantine is not None:
+            m["quarantine/size"] = float(len(self.quarantine.entries))
         m["alarms/multiple_answers"] = share(batch.texts, lambda t: answer_blocks(t, answer) > 1)
         m["alarms/answer_in_reasoning"] = share(batch.texts, lambda t: answer_only_in_reasoning(t, think, answer))
         m["alarms/format_without_accuracy"] = float(self.format_alarm.update(m.get("reward/format/mean"),
@@ -355,7 +394,8 @@ class GRPOTrainer:
         return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
                 "scheduler": self.sched.state_dict(), "step": self.step, "position": self.data.position,
                 "config": dump_config(self.cfg),
-                "cold_start": self.cold_start.state() if self.cold_start is not None else None}
+                "cold_start": self.cold_start.state() if self.cold_start is not None else None,
+                "quarantine": self.quarantine.state() if self.quarantine is not None else None}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
@@ -365,6 +405,8 @@ class GRPOTrainer:
         self.data.skip_to(int(state["position"]))
         if self.cold_start is not None and state.get("cold_start"):
             self.cold_start.load(state["cold_start"])
+        if self.quarantine is not None:  # counters from the checkpoint, the quarantined set from its file
+            self.quarantine.load(state.get("quarantine") or {}, self.run_dir, self.step)
 
     def train(self, *, resume: bool = False, on_step: StepCallback | None = None,
               on_eval: StepCallback | None = None) -> dict[str, Any]:
@@ -382,6 +424,8 @@ class GRPOTrainer:
             raise ConfigError(f"--resume: {self.run_dir} has no checkpoint to continue")
         if ckpt is not None:
             self.restore(checkpoint.load(ckpt))
+        elif (self.run_dir / "quarantine.jsonl").exists():  # a fresh run starts with nobody quarantined
+            (self.run_dir / "quarantine.jsonl").unlink()
         resume_step = self.step if ckpt is not None else None
         log = MetricsLog(self.run_dir, resume_step, cfg.run.tensorboard, cfg.run.wandb, cfg.model_dump(mode="json"))
         self._rollout_log = RolloutLog(self.run_dir, resume_step) if cfg.run.log_rollouts else None
