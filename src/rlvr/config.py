@@ -106,6 +106,9 @@ class FailureConfig(_Strict):
     cold_start_window: int = Field(10, ge=1)
     drop_flat_groups: bool = False
     """Leave zero-variance groups out of the loss normaliser (they carry no signal)."""
+    resample_tries: int = Field(2, ge=0)
+    """Rounds of resampling replacements for invalid (and, with exclude_truncated, truncated)
+    rollouts of the same prompts; the originals are kept in rollouts.jsonl as replaced."""
     quarantine: bool = True
     """Take prompts whose groups keep dying out of training (see diagnostics/quarantine.py)."""
     quarantine_consecutive: int = Field(3, ge=1)

@@ -127,6 +127,7 @@ def test_rollout_log_and_cause_metrics(tmp_path):
     trainer = GRPOTrainer(cfg)
     trainer.train()
     rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if not r.get("replaced")]  # resampled-away originals are logged too
     assert [r["step"] for r in rows] == [1] * 8 + [2] * 8  # prompts_per_step x group_size per step
     for r in rows:
         assert r["policy_version"] == r["step"] - 1 and abs(r["advantage"]) <= 0.5
@@ -155,5 +156,22 @@ def test_cold_start_keeps_format_deaths_out_of_the_loss(tmp_path):
     m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines() if "failure/cold_start" in x]
     assert [x["failure/cold_start"] for x in m] == [1.0, 1.0]
     for x in m:
-        step_rows = [r for r in rows if r["step"] == x["step"]]
+        step_rows = [r for r in rows if r["step"] == x["step"] and not r.get("replaced")]
         assert x["failure/excluded_frac"] == sum(not r["admitted"] for r in step_rows) / len(step_rows)
+
+
+def test_invalid_and_truncated_rollouts_are_resampled_and_logged(tmp_path):
+    cfg = load_config(None, [*TINY, "run.steps=2", f"run.out_dir={tmp_path}", "failure.exclude_truncated=true",
+                             "failure.resample_tries=2", "rollout.max_new_tokens=6"])
+    GRPOTrainer(cfg).train()
+    rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    replaced = [r for r in rows if r.get("replaced")]
+    assert replaced, "an untrained model cut at 6 tokens truncates: there must be replacements"
+    assert all(r["cause"] in ("invalid", "truncated") and not r["admitted"] and r["attempt"] in (1, 2)
+               for r in replaced)
+    m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines() if "failure/resampled" in x]
+    for x in m:
+        assert x["failure/resampled"] == sum(r["step"] == x["step"] for r in replaced)
+    final = [r for r in rows if not r.get("replaced")]
+    assert len(final) == 16
+    assert all(not r["admitted"] for r in final if r["cause"] in ("invalid", "truncated"))

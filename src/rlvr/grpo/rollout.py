@@ -58,6 +58,25 @@ class RolloutBatch:
         """``[N]`` completion lengths in tokens."""
         return self.completion_mask.sum(1)
 
+    def replace_rows(self, rows: list[int], new: RolloutBatch, pad_id: int) -> RolloutBatch:
+        """A copy with ``rows`` taken from ``new`` (resampled rollouts of the same prompts, in order);
+        completions are re-padded to the longer of the two."""
+        tc = max(self.completion_ids.shape[1], new.completion_ids.shape[1])
+
+        def widen(t: torch.Tensor, fill: float) -> torch.Tensor:
+            out = torch.full((t.shape[0], tc), fill, dtype=t.dtype, device=t.device)
+            out[:, : t.shape[1]] = t
+            return out
+
+        ids, mask, lp = widen(self.completion_ids, pad_id), widen(self.completion_mask, 0), widen(self.logprobs, 0.0)
+        n_ids, n_mask, n_lp = widen(new.completion_ids, pad_id), widen(new.completion_mask, 0), widen(new.logprobs, 0.0)
+        finish, texts = list(self.finish), list(self.texts)
+        for j, i in enumerate(rows):
+            ids[i], mask[i], lp[i] = n_ids[j], n_mask[j], n_lp[j]
+            finish[i], texts[i] = new.finish[j], new.texts[j]
+        return RolloutBatch(self.prompt_ids, self.prompt_mask, ids, mask, lp, finish, texts, self.policy_version,
+                            self.group_size)
+
 
 def _sample(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator | None
             ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -215,8 +215,10 @@ class GRPOTrainer:
                             generator=gen, policy_version=self.step, fast=self.cfg.model.fast_decode)
 
     def score(self, samples: list[Sample], batch: RolloutBatch) -> tuple[list[Any], torch.Tensor]:
-        g = batch.group_size
-        rows = [s for s in samples for _ in range(g)]
+        """Every rollout's :class:`RewardBreakdown` and total (NaN where nothing applied)."""
+        return self._score_rows([s for s in samples for _ in range(batch.group_size)], batch)
+
+    def _score_rows(self, rows: list[Sample], batch: RolloutBatch) -> tuple[list[Any], torch.Tensor]:
         cols: dict[str, Any] = {"gold": [s.gold for s in rows], "task": [s.task for s in rows],
                                 "prompt": [s.prompt for s in rows],
                                 "completion_ids": [ids[m.bool()].tolist() for ids, m in
@@ -226,6 +228,39 @@ class GRPOTrainer:
         breakdowns = self.rewards.breakdown(batch.texts, step=self.step, **cols)
         totals = torch.tensor([b.total if b.total is not None else float("nan") for b in breakdowns])
         return breakdowns, totals
+
+    def _causes(self, breakdowns: list[Any], batch: RolloutBatch) -> list[Cause]:
+        return [cause_of(b.verdict.status, fin, text=text, version=batch.policy_version, current_version=self.step)
+                if b.verdict is not None else Cause.INVALID
+                for b, fin, text in zip(breakdowns, batch.finish, batch.texts)]
+
+    def resample(self, samples: list[Sample], batch: RolloutBatch, breakdowns: list[Any], totals: torch.Tensor,
+                 causes: list[Cause]) -> tuple[RolloutBatch, list[Any], torch.Tensor, list[Cause], list[dict]]:
+        """Replace invalid (and, with ``exclude_truncated``, truncated) rollouts by new samples of the
+        same prompts, at most ``failure.resample_tries`` rounds; returns the originals for the log."""
+        f, r = self.cfg.failure, self.cfg.rollout
+        redo = {Cause.INVALID} | ({Cause.TRUNCATED} if f.exclude_truncated else set())
+        g = batch.group_size
+        replaced: list[dict] = []
+        breakdowns, causes = list(breakdowns), list(causes)
+        for attempt in range(1, f.resample_tries + 1):
+            bad = [i for i, c in enumerate(causes) if c in redo]
+            if not bad:
+                break
+            rows = [samples[i // g] for i in bad]
+            gen = torch.Generator().manual_seed((self.cfg.run.seed * 1_000_003 + self.step) * 31 + attempt)
+            with self._autocast():
+                new = generate(self.model, self.tok, [self._encode(s) for s in rows], group_size=1,
+                               max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p,
+                               generator=gen, policy_version=self.step, fast=self.cfg.model.fast_decode)
+            new_bd, new_tot = self._score_rows(rows, new)
+            new_causes = self._causes(new_bd, new)
+            for j, i in enumerate(bad):
+                replaced.append({"row": i, "attempt": attempt, "completion": batch.texts[i],
+                                 "finish": batch.finish[i], "cause": causes[i].value, "breakdown": breakdowns[i]})
+                breakdowns[i], totals[i], causes[i] = new_bd[j], new_tot[j], new_causes[j]
+            batch = batch.replace_rows(bad, new, self.tok.pad_token_id)
+        return batch, breakdowns, totals, causes, replaced
 
     def _logprobs(self, model: Any, ids: torch.Tensor, mask: torch.Tensor, completion: torch.Tensor) -> torch.Tensor:
         tc = completion.shape[1]
@@ -310,9 +345,11 @@ class GRPOTrainer:
         batch = self.rollout(samples)
         t_gen = time.perf_counter()
         breakdowns, totals = self.score(samples, batch)
-        causes = [cause_of(b.verdict.status, fin, text=text, version=batch.policy_version, current_version=self.step)
-                  if b.verdict is not None else Cause.INVALID
-                  for b, fin, text in zip(breakdowns, batch.finish, batch.texts)]
+        causes = self._causes(breakdowns, batch)
+        first_causes = list(causes)  # quarantine judges what the model produced, before any resampling
+        replaced: list[dict] = []
+        if self.cfg.failure.resample_tries:
+            batch, breakdowns, totals, causes, replaced = self.resample(samples, batch, breakdowns, totals, causes)
         format_deaths = sum(c is Cause.NO_ANSWER for c in causes) / len(causes)
         cold = self.cold_start.update(format_deaths, self.step + 1) if self.cold_start is not None else False
         f = self.cfg.failure
@@ -327,7 +364,7 @@ class GRPOTrainer:
         if self.quarantine is not None:
             g = batch.group_size
             for k, s in enumerate(samples):
-                group = causes[k * g : (k + 1) * g]
+                group = first_causes[k * g : (k + 1) * g]
                 fails = [{"completion": batch.texts[i][:500], "cause": causes[i].value,
                           "reason": breakdowns[i].verdict.reason if breakdowns[i].verdict else ""}
                          for i in range(k * g, (k + 1) * g)]
@@ -348,11 +385,19 @@ class GRPOTrainer:
                  "verdict": b.verdict.to_dict() if b.verdict is not None else None,
                  "components": b.components, "total": b.total, "advantage": float(adv[i]),
                  "admitted": bool(admit[i])}
-                for i, b in enumerate(breakdowns)])
+                for i, b in enumerate(breakdowns)] + [
+                {"prompt_id": samples[o["row"] // g].id, "task": samples[o["row"] // g].task,
+                 "prompt": prompt_text(samples[o["row"] // g].prompt), "gold": samples[o["row"] // g].gold,
+                 "completion": o["completion"], "finish": o["finish"], "policy_version": batch.policy_version,
+                 "cause": o["cause"], "verdict": o["breakdown"].verdict.to_dict() if o["breakdown"].verdict else None,
+                 "components": o["breakdown"].components, "total": o["breakdown"].total, "advantage": 0.0,
+                 "admitted": False, "replaced": True, "attempt": o["attempt"]}
+                for o in replaced])
         self.step += 1
         m = self._metrics(batch, breakdowns, totals, admit, upd, (t0, t_gen, t_score, t_end))
         m.update({f"causes/{c.value}": sum(x is c for x in causes) / len(causes) for c in Cause})
         m["advantages/clipped_frac"] = clipped
+        m["failure/resampled"] = float(len(replaced))
         m["failure/cold_start"] = float(cold)
         m["failure/excluded_frac"] = float((~admit).float().mean())
         if self.cold_start is not None and self.cold_start.switched_at == self.step:
