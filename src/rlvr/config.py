@@ -109,6 +109,10 @@ class FailureConfig(_Strict):
     resample_tries: int = Field(2, ge=0)
     """Rounds of resampling replacements for invalid (and, with exclude_truncated, truncated)
     rollouts of the same prompts; the originals are kept in rollouts.jsonl as replaced."""
+    dynamic_sampling: int = Field(0, ge=0)
+    """Up to this many extra rounds of prompt groups per step, to replace groups whose binary
+    accuracy does not vary (all right or all wrong: no signal); 0 keeps every group (DAPO-style
+    dynamic sampling when > 0)."""
     quarantine: bool = True
     """Take prompts whose groups keep dying out of training (see diagnostics/quarantine.py)."""
     quarantine_consecutive: int = Field(3, ge=1)

@@ -69,3 +69,20 @@ def test_top_p_keeps_only_the_nucleus(tiny):
                  generator=torch.Generator().manual_seed(0))
     g = generate(model, tok, _prompts(tok), group_size=8, max_new_tokens=4, temperature=0.0)
     assert torch.equal(b.completion_ids, g.completion_ids)  # a vanishing nucleus is greedy decoding
+
+
+def test_concat_and_select_groups_keep_rows_intact(tiny):
+    model, tok = tiny
+    a = generate(model, tok, [tok("Q:1+2=")["input_ids"]], group_size=2, max_new_tokens=3,
+                 generator=torch.Generator().manual_seed(0))
+    b = generate(model, tok, [tok("Q:100+200=")["input_ids"]], group_size=2, max_new_tokens=6,
+                 generator=torch.Generator().manual_seed(1))
+    c = a.concat(b, tok.pad_token_id)
+    assert c.prompt_ids.shape == (4, b.prompt_ids.shape[1]) and c.completion_ids.shape[1] == 6
+    assert c.texts == a.texts + b.texts and c.finish == a.finish + b.finish
+    # the left-padded prompt and right-padded completion of a row read the same after re-padding
+    row = c.prompt_ids[0][c.prompt_mask[0].bool()].tolist()
+    assert row == a.prompt_ids[0][a.prompt_mask[0].bool()].tolist()
+    assert torch.equal(c.logprobs[1, :3], a.logprobs[1]) and (c.logprobs[1, 3:] == 0).all()
+    s = c.select_groups([1])
+    assert s.texts == b.texts and torch.equal(s.completion_ids, c.completion_ids[2:])

@@ -175,3 +175,18 @@ def test_invalid_and_truncated_rollouts_are_resampled_and_logged(tmp_path):
     final = [r for r in rows if not r.get("replaced")]
     assert len(final) == 16
     assert all(not r["admitted"] for r in final if r["cause"] in ("invalid", "truncated"))
+
+
+def test_dynamic_sampling_draws_extra_groups_when_all_are_flat(tmp_path):
+    # an untrained model is always wrong: every group is flat in accuracy, so each step uses all
+    # its extra rounds and still trains on prompts_per_step groups
+    cfg = load_config(None, [*TINY, "run.steps=2", f"run.out_dir={tmp_path}", "failure.dynamic_sampling=2",
+                             "failure.resample_tries=0"])
+    trainer = GRPOTrainer(cfg)
+    trainer.train()
+    assert trainer.data.position == 2 * 2 * (1 + 2)  # steps x prompts_per_step x (1 + extra rounds)
+    m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines() if "failure/dynamic_rounds" in x]
+    assert [x["failure/dynamic_rounds"] for x in m] == [2.0, 2.0] and all(x["groups/flat_accuracy_frac"] == 1.0
+                                                                           for x in m)
+    rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1] * 8 + [2] * 8

@@ -58,6 +58,39 @@ class RolloutBatch:
         """``[N]`` completion lengths in tokens."""
         return self.completion_mask.sum(1)
 
+    def select_groups(self, groups: list[int]) -> RolloutBatch:
+        """The batch restricted to the given groups (in that order)."""
+        g = self.group_size
+        rows = [k * g + j for k in groups for j in range(g)]
+        idx = torch.tensor(rows, dtype=torch.long)
+        return RolloutBatch(self.prompt_ids[idx], self.prompt_mask[idx], self.completion_ids[idx],
+                            self.completion_mask[idx], self.logprobs[idx], [self.finish[i] for i in rows],
+                            [self.texts[i] for i in rows], self.policy_version, g)
+
+    def concat(self, other: RolloutBatch, pad_id: int) -> RolloutBatch:
+        """This batch's groups followed by ``other``'s (prompts re-padded on the left, completions on
+        the right)."""
+        tp = max(self.prompt_ids.shape[1], other.prompt_ids.shape[1])
+        tc = max(self.completion_ids.shape[1], other.completion_ids.shape[1])
+
+        def left(t: torch.Tensor, fill: float) -> torch.Tensor:
+            out = torch.full((t.shape[0], tp), fill, dtype=t.dtype, device=t.device)
+            out[:, tp - t.shape[1] :] = t
+            return out
+
+        def right(t: torch.Tensor, fill: float) -> torch.Tensor:
+            out = torch.full((t.shape[0], tc), fill, dtype=t.dtype, device=t.device)
+            out[:, : t.shape[1]] = t
+            return out
+
+        return RolloutBatch(
+            torch.cat([left(self.prompt_ids, pad_id), left(other.prompt_ids, pad_id)]),
+            torch.cat([left(self.prompt_mask, 0), left(other.prompt_mask, 0)]),
+            torch.cat([right(self.completion_ids, pad_id), right(other.completion_ids, pad_id)]),
+            torch.cat([right(self.completion_mask, 0), right(other.completion_mask, 0)]),
+            torch.cat([right(self.logprobs, 0.0), right(other.logprobs, 0.0)]),
+            self.finish + other.finish, self.texts + other.texts, self.policy_version, self.group_size)
+
     def replace_rows(self, rows: list[int], new: RolloutBatch, pad_id: int) -> RolloutBatch:
         """A copy with ``rows`` taken from ``new`` (resampled rollouts of the same prompts, in order);
         completions are re-padded to the longer of the two."""

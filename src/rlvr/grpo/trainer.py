@@ -229,6 +229,49 @@ class GRPOTrainer:
         totals = torch.tensor([b.total if b.total is not None else float("nan") for b in breakdowns])
         return breakdowns, totals
 
+    def _sample_groups(self) -> tuple[list[Sample], RolloutBatch, list[Any], torch.Tensor, int]:
+        """Prompts for this step, their rollouts and scores. With ``failure.dynamic_sampling``, groups
+        whose binary accuracy is the same for every rollout are replaced by freshly sampled groups,
+        at most that many extra rounds (flat groups fill the batch if too few informative ones came)."""
+        q = self.quarantine
+        p = self.cfg.rollout.prompts_per_step
+        skip = (lambda s: s.id in q) if q else None
+        samples = self.data.take(p, skip=skip)
+        batch = self.rollout(samples)
+        breakdowns, totals = self.score(samples, batch)
+        rounds = 0
+        if not self.cfg.failure.dynamic_sampling:
+            return samples, batch, breakdowns, totals, rounds
+        g = batch.group_size
+        pool = (samples, batch, breakdowns, totals)
+        while rounds < self.cfg.failure.dynamic_sampling:
+            informative = self._informative(pool[2], g)
+            if sum(informative) >= p:
+                break
+            rounds += 1
+            more = self.data.take(p, skip=skip)
+            more_batch = generate(self.model, self.tok, [self._encode(s) for s in more], group_size=g,
+                                  max_new_tokens=self.cfg.rollout.max_new_tokens,
+                                  temperature=self.cfg.rollout.temperature, top_p=self.cfg.rollout.top_p,
+                                  generator=torch.Generator().manual_seed(
+                                      (self.cfg.run.seed * 1_000_003 + self.step) * 37 + rounds),
+                                  policy_version=self.step, fast=self.cfg.model.fast_decode)
+            more_bd, more_tot = self.score(more, more_batch)
+            pool = (pool[0] + more, pool[1].concat(more_batch, self.tok.pad_token_id), pool[2] + more_bd,
+                    torch.cat([pool[3], more_tot]))
+        informative = self._informative(pool[2], g)
+        order = [k for k, ok in enumerate(informative) if ok] + [k for k, ok in enumerate(informative) if not ok]
+        keep = order[:p]
+        rows = [k * g + j for k in keep for j in range(g)]
+        return ([pool[0][k] for k in keep], pool[1].select_groups(keep), [pool[2][i] for i in rows],
+                pool[3][torch.tensor(rows)], rounds)
+
+    @staticmethod
+    def _informative(breakdowns: list[Any], g: int) -> list[bool]:
+        """Per group: does binary accuracy (verdict correct or not) vary across its rollouts?"""
+        ok = [b.verdict is not None and b.verdict.correct for b in breakdowns]
+        return [len(set(ok[k * g : (k + 1) * g])) > 1 for k in range(len(ok) // g)]
+
     def _causes(self, breakdowns: list[Any], batch: RolloutBatch) -> list[Cause]:
         return [cause_of(b.verdict.status, fin, text=text, version=batch.policy_version, current_version=self.step)
                 if b.verdict is not None else Cause.INVALID
@@ -340,11 +383,8 @@ class GRPOTrainer:
     def train_step(self) -> dict[str, Any]:
         """One GRPO step; returns its metrics."""
         t0 = time.perf_counter()
-        q = self.quarantine
-        samples = self.data.take(self.cfg.rollout.prompts_per_step, skip=(lambda s: s.id in q) if q else None)
-        batch = self.rollout(samples)
+        samples, batch, breakdowns, totals, extra_rounds = self._sample_groups()
         t_gen = time.perf_counter()
-        breakdowns, totals = self.score(samples, batch)
         causes = self._causes(breakdowns, batch)
         first_causes = list(causes)  # quarantine judges what the model produced, before any resampling
         replaced: list[dict] = []
@@ -398,6 +438,8 @@ class GRPOTrainer:
         m.update({f"causes/{c.value}": sum(x is c for x in causes) / len(causes) for c in Cause})
         m["advantages/clipped_frac"] = clipped
         m["failure/resampled"] = float(len(replaced))
+        m["failure/dynamic_rounds"] = float(extra_rounds)
+        m["groups/flat_accuracy_frac"] = 1.0 - sum(self._informative(breakdowns, batch.group_size)) / len(samples)
         m["failure/cold_start"] = float(cold)
         m["failure/excluded_frac"] = float((~admit).float().mean())
         if self.cold_start is not None and self.cold_start.switched_at == self.step:
