@@ -112,3 +112,13 @@ def test_invariants_bounded_and_total_is_weighted_sum(rows):
         else:
             assert b.total is None
         assert b.verdict is not None
+
+
+def test_components_verify_with_their_own_strictness():
+    loose = Total({"accuracy": 1.0})
+    strict = Total({"accuracy": 1.0}, options={"accuracy": {"strict": True}})
+    assert loose(["the sum is 81"], answer=["81"]) == [1.0]
+    assert strict(["the sum is 81"], answer=["81"]) == [0.0]
+    assert strict.breakdown(["the sum is 81"], answer=["81"])[0].verdict.status is Status.NO_ANSWER
+    with pytest.raises(ConfigError, match="must share strict"):
+        Total({"accuracy": 1.0, "cosine": 1.0}, options={"accuracy": {"strict": True}})(["1"], answer=["1"])

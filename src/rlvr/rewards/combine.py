@@ -93,11 +93,19 @@ class Total(Reward):
         return {name: s.at(step) for name, s in self.schedules.items()}
 
     def _verdicts(self, texts: list[str], columns: Mapping[str, Any]) -> list[Verdict] | None:
-        if not any(r.needs_verdict for r in self.rewards.values()):
+        judges = [r for r in self.rewards.values() if r.needs_verdict]
+        if not judges:
             return None
+        from rlvr.errors import ConfigError
         from rlvr.rewards.verdicts import row_verdicts
 
-        return row_verdicts(texts, columns, timeout=self.timeout)
+        # one verdict serves every component, so they must agree on how to verify
+        settings = {(getattr(r, "strict", False), getattr(r, "gold_field", None)) for r in judges}
+        if len(settings) > 1:
+            raise ConfigError("rewards that verify must share strict and gold_field (one verdict serves them all): "
+                              + ", ".join(f"{r.name}: strict={getattr(r, 'strict', False)}" for r in judges))
+        strict, gold_field = settings.pop()
+        return row_verdicts(texts, columns, gold_field=gold_field, strict=strict, timeout=self.timeout)
 
     def _components(self, texts: list[str], columns: Mapping[str, Any]) -> tuple[list[Verdict] | None, list[dict]]:
         """Verdicts and every component's value, in this process."""
