@@ -121,4 +121,4 @@ def test_components_verify_with_their_own_strictness():
     assert strict(["the sum is 81"], answer=["81"]) == [0.0]
     assert strict.breakdown(["the sum is 81"], answer=["81"])[0].verdict.status is Status.NO_ANSWER
     with pytest.raises(ConfigError, match="must share strict"):
-        Total({"accuracy": 1.0, "cosine": 1.0}, options={"accuracy": {"strict": True}})(["1"], answer=["1"])
+        Total({"accuracy": 1.0, "cosine": 1.0}, options={"accuracy": {"strict": True}})

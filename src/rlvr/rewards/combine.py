@@ -87,24 +87,24 @@ class Total(Reward):
             name: built.get(name) or build_reward(name, **dict(options.get(name, {}))) for name in weights
         }
         self.jobs, self.timeout = jobs, timeout
+        # one verdict serves every component, so the components that verify must agree on how
+        judges = [r for r in self.rewards.values() if r.needs_verdict]
+        settings = {(getattr(r, "strict", False), getattr(r, "gold_field", None)) for r in judges}
+        if len(settings) > 1:
+            raise ConfigError("rewards that verify must share strict and gold_field (one verdict serves them all): "
+                              + ", ".join(f"{r.name}: strict={getattr(r, 'strict', False)}" for r in judges))
+        self._verify_with: tuple[bool, str | None] | None = settings.pop() if settings else None
 
     def weights_at(self, step: int = 0) -> dict[str, float]:
         """The weight of every component at ``step`` (log these each step)."""
         return {name: s.at(step) for name, s in self.schedules.items()}
 
     def _verdicts(self, texts: list[str], columns: Mapping[str, Any]) -> list[Verdict] | None:
-        judges = [r for r in self.rewards.values() if r.needs_verdict]
-        if not judges:
+        if self._verify_with is None:
             return None
-        from rlvr.errors import ConfigError
         from rlvr.rewards.verdicts import row_verdicts
 
-        # one verdict serves every component, so they must agree on how to verify
-        settings = {(getattr(r, "strict", False), getattr(r, "gold_field", None)) for r in judges}
-        if len(settings) > 1:
-            raise ConfigError("rewards that verify must share strict and gold_field (one verdict serves them all): "
-                              + ", ".join(f"{r.name}: strict={getattr(r, 'strict', False)}" for r in judges))
-        strict, gold_field = settings.pop()
+        strict, gold_field = self._verify_with
         return row_verdicts(texts, columns, gold_field=gold_field, strict=strict, timeout=self.timeout)
 
     def _components(self, texts: list[str], columns: Mapping[str, Any]) -> tuple[list[Verdict] | None, list[dict]]:
