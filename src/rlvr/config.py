@@ -113,6 +113,10 @@ class FailureConfig(_Strict):
     """Up to this many extra rounds of prompt groups per step, to replace groups whose binary
     accuracy does not vary (all right or all wrong: no signal); 0 keeps every group (DAPO-style
     dynamic sampling when > 0)."""
+    max_staleness: int = Field(1, ge=0)
+    """Informative groups that dynamic sampling drew beyond a step's need are kept for the next
+    steps while their policy version is at most this many steps old; older ones are dropped
+    (counted) and never reach the loss."""
     quarantine: bool = True
     """Take prompts whose groups keep dying out of training (see diagnostics/quarantine.py)."""
     quarantine_consecutive: int = Field(3, ge=1)

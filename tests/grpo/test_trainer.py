@@ -190,3 +190,30 @@ def test_dynamic_sampling_draws_extra_groups_when_all_are_flat(tmp_path):
                                                                            for x in m)
     rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1] * 8 + [2] * 8
+
+
+def test_groups_drawn_ahead_are_used_while_fresh_and_dropped_when_stale(tmp_path):
+    cfg = load_config(None, [*TINY, "run.steps=10", f"run.out_dir={tmp_path}", "failure.dynamic_sampling=1",
+                             "failure.max_staleness=1", "failure.resample_tries=0"])
+    trainer = GRPOTrainer(cfg)
+    seen: list[list[int]] = []
+    real_update = trainer.update
+    trainer.update = lambda batch, adv, admit: seen.append(list(batch.versions)) or real_update(batch, adv, admit)
+
+    def ahead(version: int):
+        sample = trainer.data.take(1)[0]
+        trainer.step = version
+        batch = trainer.rollout([sample])
+        bd, tot = trainer.score([sample], batch)
+        return (sample, batch, bd, tot)
+
+    trainer.buffer = [ahead(0)]  # made at step 0, used at step 3: older than max_staleness
+    trainer.step = 3
+    m = trainer.train_step()
+    assert (m["failure/stale_dropped"], m["failure/buffer_used"]) == (1.0, 0.0)
+    assert 0 not in seen[-1]  # the stale group never reached the loss
+    trainer.buffer = [ahead(3)]  # made at step 3, used at step 4: fresh enough
+    trainer.step = 4
+    m = trainer.train_step()
+    assert (m["failure/stale_dropped"], m["failure/buffer_used"]) == (0.0, 1.0)
+    assert seen[-1][:4] == [3] * 4  # the buffered group leads the batch, with its own version

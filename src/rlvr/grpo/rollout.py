@@ -14,7 +14,7 @@ sequence has ended.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
@@ -36,6 +36,8 @@ class RolloutBatch:
         texts: decoded completions (special tokens removed).
         policy_version: the optimizer step whose weights sampled this batch.
         group_size: G.
+        versions: per rollout, the policy version that sampled it (batches merged across steps,
+            e.g. groups generated ahead by dynamic sampling, mix versions).
     """
 
     prompt_ids: torch.Tensor
@@ -47,6 +49,11 @@ class RolloutBatch:
     texts: list[str]
     policy_version: int
     group_size: int
+    versions: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.versions:
+            self.versions = [self.policy_version] * self.completion_ids.shape[0]
 
     @property
     def truncated(self) -> torch.Tensor:
@@ -65,7 +72,8 @@ class RolloutBatch:
         idx = torch.tensor(rows, dtype=torch.long)
         return RolloutBatch(self.prompt_ids[idx], self.prompt_mask[idx], self.completion_ids[idx],
                             self.completion_mask[idx], self.logprobs[idx], [self.finish[i] for i in rows],
-                            [self.texts[i] for i in rows], self.policy_version, g)
+                            [self.texts[i] for i in rows], self.policy_version, g,
+                            [self.versions[i] for i in rows])
 
     def concat(self, other: RolloutBatch, pad_id: int) -> RolloutBatch:
         """This batch's groups followed by ``other``'s (prompts re-padded on the left, completions on
@@ -89,7 +97,8 @@ class RolloutBatch:
             torch.cat([right(self.completion_ids, pad_id), right(other.completion_ids, pad_id)]),
             torch.cat([right(self.completion_mask, 0), right(other.completion_mask, 0)]),
             torch.cat([right(self.logprobs, 0.0), right(other.logprobs, 0.0)]),
-            self.finish + other.finish, self.texts + other.texts, self.policy_version, self.group_size)
+            self.finish + other.finish, self.texts + other.texts, max(self.policy_version, other.policy_version),
+            self.group_size, self.versions + other.versions)
 
     def replace_rows(self, rows: list[int], new: RolloutBatch, pad_id: int) -> RolloutBatch:
         """A copy with ``rows`` taken from ``new`` (resampled rollouts of the same prompts, in order);
@@ -103,12 +112,12 @@ class RolloutBatch:
 
         ids, mask, lp = widen(self.completion_ids, pad_id), widen(self.completion_mask, 0), widen(self.logprobs, 0.0)
         n_ids, n_mask, n_lp = widen(new.completion_ids, pad_id), widen(new.completion_mask, 0), widen(new.logprobs, 0.0)
-        finish, texts = list(self.finish), list(self.texts)
+        finish, texts, versions = list(self.finish), list(self.texts), list(self.versions)
         for j, i in enumerate(rows):
             ids[i], mask[i], lp[i] = n_ids[j], n_mask[j], n_lp[j]
-            finish[i], texts[i] = new.finish[j], new.texts[j]
+            finish[i], texts[i], versions[i] = new.finish[j], new.texts[j], new.versions[j]
         return RolloutBatch(self.prompt_ids, self.prompt_mask, ids, mask, lp, finish, texts, self.policy_version,
-                            self.group_size)
+                            self.group_size, versions)
 
 
 def _sample(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator | None

@@ -183,6 +183,8 @@ class GRPOTrainer:
         self.step = 0
         self.run_dir = Path(cfg.run.out_dir)
         self._rollout_log: RolloutLog | None = None
+        self.buffer: list[tuple[Sample, RolloutBatch, list[Any], torch.Tensor]] = []  # groups drawn ahead
+        self._buffer_stats = (0, 0)
         f = cfg.failure
         self.cold_start = ColdStart(f.cold_start_threshold, f.cold_start_window) if f.cold_start else None
         self.format_alarm = FormatWithoutAccuracy()
@@ -240,10 +242,17 @@ class GRPOTrainer:
         batch = self.rollout(samples)
         breakdowns, totals = self.score(samples, batch)
         rounds = 0
+        self._buffer_stats = (0, 0)
         if not self.cfg.failure.dynamic_sampling:
             return samples, batch, breakdowns, totals, rounds
         g = batch.group_size
         pool = (samples, batch, breakdowns, totals)
+        # groups drawn ahead on earlier steps come first, unless too old (then they are dropped)
+        fresh = [x for x in self.buffer if min(x[1].versions) >= self.step - self.cfg.failure.max_staleness]
+        self._buffer_stats = (len(fresh), len(self.buffer) - len(fresh))
+        self.buffer = []
+        for s_, b_, bd_, t_ in fresh:
+            pool = ([s_, *pool[0]], b_.concat(pool[1], self.tok.pad_token_id), bd_ + pool[2], torch.cat([t_, pool[3]]))
         while rounds < self.cfg.failure.dynamic_sampling:
             informative = self._informative(pool[2], g)
             if sum(informative) >= p:
@@ -262,6 +271,10 @@ class GRPOTrainer:
         informative = self._informative(pool[2], g)
         order = [k for k, ok in enumerate(informative) if ok] + [k for k, ok in enumerate(informative) if not ok]
         keep = order[:p]
+        for k in [k for k in order[p:] if informative[k]][:p]:  # informative leftovers: kept for later steps
+            rows = [k * g + j for j in range(g)]
+            self.buffer.append((pool[0][k], pool[1].select_groups([k]), [pool[2][i] for i in rows],
+                                pool[3][torch.tensor(rows)]))
         rows = [k * g + j for k in keep for j in range(g)]
         return ([pool[0][k] for k in keep], pool[1].select_groups(keep), [pool[2][i] for i in rows],
                 pool[3][torch.tensor(rows)], rounds)
@@ -273,9 +286,10 @@ class GRPOTrainer:
         return [len(set(ok[k * g : (k + 1) * g])) > 1 for k in range(len(ok) // g)]
 
     def _causes(self, breakdowns: list[Any], batch: RolloutBatch) -> list[Cause]:
-        return [cause_of(b.verdict.status, fin, text=text, version=batch.policy_version, current_version=self.step)
+        ms = self.cfg.failure.max_staleness
+        return [cause_of(b.verdict.status, fin, text=text, version=v, current_version=self.step, max_staleness=ms)
                 if b.verdict is not None else Cause.INVALID
-                for b, fin, text in zip(breakdowns, batch.finish, batch.texts)]
+                for b, fin, text, v in zip(breakdowns, batch.finish, batch.texts, batch.versions)]
 
     def resample(self, samples: list[Sample], batch: RolloutBatch, breakdowns: list[Any], totals: torch.Tensor,
                  causes: list[Cause]) -> tuple[RolloutBatch, list[Any], torch.Tensor, list[Cause], list[dict]]:
@@ -421,7 +435,7 @@ class GRPOTrainer:
                 {"prompt_id": samples[i // g].id, "task": samples[i // g].task,
                  "prompt": prompt_text(samples[i // g].prompt), "gold": samples[i // g].gold,
                  "completion": batch.texts[i], "finish": batch.finish[i],
-                 "policy_version": batch.policy_version, "cause": causes[i].value,
+                 "policy_version": batch.versions[i], "cause": causes[i].value,
                  "verdict": b.verdict.to_dict() if b.verdict is not None else None,
                  "components": b.components, "total": b.total, "advantage": float(adv[i]),
                  "admitted": bool(admit[i])}
@@ -439,6 +453,7 @@ class GRPOTrainer:
         m["advantages/clipped_frac"] = clipped
         m["failure/resampled"] = float(len(replaced))
         m["failure/dynamic_rounds"] = float(extra_rounds)
+        m["failure/buffer_used"], m["failure/stale_dropped"] = map(float, self._buffer_stats)
         m["groups/flat_accuracy_frac"] = 1.0 - sum(self._informative(breakdowns, batch.group_size)) / len(samples)
         m["failure/cold_start"] = float(cold)
         m["failure/excluded_frac"] = float((~admit).float().mean())
@@ -482,7 +497,8 @@ class GRPOTrainer:
                 "scheduler": self.sched.state_dict(), "step": self.step, "position": self.data.position,
                 "config": dump_config(self.cfg),
                 "cold_start": self.cold_start.state() if self.cold_start is not None else None,
-                "quarantine": self.quarantine.state() if self.quarantine is not None else None}
+                "quarantine": self.quarantine.state() if self.quarantine is not None else None,
+                "buffer": self.buffer}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
@@ -492,6 +508,7 @@ class GRPOTrainer:
         self.data.skip_to(int(state["position"]))
         if self.cold_start is not None and state.get("cold_start"):
             self.cold_start.load(state["cold_start"])
+        self.buffer = list(state.get("buffer") or [])
         if self.quarantine is not None:  # counters from the checkpoint, the quarantined set from its file
             self.quarantine.load(state.get("quarantine") or {}, self.run_dir, self.step)
 
