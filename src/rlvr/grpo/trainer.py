@@ -44,6 +44,16 @@ from rlvr.types import Status
 StepCallback = Callable[[int, dict[str, Any]], None]
 
 
+def _record(sample: Sample, completion: str, finish: str, version: int, cause: str, breakdown: Any,
+            advantage: float, admitted: bool, **extra: Any) -> dict[str, Any]:
+    """One line of ``rollouts.jsonl``."""
+    v = breakdown.verdict
+    return {"prompt_id": sample.id, "task": sample.task, "prompt": prompt_text(sample.prompt), "gold": sample.gold,
+            "completion": completion, "finish": finish, "policy_version": version, "cause": cause,
+            "verdict": v.to_dict() if v is not None else None, "components": breakdown.components,
+            "total": breakdown.total, "advantage": advantage, "admitted": admitted, **extra}
+
+
 def setup_torch(threads: int, seed: int) -> None:
     """One thread (two ran 4-40x slower on a shared 2-core box), no denormals, seeded."""
     torch.set_num_threads(threads)
@@ -208,13 +218,22 @@ class GRPOTrainer:
             self._prompt_cache[key] = encode(self.tok, s.prompt)
         return self._prompt_cache[key]
 
-    def rollout(self, samples: list[Sample]) -> RolloutBatch:
+    def rollout(self, samples: list[Sample], group_size: int | None = None, draw: tuple[int, int] = (1, 0)
+                ) -> RolloutBatch:
+        """Sample ``group_size`` (default G) completions per prompt with the current policy.
+
+        ``draw = (kind, n)`` names the draw within the step so that every draw has its own seed and a
+        resumed run repeats them exactly: ``(1, 0)`` the step's rollouts, ``(31, k)`` the k-th
+        resampling round, ``(37, k)`` the k-th extra round of dynamic sampling.
+        """
         r = self.cfg.rollout
-        gen = torch.Generator().manual_seed(self.cfg.run.seed * 1_000_003 + self.step)
+        base = self.cfg.run.seed * 1_000_003 + self.step
+        gen = torch.Generator().manual_seed(base * draw[0] + draw[1])
         with self._autocast():
-            return generate(self.model, self.tok, [self._encode(s) for s in samples], group_size=r.group_size,
-                            max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p,
-                            generator=gen, policy_version=self.step, fast=self.cfg.model.fast_decode)
+            return generate(self.model, self.tok, [self._encode(s) for s in samples],
+                            group_size=group_size or r.group_size, max_new_tokens=r.max_new_tokens,
+                            temperature=r.temperature, top_p=r.top_p, generator=gen, policy_version=self.step,
+                            fast=self.cfg.model.fast_decode)
 
     def score(self, samples: list[Sample], batch: RolloutBatch) -> tuple[list[Any], torch.Tensor]:
         """Every rollout's :class:`RewardBreakdown` and total (NaN where nothing applied)."""
@@ -259,12 +278,7 @@ class GRPOTrainer:
                 break
             rounds += 1
             more = self.data.take(p, skip=skip)
-            more_batch = generate(self.model, self.tok, [self._encode(s) for s in more], group_size=g,
-                                  max_new_tokens=self.cfg.rollout.max_new_tokens,
-                                  temperature=self.cfg.rollout.temperature, top_p=self.cfg.rollout.top_p,
-                                  generator=torch.Generator().manual_seed(
-                                      (self.cfg.run.seed * 1_000_003 + self.step) * 37 + rounds),
-                                  policy_version=self.step, fast=self.cfg.model.fast_decode)
+            more_batch = self.rollout(more, g, (37, rounds))
             more_bd, more_tot = self.score(more, more_batch)
             pool = (pool[0] + more, pool[1].concat(more_batch, self.tok.pad_token_id), pool[2] + more_bd,
                     torch.cat([pool[3], more_tot]))
@@ -295,7 +309,7 @@ class GRPOTrainer:
                  causes: list[Cause]) -> tuple[RolloutBatch, list[Any], torch.Tensor, list[Cause], list[dict]]:
         """Replace invalid (and, with ``exclude_truncated``, truncated) rollouts by new samples of the
         same prompts, at most ``failure.resample_tries`` rounds; returns the originals for the log."""
-        f, r = self.cfg.failure, self.cfg.rollout
+        f = self.cfg.failure
         redo = {Cause.INVALID} | ({Cause.TRUNCATED} if f.exclude_truncated else set())
         g = batch.group_size
         replaced: list[dict] = []
@@ -305,11 +319,7 @@ class GRPOTrainer:
             if not bad:
                 break
             rows = [samples[i // g] for i in bad]
-            gen = torch.Generator().manual_seed((self.cfg.run.seed * 1_000_003 + self.step) * 31 + attempt)
-            with self._autocast():
-                new = generate(self.model, self.tok, [self._encode(s) for s in rows], group_size=1,
-                               max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p,
-                               generator=gen, policy_version=self.step, fast=self.cfg.model.fast_decode)
+            new = self.rollout(rows, 1, (31, attempt))
             new_bd, new_tot = self._score_rows(rows, new)
             new_causes = self._causes(new_bd, new)
             for j, i in enumerate(bad):
@@ -432,20 +442,11 @@ class GRPOTrainer:
         if self._rollout_log is not None:
             g = batch.group_size
             self._rollout_log.log(self.step + 1, [
-                {"prompt_id": samples[i // g].id, "task": samples[i // g].task,
-                 "prompt": prompt_text(samples[i // g].prompt), "gold": samples[i // g].gold,
-                 "completion": batch.texts[i], "finish": batch.finish[i],
-                 "policy_version": batch.versions[i], "cause": causes[i].value,
-                 "verdict": b.verdict.to_dict() if b.verdict is not None else None,
-                 "components": b.components, "total": b.total, "advantage": float(adv[i]),
-                 "admitted": bool(admit[i])}
+                _record(samples[i // g], batch.texts[i], batch.finish[i], batch.versions[i], causes[i].value, b,
+                        float(adv[i]), bool(admit[i]))
                 for i, b in enumerate(breakdowns)] + [
-                {"prompt_id": samples[o["row"] // g].id, "task": samples[o["row"] // g].task,
-                 "prompt": prompt_text(samples[o["row"] // g].prompt), "gold": samples[o["row"] // g].gold,
-                 "completion": o["completion"], "finish": o["finish"], "policy_version": batch.policy_version,
-                 "cause": o["cause"], "verdict": o["breakdown"].verdict.to_dict() if o["breakdown"].verdict else None,
-                 "components": o["breakdown"].components, "total": o["breakdown"].total, "advantage": 0.0,
-                 "admitted": False, "replaced": True, "attempt": o["attempt"]}
+                _record(samples[o["row"] // g], o["completion"], o["finish"], self.step, o["cause"], o["breakdown"],
+                        0.0, False, replaced=True, attempt=o["attempt"])
                 for o in replaced])
         self.step += 1
         m = self._metrics(batch, breakdowns, totals, admit, upd, (t0, t_gen, t_score, t_end))
