@@ -20,7 +20,6 @@ Prompts become chat messages (a user turn, after an optional system prompt).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -83,15 +82,13 @@ def rows_to_samples(rows: Iterable[dict[str, Any]], *, source: str = "", task: s
 
 def load_jsonl(path: str | Path, **kw: Any) -> list[Sample]:
     """Rows of a JSONL file; a malformed line is an error naming the file and line."""
+    from rlvr.data.jsonl import BadLine, iter_jsonl
+
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{n}: not valid JSON ({e.msg})") from None
+    for n, row in iter_jsonl(path):
+        if isinstance(row, BadLine):  # training data must be whole: stop, naming the line
+            raise DataError(f"{path}:{n}: {row.problem}")
+        rows.append(row)
     return rows_to_samples(rows, source=str(path), **kw)
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import torch
 
 from rlvr.diagnostics.causes import Cause
+from rlvr.grpo.advantages import flat_groups
 
 ALWAYS_OUT = frozenset({Cause.INVALID, Cause.STALE, Cause.BAD_GOLD})
 
@@ -43,11 +44,7 @@ def admission(
         out.add(Cause.NO_ANSWER)
     mask = torch.tensor([c not in out for c in causes], dtype=torch.bool) & ~torch.isnan(rewards)
     if drop_flat_groups:
-        r = torch.nan_to_num(rewards).view(-1, group_size)
-        m = mask.view(-1, group_size)
-        hi = torch.where(m, r, torch.full_like(r, -torch.inf)).max(1).values
-        lo = torch.where(m, r, torch.full_like(r, torch.inf)).min(1).values
-        flat = (hi - lo <= 1e-6) | (m.sum(1) < 2)
+        flat = flat_groups(torch.nan_to_num(rewards), group_size, mask)
         mask = mask & ~flat.repeat_interleave(group_size)
     return mask
 
@@ -79,7 +76,7 @@ class ColdStart:
         if len(self.history) == self.window and sum(self.history) / self.window < self.threshold:
             self.active = False
             self.switched_at = step
-        return True if self.switched_at != step else False
+        return self.switched_at != step
 
     def state(self) -> dict:
         return {"active": self.active, "switched_at": self.switched_at, "history": list(self.history)}

@@ -55,13 +55,19 @@ def group_advantages(
     return (adv * m).view(-1)
 
 
-def zero_std_fraction(rewards: torch.Tensor, group_size: int, mask: torch.Tensor | None = None,
-                      tol: float = 1e-6) -> float:
-    """Share of groups whose admitted rewards are all (nearly) equal: they carry no signal."""
+def flat_groups(rewards: torch.Tensor, group_size: int, mask: torch.Tensor | None = None,
+                tol: float = 1e-6) -> torch.Tensor:
+    """``[P]`` bool: groups whose admitted rewards are all (nearly) equal, or that admit fewer than
+    two rollouts. They carry no learning signal."""
     n = rewards.numel()
     mask = torch.ones(n, dtype=torch.bool, device=rewards.device) if mask is None else mask.bool()
     r, m = rewards.view(-1, group_size), mask.view(-1, group_size)
     hi = torch.where(m, r, torch.full_like(r, -torch.inf)).max(1).values
     lo = torch.where(m, r, torch.full_like(r, torch.inf)).min(1).values
-    flat = (hi - lo <= tol) | (m.sum(1) < 2)
-    return float(flat.float().mean())
+    return (hi - lo <= tol) | (m.sum(1) < 2)
+
+
+def zero_std_fraction(rewards: torch.Tensor, group_size: int, mask: torch.Tensor | None = None,
+                      tol: float = 1e-6) -> float:
+    """Share of groups in :func:`flat_groups`."""
+    return float(flat_groups(rewards, group_size, mask, tol).float().mean())

@@ -54,6 +54,12 @@ def _record(sample: Sample, completion: str, finish: str, version: int, cause: s
             "total": breakdown.total, "advantage": advantage, "admitted": admitted, **extra}
 
 
+def _eval_metrics(ev: dict[str, Any]) -> dict[str, float]:
+    """A held-out evaluation as metrics: ``eval/accuracy``, ``eval/truncated``, ``eval/<status>``."""
+    return {"eval/accuracy": ev["accuracy"], "eval/truncated": ev["truncated"],
+            **{f"eval/{k}": v for k, v in ev["statuses"].items()}}
+
+
 def setup_torch(threads: int, seed: int) -> None:
     """One thread (two ran 4-40x slower on a shared 2-core box), no denormals, seeded."""
     torch.set_num_threads(threads)
@@ -540,8 +546,7 @@ class GRPOTrainer:
             ev = self.evaluate()
             result["before"] = ev
             last_eval = (0, ev)
-            log.log(0, {"eval/accuracy": ev["accuracy"], "eval/truncated": ev["truncated"],
-                        **{f"eval/{k}": v for k, v in ev["statuses"].items()}})
+            log.log(0, _eval_metrics(ev))
             if on_eval:
                 on_eval(0, ev)
         t_start = time.perf_counter()
@@ -551,8 +556,7 @@ class GRPOTrainer:
                 if cfg.run.eval_every and self.step % cfg.run.eval_every == 0 and self.eval_rows:
                     ev = self.evaluate()
                     last_eval = (self.step, ev)
-                    metrics["eval/accuracy"], metrics["eval/truncated"] = ev["accuracy"], ev["truncated"]
-                    metrics.update({f"eval/{k}": v for k, v in ev["statuses"].items()})
+                    metrics.update(_eval_metrics(ev))
                     if on_eval:
                         on_eval(self.step, ev)
                 log.log(self.step, metrics)
@@ -568,8 +572,7 @@ class GRPOTrainer:
                     result["after"] = last_eval[1]
                 else:  # the final accuracy, logged like the periodic ones
                     result["after"] = ev = self.evaluate()
-                    log.log(self.step, {"eval/accuracy": ev["accuracy"], "eval/truncated": ev["truncated"],
-                                        **{f"eval/{k}": v for k, v in ev["statuses"].items()}})
+                    log.log(self.step, _eval_metrics(ev))
         finally:
             log.close()
             if self._rollout_log is not None:

@@ -131,7 +131,7 @@ class FastDecoder:
     @torch.no_grad()
     def prefill(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Logits ``[B, V]`` for the next token after left-padded prompts ``ids [B, T]``."""
-        b, t = ids.shape
+        t = ids.shape[1]
         am = attention_mask.bool()
         self.valid[:, :t] = am
         pos = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)

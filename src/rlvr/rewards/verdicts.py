@@ -15,7 +15,7 @@ from typing import Any
 from rlvr.rewards.base import column, gold_column
 from rlvr.types import Status, Verdict
 from rlvr.verify.math.verifier import DEFAULT_TIMEOUT
-from rlvr.verify.registry import verify
+from rlvr.verify.registry import verify_with
 
 
 @lru_cache(maxsize=32_768)
@@ -24,10 +24,7 @@ def _cached(completion: str, gold: str, task: str | None, strict: bool, timeout:
 
 
 def _verify(completion: str, gold: Any, task: str | None, strict: bool, timeout: float | None) -> Verdict:
-    opts: dict[str, Any] = {"timeout": timeout}
-    if (task or "math") in ("math", "maths", "arithmetic", "gsm8k", "addition"):
-        opts["strict"] = strict
-    return verify(completion, gold, task, **opts)
+    return verify_with(completion, gold, task, strict=strict, timeout=timeout)
 
 
 def row_verdicts(

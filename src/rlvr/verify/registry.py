@@ -46,12 +46,19 @@ def verify(completion: str, gold: Any, task: str | None = "math", **options: Any
     return get_verifier(task)(completion, gold, **options)
 
 
-def _verify_item(item: tuple[str, Any, str | None], timeout: float, strict: bool) -> Verdict:
-    completion, gold, task = item
+def verify_with(completion: str, gold: Any, task: str | None, *, strict: bool = False,
+                timeout: float | None = DEFAULT_TIMEOUT) -> Verdict:
+    """:func:`verify` with the common options; ``strict`` goes only to the maths verifier (the
+    others have no last-number fallback to turn off)."""
     opts: dict[str, Any] = {"timeout": timeout}
     if _ALIASES.get(task or "math", task or "math") == "math":
         opts["strict"] = strict
     return verify(completion, gold, task, **opts)
+
+
+def _verify_item(item: tuple[str, Any, str | None], timeout: float, strict: bool) -> Verdict:
+    completion, gold, task = item
+    return verify_with(completion, gold, task, strict=strict, timeout=timeout)
 
 
 def verify_many(
