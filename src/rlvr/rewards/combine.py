@@ -89,11 +89,16 @@ class Total(Reward):
         self.jobs, self.timeout = jobs, timeout
         # one verdict serves every component, so the components that verify must agree on how
         judges = [r for r in self.rewards.values() if r.needs_verdict]
-        settings = {(getattr(r, "strict", False), getattr(r, "gold_field", None)) for r in judges}
+        settings = {(getattr(r, "strict", False), getattr(r, "gold_field", None), getattr(r, "task", None),
+                     r.gold_columns) for r in judges}
         if len(settings) > 1:
-            raise ConfigError("rewards that verify must share strict and gold_field (one verdict serves them all): "
-                              + ", ".join(f"{r.name}: strict={getattr(r, 'strict', False)}" for r in judges))
-        self._verify_with: tuple[bool, str | None] | None = settings.pop() if settings else None
+            raise ConfigError("rewards that verify must share strict, gold_field and task (one verdict serves them "
+                              "all): " + ", ".join(f"{r.name}: strict={getattr(r, 'strict', False)}, "
+                                                   f"task={getattr(r, 'task', None)}" for r in judges))
+        self._verify_with: tuple[bool, str | None, str | None, tuple[str, ...]] | None = (
+            settings.pop() if settings else None)
+        # a component's own verification time limit wins when longer (running code takes longer than maths)
+        self.timeout = max([timeout, *(t for r in judges if isinstance(t := getattr(r, "timeout", None), int | float))])
 
     def weights_at(self, step: int = 0) -> dict[str, float]:
         """The weight of every component at ``step`` (log these each step)."""
@@ -104,8 +109,9 @@ class Total(Reward):
             return None
         from rlvr.rewards.verdicts import row_verdicts
 
-        strict, gold_field = self._verify_with
-        return row_verdicts(texts, columns, gold_field=gold_field, strict=strict, timeout=self.timeout)
+        strict, gold_field, task, prefer = self._verify_with
+        return row_verdicts(texts, columns, gold_field=gold_field, strict=strict, timeout=self.timeout, task=task,
+                            prefer=prefer)
 
     def _components(self, texts: list[str], columns: Mapping[str, Any]) -> tuple[list[Verdict] | None, list[dict]]:
         """Verdicts and every component's value, in this process."""

@@ -8,6 +8,7 @@ second call verifies nothing); the task's verifier.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -34,22 +35,33 @@ def row_verdicts(
     gold_field: str | None = None,
     strict: bool = False,
     timeout: float | None = DEFAULT_TIMEOUT,
+    task: str | None = None,
+    prefer: tuple[str, ...] = (),
 ) -> list[Verdict]:
-    """One verdict per completion text (see the module docstring for where it comes from)."""
+    """One verdict per completion text (see the module docstring for where it comes from).
+
+    ``task`` overrides the rows' ``task`` column (the code reward always runs code);
+    ``prefer`` names gold columns to look for first (``tests`` for code).
+    Structured golds (test specs, constraint sets) are cached by their JSON text.
+    """
     n = len(texts)
     given = column(columns, "verdicts", n)
     if given is not None:
         return [v if isinstance(v, Verdict) else Verdict.from_dict(v) for v in given]
-    golds = gold_column(columns, n, gold_field)
-    tasks = column(columns, "task", n) or [None] * n
+    golds = gold_column(columns, n, gold_field, prefer)
+    tasks = [task] * n if task else (column(columns, "task", n) or [None] * n)
     out = []
-    for text, gold, task in zip(texts, golds, tasks):
+    for text, gold, row_task in zip(texts, golds, tasks):
         if gold is None:
             out.append(Verdict(Status.BAD_GOLD, reason="the row has no gold answer"))
-        elif isinstance(gold, str):
-            out.append(_cached(text, gold, task, strict, timeout))
-        else:  # structured golds (test specs) are not hashable: verify directly
-            out.append(_verify(text, gold, task, strict, timeout))
+            continue
+        if not isinstance(gold, str):
+            try:
+                gold = json.dumps(gold, sort_keys=True)  # the verifiers that take dicts take their JSON too
+            except (TypeError, ValueError):
+                out.append(_verify(text, gold, row_task, strict, timeout))
+                continue
+        out.append(_cached(text, gold, row_task, strict, timeout))
     return out
 
 

@@ -2,7 +2,7 @@
 
 Every verifier has the same shape, ``fn(completion, gold, **options) -> Verdict``,
 so rewards, ``rlvr score`` and the trainer never special-case a task. The code and
-instruction-following verifiers register themselves here when they land.
+instruction-following verifiers are registered here too.
 """
 
 from __future__ import annotations
@@ -12,14 +12,18 @@ from typing import Any
 
 from rlvr.errors import ConfigError
 from rlvr.types import Status, Verdict
+from rlvr.verify.code.verifier import verify_code
 from rlvr.verify.countdown import verify_countdown
+from rlvr.verify.instruction import verify_instruction
 from rlvr.verify.math.verifier import DEFAULT_TIMEOUT, verify_math
 
 VerifyFn = Callable[..., Verdict]
 
-_VERIFIERS: dict[str, VerifyFn] = {"math": verify_math, "countdown": verify_countdown}
+_VERIFIERS: dict[str, VerifyFn] = {"math": verify_math, "countdown": verify_countdown, "code": verify_code,
+                                 "instruction": verify_instruction}
 #: Common dataset spellings of a task type, mapped to the verifier that handles them.
-_ALIASES = {"maths": "math", "arithmetic": "math", "gsm8k": "math", "addition": "math"}
+_ALIASES = {"maths": "math", "arithmetic": "math", "gsm8k": "math", "addition": "math",
+            "python": "code", "humaneval": "code", "apps": "code", "ifeval": "instruction", "json": "instruction"}
 
 
 def register_verifier(task: str, fn: VerifyFn) -> None:

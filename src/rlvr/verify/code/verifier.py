@@ -1,0 +1,291 @@
+"""``verify_code``: run the completion's program against its tests in the sandbox.
+
+Statuses keep the two deaths apart, as for maths:
+
+- ``no_answer`` (a format death: the *invalid* row of the seeds' table, -0.2): no
+  code block of the language, a syntax error, or a failed build;
+- ``correct`` (+1): every test passed;
+- ``wrong`` (-1): the program ran and some test failed, raised, timed out, ran out
+  of memory or printed past the output limit;
+- ``bad_gold``: the test specification is not one; ``error``: the sandbox itself
+  could not run (never the program's fault, never scored).
+
+``details`` carries ``passed``, ``total`` and ``pass_fraction`` (the ``code_pass_rate``
+reward), the sandbox level, and the first failures' reasons.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import secrets
+from collections.abc import Callable, Sequence
+from importlib.resources import files as package_files
+from typing import Any
+
+from rlvr.types import Method, Status, Verdict
+from rlvr.verify.code import sandbox
+from rlvr.verify.code.extract import extract_code
+from rlvr.verify.code.languages import Language, get_language
+from rlvr.verify.code.spec import TestSpec, parse_spec
+
+#: Seconds for a whole item (every run it needs) unless the spec says otherwise.
+DEFAULT_CODE_TIMEOUT = 10.0
+_HARNESS = "_rlvr_harness.py"
+_MAX_FAILURES = 5
+
+
+def _harness_source() -> str:
+    return package_files("rlvr.verify.code").joinpath("_harness.py").read_text()
+
+
+def _invalid(why: str, code: str = "", rule: str = "", **details: Any) -> Verdict:
+    return Verdict(Status.NO_ANSWER, extracted=code[:2000], method=Method.EXECUTION, reason=why,
+                   details={"invalid": details.pop("kind", "no_code"), "rule": rule, "passed": 0, "total": 0,
+                            "pass_fraction": 0.0, **details})
+
+
+def _python_syntax(code: str) -> str:
+    """'' when ``code`` compiles, else the error (hostile sources cannot crash the check)."""
+    try:
+        compile(code, "solution.py", "exec", dont_inherit=True)
+        return ""
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def _defines(code: str, name: str) -> bool:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    head = name.split(".")[0]
+    return any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == head
+               for n in tree.body) or any(isinstance(n, ast.Assign) and any(
+                   isinstance(t, ast.Name) and t.id == head for t in n.targets) for n in tree.body)
+
+
+def verify_code(
+    completion: str,
+    gold: Any,
+    *,
+    timeout: float | None = DEFAULT_CODE_TIMEOUT,
+    language: str | None = None,
+    early_stop: bool = False,
+    bare: bool = False,
+    limits: sandbox.Limits | None = None,
+    **_: Any,
+) -> Verdict:
+    """Verify one completion against a test specification (see :mod:`rlvr.verify.code.spec`).
+
+    Args:
+        completion: the model's output.
+        gold: the test specification.
+        timeout: wall seconds for the whole item (all its runs); the spec's own wins.
+        language: overrides the spec's language.
+        early_stop: stop at the first failing test.
+        bare: accept a completion with no code fence as code (base-model continuations).
+        limits: sandbox limits (its ``wall_s`` is replaced by the remaining budget).
+    """
+    try:
+        spec = parse_spec(gold)
+        lang = get_language(language or spec.language)
+    except ValueError as e:
+        return Verdict(Status.BAD_GOLD, method=Method.EXECUTION, reason=f"bad test specification: {e}")
+    code, rule = extract_code(completion, lang, bare=bare)
+    if not code.strip():
+        return _invalid(f"no {lang.name} code found (fenced block or <answer>)")
+    if lang.name == "python":
+        if spec.prompt and spec.entry_point and not _defines(code, spec.entry_point):
+            code = spec.prompt + code  # HumanEval style: the completion continues the prompt
+        if err := _python_syntax(code):
+            return _invalid(f"does not compile: {err}", code, rule, kind="syntax")
+    budget = spec.timeout or timeout or DEFAULT_CODE_TIMEOUT
+    limits = limits or sandbox.Limits()
+    if spec.mode == "io":
+        result = _run_io(code, spec, lang, limits, budget, early_stop)
+    elif lang.harness:
+        result = _run_harness(code, spec, lang, limits, budget, early_stop)
+    else:
+        result = _run_program(code, spec, lang, limits, budget)
+    if isinstance(result, Verdict):
+        return result
+    passed, total, failures, level = result
+    warn = sandbox.isolation_warning(level)
+    frac = passed / total if total else 0.0
+    details = {"passed": passed, "total": total, "pass_fraction": frac, "isolation": level, "rule": rule,
+               "failures": failures[:_MAX_FAILURES], "language": lang.name, "mode": spec.mode}
+    if total and passed == total:
+        reason = f"all {total} tests passed"
+        status = Status.CORRECT
+    else:
+        reason = f"{passed}/{total} tests passed" + (f"; first failure: {failures[0]}" if failures else "")
+        status = Status.WRONG
+    return Verdict(status, extracted=code[:2000], method=Method.EXECUTION,
+                   reason=f"{reason} [{warn}]" if warn else reason, details=details)
+
+
+_Result = tuple[int, int, list[str], str]
+
+
+def _run_failure(run: sandbox.RunResult) -> str:
+    """Why a run did not finish cleanly, in words ('' when it did)."""
+    if run.timed_out:
+        return f"timed out after {run.wall_s:.1f}s"
+    if run.output_exceeded:
+        return "printed more than the output limit"
+    if run.returncode and run.returncode < 0:
+        return f"killed by signal {-run.returncode}"
+    if run.returncode:
+        tail = run.stderr.strip().splitlines()[-1:] or [""]
+        return f"exit status {run.returncode}" + (f": {tail[0][:200]}" if tail[0] else "")
+    return ""
+
+
+def _build_argv(lang: Language) -> list[str]:
+    run = " ".join(_shq(a.replace("{source}", lang.source)) for a in lang.run)
+    if lang.build is None:
+        return [a.replace("{source}", lang.source) for a in lang.run]
+    # the marker is written before the program starts, so the program can neither forge nor erase it
+    return ["/bin/bash", "-c", f"{lang.build} 1>&2 && echo built >&{{result_fd}} && exec {run}"]
+
+
+def _shq(s: str) -> str:
+    return s if re.fullmatch(r"[\w./{}=-]+", s) else "'" + s.replace("'", "'\\''") + "'"
+
+
+def _built(lang: Language, run: sandbox.RunResult, code: str) -> Verdict | None:
+    if lang.build is not None and not run.results.startswith(b"built"):
+        if run.timed_out:
+            return _invalid("build timed out", code, kind="build")
+        return _invalid(f"build failed: {run.stderr.strip()[-300:]}", code, kind="build")
+    return None
+
+
+def _limits(limits: sandbox.Limits, wall: float) -> sandbox.Limits:
+    from dataclasses import replace
+
+    return replace(limits, wall_s=max(0.1, wall))
+
+
+def _run_io(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float,
+            early_stop: bool) -> _Result | Verdict:
+    import time
+
+    end = time.monotonic() + budget
+    passed, failures, level = 0, [], sandbox.isolation()
+    for i, case in enumerate(spec.cases):
+        left = end - time.monotonic()
+        if left <= 0:
+            failures.append(f"case {i}: not run (time budget spent)")
+            if early_stop:
+                break
+            continue
+        run = sandbox.run(_build_argv(lang), {lang.source: code}, stdin=str(case["input"]),
+                          limits=_limits(limits, left))
+        level = run.isolation
+        if run.error:
+            return Verdict(Status.ERROR, extracted=code[:2000], method=Method.EXECUTION, reason=run.error)
+        if (bad := _built(lang, run, code)) is not None:
+            return bad
+        why = _run_failure(run)
+        if not why and not same_output(run.stdout, str(case["output"]), spec.float_tol):
+            why = f"output {run.stdout.strip()[:80]!r} != expected {str(case['output']).strip()[:80]!r}"
+        if why:
+            failures.append(f"case {i}: {why}")
+            if early_stop:
+                break
+        else:
+            passed += 1
+    return passed, len(spec.cases), failures, level
+
+
+def _run_harness(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float,
+                 early_stop: bool) -> _Result | Verdict:
+    nonce = secrets.token_hex(8)
+    order = {"nonce": nonce, "mode": spec.mode, "tests": spec.tests, "entry_point": spec.entry_point,
+             "cases": list(spec.cases), "float_tol": spec.float_tol, "early_stop": early_stop,
+             "source": lang.source}
+    if spec.mode == "call" and not spec.entry_point:
+        return Verdict(Status.BAD_GOLD, method=Method.EXECUTION, reason="call tests need an entry_point")
+    argv = [lang.run[0], "-I", _HARNESS, "{result_fd}"]
+    run = sandbox.run(argv, {lang.source: code, _HARNESS: _harness_source()}, stdin=json.dumps(order),
+                      limits=_limits(limits, budget))
+    if run.error:
+        return Verdict(Status.ERROR, extracted=code[:2000], method=Method.EXECUTION, reason=run.error)
+    total, done, fatal = None, False, ""
+    outcome: dict[int, tuple[bool, str]] = {}
+    for line in run.results.decode("utf-8", "replace").splitlines():
+        head, _, rest = line.partition(" ")
+        if head != nonce:  # not the harness's (the solution printing to our pipe)
+            continue
+        kind, _, rest = rest.partition(" ")
+        if kind == "total" and total is None:
+            total = int(rest)
+        elif kind == "case":
+            i, ok, why = rest.split(" ", 2)
+            outcome.setdefault(int(i), (ok == "1", json.loads(why)))
+        elif kind == "fatal":
+            fatal = json.loads(rest)
+        elif kind in ("done", "stopped"):  # stopped: early stop after a failure, by request
+            done = True
+    if total is None:  # the harness never started its report: the solution killed the run at load
+        total = 1
+    failures = [f"test {i}: {why}" for i, (ok, why) in sorted(outcome.items()) if not ok]
+    passed = sum(ok for ok, _ in outcome.values())
+    if not done:
+        failures.append(fatal or _run_failure(run) or "the run ended before the tests finished")
+        passed = min(passed, total - 1)
+    return passed, total, failures, run.isolation
+
+
+def _run_program(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float) -> _Result | Verdict:
+    """Languages without the harness: solution + tests as one program; it passes when it exits 0."""
+    run = sandbox.run(_build_argv(lang), {lang.source: code + "\n" + spec.tests}, limits=_limits(limits, budget))
+    if run.error:
+        return Verdict(Status.ERROR, extracted=code[:2000], method=Method.EXECUTION, reason=run.error)
+    if (bad := _built(lang, run, code)) is not None:
+        return bad
+    why = _run_failure(run)
+    return (0 if why else 1), 1, ([why] if why else []), run.isolation
+
+
+def same_output(got: str, want: str, float_tol: float = 0.0) -> bool:
+    """Whitespace-tolerant output comparison (token by token, line by line; floats within tolerance)."""
+    def lines(s: str) -> list[list[str]]:
+        out = [ln.split() for ln in s.strip().splitlines()]
+        return [ln for ln in out if ln]
+
+    a, b = lines(got), lines(want)
+    if len(a) != len(b):
+        return False
+    for la, lb in zip(a, b):
+        if len(la) != len(lb):
+            return False
+        for x, y in zip(la, lb):
+            if x == y:
+                continue
+            if not float_tol:
+                return False
+            try:
+                fx, fy = float(x), float(y)
+            except ValueError:
+                return False
+            if abs(fx - fy) > float_tol * max(1.0, abs(fy)):
+                return False
+    return True
+
+
+def verify_code_batch(
+    completions: Sequence[str],
+    golds: Sequence[Any],
+    *,
+    jobs: int = 2,
+    timeout: float = DEFAULT_CODE_TIMEOUT,
+    on_done: Callable[[int], None] | None = None,
+) -> list[Verdict]:
+    """Verify many completions, ``jobs`` at once (the maths batch machinery: per-item hard deadlines)."""
+    from rlvr.verify.registry import verify_many
+
+    return verify_many(completions, golds, ["code"] * len(completions), jobs=jobs, timeout=timeout, on_done=on_done)

