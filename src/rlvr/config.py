@@ -167,6 +167,24 @@ class RunConfig(_Strict):
     """Write every rollout (completion, cause, verdict, components, advantage) to rollouts.jsonl."""
 
 
+class JudgeConfig(_Strict):
+    """The LLM judge of the two-level verifier (rules first; the judge only for what rules cannot decide)."""
+
+    backend: Literal["http", "local"] = "http"
+    """``http``: an OpenAI-compatible chat endpoint; ``local``: a transformers model (``model``)."""
+    base_url: str | None = None
+    """e.g. ``http://localhost:8000/v1``; default ``$RLVR_JUDGE_BASE_URL``."""
+    model: str | None = None
+    """The served model name (http) or a model name/folder (local); default ``$RLVR_JUDGE_MODEL``."""
+    api_key_env: str = "RLVR_JUDGE_API_KEY"
+    """The environment variable holding the key (never the key itself in a config file)."""
+    open_tasks: list[str] = []
+    timeout: float = Field(10.0, gt=0)
+    retries: int = Field(2, ge=0)
+    concurrency: int = Field(4, ge=1)
+    audit_rate: float = Field(0.0, ge=0, le=1)
+
+
 class TrainConfig(_Strict):
     """Everything ``rlvr train`` needs."""
 
@@ -178,6 +196,8 @@ class TrainConfig(_Strict):
     optim: OptimConfig = OptimConfig()
     rewards: RewardsConfig = RewardsConfig()
     run: RunConfig = RunConfig()
+    judge: JudgeConfig | None = None
+    """Set to add an LLM judge for the rows rules cannot decide (their ``uncertain`` rows are invalid)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainConfig:

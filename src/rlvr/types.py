@@ -22,6 +22,7 @@ class Status(str, Enum):
     BAD_GOLD = "bad_gold"  # the gold itself cannot be parsed
     TIMEOUT = "timeout"
     ERROR = "error"
+    UNCERTAIN = "uncertain"  # the LLM judge could not be trusted (down, garbage, a reply that failed its checks)
 
     def __str__(self) -> str:  # so f"{status}" prints "correct", not "Status.CORRECT"
         return self.value

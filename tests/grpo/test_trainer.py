@@ -217,3 +217,28 @@ def test_groups_drawn_ahead_are_used_while_fresh_and_dropped_when_stale(tmp_path
     m = trainer.train_step()
     assert (m["failure/stale_dropped"], m["failure/buffer_used"]) == (0.0, 1.0)
     assert seen[-1][:4] == [3] * 4  # the buffered group leads the batch, with its own version
+
+
+def test_a_down_judge_makes_rows_uncertain_which_are_invalid_and_resampled(tmp_path):
+    cfg = load_config(None, [*TINY, "run.steps=1", f"run.out_dir={tmp_path}", "rollout.max_new_tokens=8",
+                             "rewards.weights={accuracy: 1.0, format: 0.2}", "failure.resample_tries=1",
+                             "judge={base_url: 'http://127.0.0.1:9/v1', open_tasks: [math], timeout: 0.5, "
+                             "retries: 0}"])
+    trainer = GRPOTrainer(cfg)
+    # an untrained model rarely writes an answer: give every rollout one, so each goes to the judge
+    trainer.rollout = _with_answers(trainer.rollout)
+    trainer.train()
+    rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    assert rows and all(r["verdict"]["status"] == "uncertain" and r["cause"] == "invalid" and not r["admitted"] for r in rows)
+    assert any(r.get("replaced") for r in rows)  # uncertain rows were resampled
+    m = next(json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines() if "judge/rows" in x)
+    assert m["judge/judged"] == m["judge/rows"] > 0 and m["judge/uncertain_rate"] == 1.0
+
+
+def _with_answers(rollout):
+    def wrapped(*a, **k):
+        batch = rollout(*a, **k)
+        batch.texts = [f"<answer>{i}</answer>" for i in range(len(batch.texts))]
+        return batch
+
+    return wrapped

@@ -8,7 +8,8 @@ them differently, so the mapping lives in exactly one place:
 cause       when (first rule that applies wins)
 =========== ==============================================================================
 stale       made by a policy version older than ``max_staleness`` steps
-invalid     empty output, or the verifier timed out or failed (says nothing about the answer)
+invalid     empty output, or the verifier timed out, failed, or its judge was ``uncertain``
+            (says nothing about the answer)
 bad_gold    the gold answer itself cannot be parsed
 truncated   hit the length limit before its end-of-sequence token
 correct     the verifier judged it correct
@@ -56,7 +57,7 @@ def cause_of(
     """
     if max_staleness is not None and current_version - version > max_staleness:
         return Cause.STALE
-    if (text is not None and not text.strip()) or status in (Status.TIMEOUT, Status.ERROR):
+    if (text is not None and not text.strip()) or status in (Status.TIMEOUT, Status.ERROR, Status.UNCERTAIN):
         return Cause.INVALID
     if status is Status.BAD_GOLD:
         return Cause.BAD_GOLD

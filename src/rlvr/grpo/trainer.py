@@ -186,6 +186,11 @@ class GRPOTrainer:
         self.data = DataStream(cfg, train_rows)
         self.eval_rows = eval_rows or []
         self.rewards = rewards or Total(dict(cfg.rewards.weights), options=cfg.rewards.active_options())
+        self.judge = None
+        if cfg.judge is not None:  # two-level verification: the judge sees only what rules cannot decide
+            from rlvr.verify.judge.judged import from_config
+
+            self.judge = from_config(cfg.judge, seed=cfg.run.seed)
         params = [p for p in model.parameters() if p.requires_grad]
         o = cfg.optim
         fused = all(p.dtype == torch.float32 for p in params)  # one kernel per step instead of a loop of ops
@@ -252,6 +257,9 @@ class GRPOTrainer:
                                                    zip(batch.completion_ids, batch.completion_mask)]}
         for key in {k for s in rows for k in s.extra}:
             cols[key] = [s.extra.get(key) for s in rows]
+        if self.judge is not None:
+            cols["verdicts"] = self.judge.verify_many(batch.texts, cols["gold"], [prompt_text(p) for p in cols["prompt"]],
+                                                      cols["task"])
         breakdowns = self.rewards.breakdown(batch.texts, step=self.step, **cols)
         totals = torch.tensor([b.total if b.total is not None else float("nan") for b in breakdowns])
         return breakdowns, totals
@@ -413,6 +421,10 @@ class GRPOTrainer:
     def train_step(self) -> dict[str, Any]:
         """One GRPO step; returns its metrics."""
         t0 = time.perf_counter()
+        if self.judge is not None:
+            from rlvr.verify.judge.judged import JudgeStats
+
+            self.judge.stats = JudgeStats()  # per-step judge metrics
         samples, batch, breakdowns, totals, extra_rounds = self._sample_groups()
         t_gen = time.perf_counter()
         causes = self._causes(breakdowns, batch)
@@ -489,6 +501,8 @@ class GRPOTrainer:
         m.update({f"weights/{k}": v for k, v in breakdowns[0].weights.items()} if breakdowns else {})
         statuses = Counter(b.verdict.status.value for b in breakdowns if b.verdict is not None)
         m.update({f"verify/{s.value}": statuses.get(s.value, 0) / n for s in Status})
+        if self.judge is not None:
+            m.update(self.judge.stats.metrics())
         m["groups/zero_std_frac"] = zero_std_fraction(torch.nan_to_num(totals), batch.group_size, admit)
         lengths = batch.lengths.float()
         m["completions/mean_length"] = float(lengths.mean())

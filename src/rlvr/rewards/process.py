@@ -187,7 +187,7 @@ class Process(Reward):
         refs = column(columns, self.steps_field, n) or gold_column(columns, n, self.gold_field)
         out = []
         for text, v, ref in zip(texts, verdicts, refs):
-            if v.status in (Status.BAD_GOLD, Status.TIMEOUT, Status.ERROR):
+            if v.status in (Status.BAD_GOLD, Status.TIMEOUT, Status.ERROR, Status.UNCERTAIN):
                 out.append(Scored(None, v, {"problem": f"verdict {v.status.value}"}))
                 continue
             correct = 1.0 if v.correct else 0.0

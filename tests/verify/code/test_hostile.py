@@ -66,6 +66,11 @@ HOSTILE = {
 }
 
 
+ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="without root the sandbox cannot run code as another user: "
+                                                     "hostile code could signal the test process itself")
+
+
+@ROOT
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_code_gets_a_verdict_in_time_and_leaves_nothing(name: str) -> None:
     before = set(sandbox_dirs())
@@ -83,6 +88,7 @@ def test_hostile_code_gets_a_verdict_in_time_and_leaves_nothing(name: str) -> No
     assert verify_code(fenced("print('ok')"), IO, timeout=LIMIT).status is Status.CORRECT
 
 
+@ROOT
 def test_timeouts_and_limits_say_why() -> None:
     assert "timed out" in verify_code(fenced(HOSTILE["loops forever"]), IO, timeout=1).reason
     assert "output limit" in verify_code(fenced(HOSTILE["prints 100 MB"]), IO, timeout=LIMIT).reason
@@ -161,6 +167,7 @@ def test_rlimits_level_is_named_loudly_and_still_cleans_up(monkeypatch: pytest.M
     assert v.status is Status.WRONG and sandbox_processes() == []
 
 
+@ROOT
 def test_a_batch_of_hostile_code_finishes_and_leaves_nothing() -> None:
     from rlvr.verify.code.verifier import verify_code_batch
 
