@@ -44,6 +44,10 @@ def run_demo(out: Path, *, warm_target: float = 0.3, grpo_steps: int = 1500, grp
     result = trainer.train(on_step=on_step)
     metrics = read_metrics(out / "grpo")
     png = plot_run(metrics, out / "demo.png", "rlvr demo: GRPO on 2-digit addition (tiny Qwen2, CPU)")
+    from rlvr.report import build_report
+
+    report = build_report([out / "grpo"], out / "report.html")
     grpo_s = sum(m.get("time/step_s", 0.0) for m in metrics)
     return {"sft": warm, "before": result["before"]["accuracy"], "after": result["after"]["accuracy"],
-            "steps": result["steps"], "grpo_seconds": grpo_s, "metrics": metrics, "plot": png}
+            "steps": result["steps"], "grpo_seconds": grpo_s, "metrics": metrics, "plot": png,
+            "report": report}

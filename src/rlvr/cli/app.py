@@ -31,7 +31,7 @@ def abort(message: str, code: int = 2) -> NoReturn:
 
 def _register() -> None:
     # Imported here so each command module stays independent of the others.
-    from rlvr.cli import causes, demo, quarantine, score, train, verify, verify_demo
+    from rlvr.cli import causes, demo, quarantine, report, score, train, verify, verify_demo
 
     app.command("verify")(verify.verify)
     app.command("score")(score.score)
@@ -39,6 +39,7 @@ def _register() -> None:
     app.command("sft")(train.sft)
     app.command("causes")(causes.causes)
     app.command("quarantine")(quarantine.quarantine)
+    app.command("report")(report.report)
     app.command("demo")(demo.demo)
     app.command("verify-demo")(verify_demo.verify_demo)
 

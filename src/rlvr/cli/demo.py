@@ -58,4 +58,4 @@ def demo(
                   f"held-out {res['before']:.3f}")
     console.print(f"GRPO: {res['steps']} steps, {res['grpo_seconds']:.0f} s -> held-out {res['after']:.3f} "
                   f"([bold]{gain * 100:+.1f} points[/])")
-    console.print(f"plot: {res['plot']}   metrics: {out / 'grpo' / 'metrics.jsonl'}")
+    console.print(f"plot: {res['plot']}   report: {res['report']}   metrics: {out / 'grpo' / 'metrics.jsonl'}")

@@ -506,6 +506,7 @@ class GRPOTrainer:
         m["groups/zero_std_frac"] = zero_std_fraction(torch.nan_to_num(totals), batch.group_size, admit)
         lengths = batch.lengths.float()
         m["completions/mean_length"] = float(lengths.mean())
+        m["completions/p90_length"] = float(torch.quantile(lengths, 0.9))
         m["completions/truncated_frac"] = float(batch.truncated.float().mean())
         m.update(upd)
         m["tokens_per_s"] = float(lengths.sum()) / (t_end - t0)
