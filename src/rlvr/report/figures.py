@@ -7,7 +7,14 @@ import io
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rlvr.report.data import DEATHS, RunData, cold_start_switches, death_rates, reward_components, series
+from rlvr.report.data import (
+    DEATHS,
+    RunData,
+    cold_start_switches,
+    death_rates,
+    reward_components,
+    series,
+)
 
 Figure = Callable[[Sequence[RunData]], bytes | None]
 

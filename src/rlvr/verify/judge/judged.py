@@ -37,7 +37,13 @@ from typing import Any
 
 from rlvr.types import Method, Status, Verdict
 from rlvr.verify.judge.backends import JudgeBackend
-from rlvr.verify.judge.reply import JudgeReply, ReplyError, check_reply, judge_messages, parse_reply
+from rlvr.verify.judge.reply import (
+    JudgeReply,
+    ReplyError,
+    check_reply,
+    judge_messages,
+    parse_reply,
+)
 
 _ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.S)
 _WORDS = re.compile(r"(?<!\\)\b[A-Za-z]{3,}\b")

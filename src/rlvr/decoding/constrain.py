@@ -1,0 +1,310 @@
+"""Constrained decoding of the answer segment, on xgrammar, inside rlvr's own sampling loop.
+
+Modes (``decoding.constrain``):
+
+``none``    nothing is masked.
+``answer``  reasoning stays free; the stop token is masked until an answer was given
+            (a rollout cannot end without one); once the model writes ``<answer>``
+            (the lazy trigger) the answer grammar masks every token until the closing
+            tag, then only the stop token is allowed.
+``full``    the whole output follows ``<think>...</think><answer>...</answer>`` from the
+            first token (answer-only when there is no think tag).
+
+A budget closes the reasoning in time: when a row has not opened its answer by
+``reasoning_budget`` tokens, or by the point where only the answer's reserve of
+tokens is left, the closing ``</think>`` (if open) and ``<answer>`` are forced, one
+token per step; near the end an answer the grammar could close is closed. So no
+rollout is truncated inside its reasoning without an answer.
+
+**The gradient.** A mask changes the sampling distribution, so the sampled log-probs
+are those of the *masked* policy (renormalised over the allowed tokens). rlvr
+treats that consistently: the masks are kept with the rollout (packed bits, one row
+per token) and the training forward applies the same mask before its log-softmax,
+so old and new log-probs are of the same distribution and the ratio on the first
+update is 1 for every kept token (``tests/decoding``). A token the grammar forced
+(one allowed token) has log-prob 0 under its mask: no gradient, whatever the advantage.
+How much the masks changed the policy's choices is logged (``decoding/*``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+
+from rlvr.decoding.grammars import AnswerKind, answer_grammar, full_grammar
+
+Mode = Literal["none", "answer", "full"]
+
+FREE, ANSWER, END, BROKEN = 0, 1, 2, 3
+
+
+@dataclass
+class DecodeStats:
+    """What the masks did in one generation (token counts over rows that were still going)."""
+
+    tokens: int = 0
+    masked: int = 0  # tokens sampled under an answer-segment mask (grammar, forced token, final stop)
+    forced: int = 0  # exactly one token was allowed
+    argmax_masked: int = 0  # the policy's most likely token was masked out (answer-segment masks)
+    masked_mass: float = 0.0  # probability the answer-segment masks removed (summed over their tokens)
+    stop_blocked: int = 0  # the policy's most likely token was the stop token before any answer
+    budget_forced: int = 0  # rows whose answer was opened by the budget
+    broken: int = 0  # rows the grammar could not follow (left unconstrained)
+    rows: int = 0
+
+    def metrics(self) -> dict[str, float]:
+        """``decoding/...`` metrics for the step's log."""
+        return {
+            "decoding/masked_frac": self.masked / self.tokens if self.tokens else 0.0,
+            "decoding/forced_frac": self.forced / self.tokens if self.tokens else 0.0,
+            "decoding/mask_changed_argmax": (self.argmax_masked + self.stop_blocked) / self.tokens
+            if self.tokens else 0.0,
+            "decoding/stop_blocked_frac": self.stop_blocked / self.tokens if self.tokens else 0.0,
+            "decoding/masked_mass": self.masked_mass / self.masked if self.masked else 0.0,
+            "decoding/budget_forced_frac": self.budget_forced / self.rows if self.rows else 0.0,
+            "decoding/broken_frac": self.broken / self.rows if self.rows else 0.0,
+        }
+
+
+@dataclass
+class Constrainer:
+    """Compiled grammars for one tokenizer; :meth:`begin` makes the per-generation state.
+
+    Args:
+        tokenizer: the policy's tokenizer.
+        vocab_size: the model's output size (may exceed the tokenizer's).
+        mode: ``answer`` or ``full`` (see the module docstring).
+        answer: the answer grammar kind (``math``, ``json``, ``text``).
+        schema: the JSON Schema for ``json`` answers.
+        think_tag / answer_tag: the tags (``think_tag=None``: answer-only output).
+        reasoning_budget: tokens of reasoning after which the answer is opened (``None``: only
+            the length limit's reserve).
+        answer_tokens: tokens reserved for the answer's content before the length limit.
+        max_chars: the ``text`` answer's length limit.
+    """
+
+    tokenizer: Any
+    vocab_size: int
+    mode: Mode = "answer"
+    answer: AnswerKind = "math"
+    schema: dict[str, Any] | None = None
+    think_tag: str | None = None
+    answer_tag: str = "answer"
+    reasoning_budget: int | None = None
+    answer_tokens: int = 4
+    max_chars: int = 200
+    _compiled: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        import xgrammar as xgr
+
+        if self.mode not in ("answer", "full"):
+            raise ValueError(f"constrain mode must be answer or full, got {self.mode!r}")
+        info = xgr.TokenizerInfo.from_huggingface(self.tokenizer, vocab_size=self.vocab_size)
+        compiler = xgr.GrammarCompiler(info)
+        self.open, self.close = f"<{self.answer_tag}>", f"</{self.answer_tag}>"
+        if self.mode == "full":
+            g = full_grammar(self.answer, answer_tag=self.answer_tag, think_tag=self.think_tag, schema=self.schema,
+                             max_chars=self.max_chars)
+        else:
+            g = answer_grammar(self.answer, self.close, schema=self.schema, max_chars=self.max_chars)
+        self._compiled = compiler.compile_grammar(g)
+        self.stop_ids = [int(i) for i in info.stop_token_ids] or [self.tokenizer.eos_token_id]
+        # each token's text, for the lazy trigger (decoding whole tails every step would cost more)
+        self.pieces = [self.tokenizer.decode([i]) if i < len(self.tokenizer) else "" for i in range(self.vocab_size)]
+        enc = lambda s: self.tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
+        self.open_ids = enc(self.open)
+        self.close_ids = enc(self.close)
+        self.think_close_ids = enc(f"</{self.think_tag}>") if self.think_tag else []
+        self.words = (self.vocab_size + 31) // 32
+        self.reserve = len(self.think_close_ids) + len(self.open_ids) + self.answer_tokens + len(self.close_ids) + 1
+
+    def begin(self, n: int, max_new_tokens: int) -> ConstrainedBatch:
+        """State for generating ``n`` rows of at most ``max_new_tokens`` tokens."""
+        return ConstrainedBatch(self, n, max_new_tokens)
+
+
+def unpack_bits(bits: torch.Tensor, vocab: int) -> torch.Tensor:
+    """``[..., W] int32`` packed bitmask -> ``[..., vocab]`` bool (True = allowed)."""
+    shifts = torch.arange(32, dtype=torch.int32, device=bits.device)
+    out = (bits.unsqueeze(-1) >> shifts) & 1
+    return out.reshape(*bits.shape[:-1], -1)[..., :vocab].bool()
+
+
+def pack_bits(words: int, token_ids: list[int], *, allow: bool = True) -> torch.Tensor:
+    """A packed ``[W] int32`` mask allowing only ``token_ids`` (``allow=False``: all but them)."""
+    vals = [0] * words
+    for t in token_ids:
+        vals[t // 32] |= 1 << (t % 32)
+    if not allow:
+        vals = [~v & 0xFFFFFFFF for v in vals]
+    return torch.tensor([v - (1 << 32) if v >= 1 << 31 else v for v in vals], dtype=torch.int32)
+
+
+class ConstrainedBatch:
+    """Per-generation state: one matcher per row once its answer (or, in ``full`` mode, its output) starts."""
+
+    def __init__(self, c: Constrainer, n: int, max_new_tokens: int) -> None:
+        import xgrammar as xgr
+
+        self.c, self.n, self.max_new = c, n, max_new_tokens
+        self.xgr = xgr
+        self.phase = [ANSWER if c.mode == "full" else FREE] * n
+        self.matchers: list[Any] = [xgr.GrammarMatcher(c._compiled) if c.mode == "full" else None for _ in range(n)]
+        self.tails = [""] * n
+        self.in_think = [False] * n
+        self.queue: list[list[int]] = [[] for _ in range(n)]
+        self.steps = 0
+        self.stats = DecodeStats(rows=n)
+        self.no_stop = pack_bits(c.words, c.stop_ids, allow=False)
+        self.only_stop = pack_bits(c.words, c.stop_ids)
+        self.opened = [False] * n
+        self.bits = xgr.allocate_token_bitmask(n, c.vocab_size)
+        self.batch_matcher = xgr.BatchGrammarMatcher(max_threads=1)  # the CPU is shared with torch
+
+    def _open_answer(self, i: int) -> list[int]:
+        """The tokens that close the reasoning (if open) and open the answer; a half-written opening
+        tag (``<answ``) is completed rather than started again."""
+        c = self.c
+        if self.in_think[i]:
+            return c.think_close_ids + c.open_ids
+        tail = self.tails[i]
+        j = next((j for j in range(len(c.open) - 1, 0, -1) if tail.endswith(c.open[:j])), 0)
+        return c.tokenizer.encode(c.open[j:], add_special_tokens=False) if j else list(c.open_ids)
+
+    def mask(self, logits: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+        """Mask ``logits [n, V]`` in place for this step; returns the packed masks ``[n, W]`` (-1 = all allowed)."""
+        c, t = self.c, self.steps
+        left = self.max_new - t
+        budget = left <= c.reserve or (c.reasoning_budget is not None and t >= c.reasoning_budget)
+        live = (~done).nonzero().squeeze(-1).tolist()
+        queued, queued_tok, free, end, grammar = [], [], [], [], []
+        for i in live:
+            ph = self.phase[i]
+            if not self.queue[i]:
+                if budget and not self.opened[i] and (ph == FREE or (ph == ANSWER and self.in_think[i])):
+                    self.queue[i] = self._open_answer(i)  # close the reasoning, open the answer
+                    self.stats.budget_forced += 1
+                elif (ph == ANSWER and self.opened[i] and left <= len(c.close_ids) + 2
+                      and self._may_close(i)):  # the last chances to close before the limit
+                    self.queue[i] = list(c.close_ids)
+            if self.queue[i]:
+                queued.append(i)
+                queued_tok.append(self.queue[i][0])
+            elif ph == FREE:
+                free.append(i)  # no ending before an answer was given
+            elif ph == ANSWER:
+                grammar.append(i)
+            elif ph == END:
+                end.append(i)
+        bits = self.bits
+        bits.fill_(-1)
+        if free:
+            bits[free] = self.no_stop
+        if end:
+            bits[end] = self.only_stop
+        if queued:
+            q = torch.tensor(queued_tok)
+            bits[queued] = 0
+            bits[queued, q // 32] = torch.where(q % 32 == 31, torch.tensor(-(2**31)), 1 << (q % 32)).to(torch.int32)
+        if grammar:
+            ms = [self.matchers[i] for i in grammar]
+            sub = self.xgr.allocate_token_bitmask(len(ms), c.vocab_size)
+            self.batch_matcher.batch_fill_next_token_bitmask(ms, sub)
+            bits[grammar] = sub
+        if live:
+            self.stats.tokens += len(live)
+            if free:  # the only mask there is "no stop token yet": count when it overruled the policy
+                top = logits[free].argmax(-1)
+                self.stats.stop_blocked += int(sum(int((top == s_).sum()) for s_ in c.stop_ids))
+            if rest := queued + grammar + end:
+                self._count(logits, bits, rest)
+            self.xgr.apply_token_bitmask_inplace(logits, bits.to(logits.device))
+        return bits.clone()
+
+    def _may_close(self, i: int) -> bool:
+        m = self.matchers[i]
+        probe = self.xgr.allocate_token_bitmask(1, self.c.vocab_size)
+        m.fill_next_token_bitmask(probe)
+        first = self.c.close_ids[0]
+        return bool((int(probe[0, first // 32]) >> (first % 32)) & 1)
+
+    def _count(self, logits: torch.Tensor, bits: torch.Tensor, rows: list[int]) -> None:
+        """Statistics of the answer-segment masks (grammar, forced tokens, the final stop)."""
+        s = self.stats
+        allowed = unpack_bits(bits[rows], logits.shape[-1])
+        lg = logits[rows].float()
+        s.masked += len(rows)
+        s.forced += int((allowed.sum(-1) == 1).sum())
+        s.argmax_masked += int((~allowed.gather(-1, lg.argmax(-1, keepdim=True))).sum())
+        s.masked_mass += float((torch.softmax(lg, -1) * ~allowed).sum())
+
+    def advance(self, tokens: torch.Tensor, done: torch.Tensor) -> None:
+        """Feed this step's sampled tokens to the row states (rows already done are skipped)."""
+        c = self.c
+        toks, finished = tokens.tolist(), done.tolist()
+        track_all = c.mode == "full"  # the budget there needs to know whether the reasoning is open
+        answering: list[int] = []
+        for i in range(self.n):
+            ph = self.phase[i]
+            if finished[i] or ph in (END, BROKEN):
+                continue
+            tok = toks[i]
+            if self.queue[i] and self.queue[i][0] == tok:
+                self.queue[i].pop(0)
+            if ph == ANSWER:
+                answering.append(i)
+            if ph == FREE or (track_all and not self.opened[i]):
+                tail = (self.tails[i] + (c.pieces[tok] if tok < len(c.pieces) else ""))[-64:]
+                self.tails[i] = tail
+                if c.think_tag:
+                    if tail.endswith(f"<{c.think_tag}>"):
+                        self.in_think[i] = True
+                    elif tail.endswith(f"</{c.think_tag}>"):
+                        self.in_think[i] = False
+                k = tail.rfind(c.open)
+                if k >= 0:
+                    self.opened[i] = True
+                    if ph == FREE:  # the lazy trigger: the answer starts here
+                        m = self.xgr.GrammarMatcher(c._compiled)
+                        rest = tail[k + len(c.open):]
+                        if rest and not m.accept_string(rest):
+                            self.phase[i] = BROKEN
+                            self.stats.broken += 1
+                            continue
+                        self.matchers[i], self.phase[i], self.queue[i] = m, ANSWER, []
+        if answering:
+            ms = [self.matchers[i] for i in answering]
+            accepted = self.batch_matcher.batch_accept_token(ms, [toks[i] for i in answering])
+            for i, m, ok in zip(answering, ms, accepted):
+                if not ok:
+                    self.phase[i], self.queue[i] = BROKEN, []
+                    self.stats.broken += 1
+                elif m.is_terminated() or m.is_completed():
+                    self.phase[i] = END
+        self.steps += 1
+
+
+def masked_logprobs(logp: torch.Tensor, logits: torch.Tensor, tokens: torch.Tensor, bits: torch.Tensor | None,
+                    temperature: float = 1.0) -> torch.Tensor:
+    """``logp [N, T]`` with every masked position recomputed under its sampling mask.
+
+    ``bits [N, T, W]`` are the packed masks kept with the rollouts (-1: unmasked). The
+    masked positions' log-probs are those of the renormalised allowed set, as sampled,
+    so the policy ratio compares like with like; out of place (autograd-safe).
+    """
+    if bits is None:
+        return logp
+    bits = bits[:, : tokens.shape[1]].to(logits.device)
+    where = (bits != -1).any(-1)
+    if not bool(where.any()):
+        return logp
+    idx = where.nonzero(as_tuple=True)
+    lg = logits[idx].float()
+    lg = lg / temperature if temperature != 1.0 else lg
+    lg = lg.masked_fill(~unpack_bits(bits[idx], lg.shape[-1]), float("-inf"))
+    tok = tokens[idx][:, None]
+    picked = lg.gather(-1, tok).squeeze(-1) - torch.logsumexp(lg, -1)
+    return logp.index_put(idx, picked.to(logp.dtype))

@@ -1,0 +1,173 @@
+"""Constrained decoding: the grammars, the masks in the sampling loop, and a gradient that stays consistent."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+xgr = pytest.importorskip("xgrammar")
+
+from rlvr.config import load_config  # noqa: E402
+from rlvr.decoding.constrain import Constrainer, masked_logprobs, pack_bits, unpack_bits  # noqa: E402
+from rlvr.decoding.grammars import answer_grammar, full_grammar  # noqa: E402
+from rlvr.grpo.loss import token_logprobs  # noqa: E402
+from rlvr.grpo.rollout import generate  # noqa: E402
+from rlvr.models.tiny import build_model, build_tokenizer  # noqa: E402
+from rlvr.types import Status  # noqa: E402
+from rlvr.verify.math import verify_math  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    tok = build_tokenizer()
+    return build_model(tok, hidden=32, layers=1, heads=2, seed=3), tok
+
+
+def accepts(grammar, text: str, tok) -> bool:
+    info = xgr.TokenizerInfo.from_huggingface(tok, vocab_size=len(tok))
+    m = xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_grammar(grammar))
+    return m.accept_string(text) and m.is_completed()
+
+
+@pytest.mark.parametrize("text, ok", [
+    ("42</answer>", True), ("-3.5</answer>", True), ("\\frac{1}{2}</answer>", True), ("(1, 2)</answer>", True),
+    ("\\{1, 2\\}</answer>", True), ("[0, 1)</answer>", True), ("x = 3</answer>", True), ("2\\sqrt{3}</answer>", True),
+    ("50\\%</answer>", True), ("forty-two</answer>", False), ("42", False), ("4 2 <b></answer>", False),
+])
+def test_math_answer_grammar(tiny, text: str, ok: bool) -> None:
+    assert accepts(answer_grammar("math", "</answer>"), text, tiny[1]) is ok
+
+
+def test_json_text_and_full_grammars(tiny) -> None:
+    tok = tiny[1]
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    assert accepts(answer_grammar("json", "</answer>", schema=schema), '{"n": 3}</answer>', tok)
+    assert not accepts(answer_grammar("json", "</answer>", schema=schema), '{"m": 3}</answer>', tok)
+    assert accepts(answer_grammar("text", "</answer>", max_chars=5), "hello</answer>", tok)
+    assert not accepts(answer_grammar("text", "</answer>", max_chars=4), "hello</answer>", tok)
+    full = full_grammar("math", think_tag="think")
+    assert accepts(full, "<think>a < b, so 2</think>\n<answer>2</answer>", tok)
+    assert not accepts(full, "<think>x</answer></think><answer>2</answer>", tok)  # no closing tag inside
+    assert not accepts(full, "<answer>2</answer>", tok)  # the reasoning is part of the shape
+    assert accepts(full_grammar("math", think_tag=None), "<answer>2</answer>", tok)
+
+
+def test_packed_masks_round_trip() -> None:
+    ids = [0, 5, 31, 32, 63, 70]
+    bits = pack_bits(3, ids)
+    assert unpack_bits(bits, 96).nonzero().squeeze(-1).tolist() == ids
+    assert unpack_bits(pack_bits(3, ids, allow=False), 96).sum() == 96 - len(ids)
+
+
+def _rollouts(model, tok, constrainer, n_prompts: int = 4, g: int = 8, max_new: int = 32, seed: int = 0):
+    prompts = [tok.encode(f"Q:{10 + i}+{20 + i}=", add_special_tokens=False) for i in range(n_prompts)]
+    return generate(model, tok, prompts, group_size=g, max_new_tokens=max_new, constrain=constrainer,
+                    generator=torch.Generator().manual_seed(seed))
+
+
+def test_answer_mode_gives_every_rollout_an_answer(tiny) -> None:
+    model, tok = tiny
+    free = _rollouts(model, tok, None)
+    assert free.bitmask is None
+    c = Constrainer(tok, model.config.vocab_size, mode="answer", answer="math")
+    b = _rollouts(model, tok, c)
+    # a random model almost never writes <answer> by itself; the budget opens it, the grammar closes it
+    assert sum("<answer>" in t for t in free.texts) < len(free.texts) / 4
+    assert all("<answer>" in t for t in b.texts)
+    closed = [t for t, f in zip(b.texts, b.finish) if f == "eos"]
+    assert len(closed) >= len(b.texts) // 3  # a random model can still run out inside a long expression
+    for t in closed:
+        assert re.search(r"<answer>.+</answer>$", t), t
+        assert verify_math(t, "0", strict=True).status is not Status.NO_ANSWER
+    m = b.decode_stats.metrics()
+    assert m["decoding/budget_forced_frac"] > 0.5 and m["decoding/broken_frac"] == 0.0
+    assert 0 < m["decoding/mask_changed_argmax"] <= 1 and 0 < m["decoding/forced_frac"] < 1
+
+
+def test_full_mode_with_a_reasoning_budget(tiny) -> None:
+    model, tok = tiny
+    c = Constrainer(tok, model.config.vocab_size, mode="full", think_tag="think", reasoning_budget=12)
+    b = _rollouts(model, tok, c, max_new=48)
+    for text in b.texts:
+        assert text.startswith("<think>"), text
+        head = text.split("</think>")[0]
+        assert len(head) <= 12 + 1, text  # the budget closed the reasoning (a char tokenizer: 1 token/char)
+        assert "</think><answer>" in text
+
+
+def test_json_answers_follow_the_schema(tiny) -> None:
+    model, tok = tiny
+    c = Constrainer(tok, model.config.vocab_size, mode="full", answer="json", schema={"type": "integer"})
+    b = _rollouts(model, tok, c, max_new=24)
+    done = [t for t, f in zip(b.texts, b.finish) if f == "eos"]
+    assert done
+    for t in done:
+        assert isinstance(json.loads(t.removeprefix("<answer>").removesuffix("</answer>")), int), t
+
+
+def test_the_policy_ratio_is_one_for_every_kept_token_under_the_same_mask(tiny) -> None:
+    model, tok = tiny
+    c = Constrainer(tok, model.config.vocab_size, mode="answer")
+    b = _rollouts(model, tok, c)
+    ids = torch.cat([b.prompt_ids, b.completion_ids], 1)
+    mask = torch.cat([b.prompt_mask, b.completion_mask], 1)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, b.prompt_ids.shape[1] - 1:-1]
+    kept = b.completion_mask.bool()
+    plain = token_logprobs(logits, b.completion_ids)
+    under_mask = masked_logprobs(plain, logits, b.completion_ids, b.bitmask)
+    # 1 up to the lean decoder's float error (the same size without constraints)
+    log_ratio = (under_mask - b.logprobs)[kept]
+    assert float(log_ratio.abs().max()) < 1e-2 and float(log_ratio.abs().mean()) < 1e-3
+    # without the mask the ratio is wrong wherever the mask mattered: the reason the masks are kept
+    assert float((plain - b.logprobs)[kept].abs().max()) > 0.1
+    forced = (unpack_bits(b.bitmask, logits.shape[-1]).sum(-1) == 1) & kept
+    assert bool(forced.any()) and torch.allclose(under_mask[forced], torch.zeros(int(forced.sum())), atol=1e-5)
+
+
+def test_batches_keep_their_masks_through_select_concat_and_replace(tiny) -> None:
+    model, tok = tiny
+    c = Constrainer(tok, model.config.vocab_size, mode="answer")
+    a = _rollouts(model, tok, c, n_prompts=2, g=2)
+    free = _rollouts(model, tok, None, n_prompts=1, g=2, max_new=40)
+    both = a.concat(free, tok.pad_token_id)
+    assert both.bitmask.shape[:2] == both.completion_ids.shape
+    assert bool((both.bitmask[4:] == -1).all())
+    assert torch.equal(both.bitmask[:4, : a.bitmask.shape[1]], a.bitmask)
+    sel = a.select_groups([1])
+    assert torch.equal(sel.bitmask, a.bitmask[2:4])
+    swapped = a.replace_rows([0], free.select_groups([0]), tok.pad_token_id)
+    assert bool((swapped.bitmask[0] == -1).all()) and torch.equal(swapped.bitmask[1, : a.bitmask.shape[1]], a.bitmask[1])
+
+
+def test_trainer_drops_the_constant_format_reward_and_logs_the_masks(tmp_path) -> None:
+    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.models.grouped_forward import completion_logits
+
+    cfg = load_config(None, ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2",
+                             "rollout.group_size=4", "rollout.max_new_tokens=24", "run.eval_every=0",
+                             "data.eval_size=4", "run.steps=2", f"run.out_dir={tmp_path}",
+                             "decoding.constrain=answer"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer = GRPOTrainer(cfg)
+    assert any("format reward is constant" in str(w.message) for w in caught)
+    assert trainer.rewards.weights_at(0)["format"] == 0.0
+    # the first update's ratio through the trainer's own training forward (the shared-prompt path)
+    samples = trainer.data.take(2)
+    b = trainer.rollout(samples)
+    logits = completion_logits(trainer.model, b.prompt_ids[::4], b.prompt_mask[::4], b.completion_ids, 4)
+    logp = trainer._token_logprobs(logits, b.completion_ids, b.bitmask)
+    kept = b.completion_mask.bool()
+    log_ratio = (logp - b.logprobs)[kept]
+    assert float(log_ratio.abs().max()) < 1e-2 and float(log_ratio.abs().mean()) < 1e-3
+    trainer.train()
+    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    step = next(x for x in lines if "decoding/masked_frac" in x)
+    assert step["weights/format"] == 0.0 and step["reward/format/mean"] is not None
+    assert step["decoding/budget_forced_frac"] >= 0 and "decoding/mask_changed_argmax" in step
