@@ -35,6 +35,28 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | BadLine
             yield n, row
 
 
+def read_log(path: str | Path) -> tuple[list[dict[str, Any]], bool]:
+    """Records of a JSONL log that may still be written (or was killed), and whether its last line
+    was cut off (then skipped).
+
+    Raises:
+        ValueError: a line other than the last is not JSON (names the file and the line).
+    """
+    rows, torn = [], False
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                torn = True
+                continue
+            raise ValueError(f"{path}:{i + 1}: not valid JSON") from None
+    return rows, torn
+
+
 def count_lines(path: str | Path) -> int:
     """Non-blank lines (for a progress bar's total)."""
     with open(path, "rb") as f:

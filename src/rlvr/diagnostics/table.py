@@ -8,7 +8,6 @@ cause for a person to read.
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -47,20 +46,12 @@ def alarm_lines(metrics: list[dict[str, Any]]) -> list[tuple[str, int, int | Non
 
 def read_rollouts(run_dir: str | Path) -> tuple[list[dict[str, Any]], bool]:
     """The rollout records of a run, and whether a torn last line (a killed writer) was skipped."""
+    from rlvr.data.jsonl import read_log
+
     path = Path(run_dir) / "rollouts.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{path}: no rollout log (was the run made with run.log_rollouts: true?)")
-    rows, torn = [], False
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i == len(lines) - 1:
-                torn = True
-                continue
-            raise ValueError(f"{path}:{i + 1}: not valid JSON") from None
-    return rows, torn
+    return read_log(path)
 
 
 def cause_table(rows: list[dict[str, Any]], top: int = 10) -> CauseTable:

@@ -8,12 +8,12 @@ and said (:attr:`RunData.notes`).
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlvr.data.jsonl import read_log
 from rlvr.diagnostics.table import FAILED, CauseTable, alarm_lines, cause_table
 
 Series = tuple[list[int], list[float]]
@@ -42,27 +42,6 @@ class RunData:
     notes: list[str] = field(default_factory=list)
 
 
-def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], bool]:
-    """Records of a JSONL file and whether its last line was cut off (skipped).
-
-    Raises:
-        ValueError: a line other than the last is not JSON (names the file and line).
-    """
-    lines = path.read_text(encoding="utf-8").splitlines()
-    out, torn = [], False
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i == len(lines) - 1:
-                torn = True
-                continue
-            raise ValueError(f"{path}:{i + 1}: not valid JSON") from None
-    return out, torn
-
-
 def load_run(path: str | Path) -> RunData:
     """Read a run folder (see the module docstring).
 
@@ -74,7 +53,7 @@ def load_run(path: str | Path) -> RunData:
     if not metrics_file.exists():
         raise FileNotFoundError(f"{path}: no metrics.jsonl (not a training run folder)")
     run = RunData(name=path.resolve().name, path=path)
-    lines, torn = read_jsonl(metrics_file)
+    lines, torn = read_log(metrics_file)
     if torn:
         run.notes.append("metrics.jsonl: the last line was cut off (the run is still going, or was killed); skipped")
     by_step: dict[int, dict[str, Any]] = {}
@@ -89,14 +68,14 @@ def load_run(path: str | Path) -> RunData:
     run.evals = sorted(dict(run.evals).items())
     rollouts_file = path / "rollouts.jsonl"
     if rollouts_file.exists():
-        run.rollouts, torn = read_jsonl(rollouts_file)
+        run.rollouts, torn = read_log(rollouts_file)
         if torn:
             run.notes.append("rollouts.jsonl: the last line was cut off; skipped")
     else:
         run.notes.append("no rollouts.jsonl (run.log_rollouts was off): no cause table or failed samples")
     q = path / "quarantine.jsonl"
     if q.exists():
-        run.quarantine, _ = read_jsonl(q)
+        run.quarantine, _ = read_log(q)
     if not run.steps:
         run.notes.append("no training step has finished yet")
     return run
