@@ -171,3 +171,24 @@ def test_trainer_drops_the_constant_format_reward_and_logs_the_masks(tmp_path) -
     step = next(x for x in lines if "decoding/masked_frac" in x)
     assert step["weights/format"] == 0.0 and step["reward/format/mean"] is not None
     assert step["decoding/budget_forced_frac"] >= 0 and "decoding/mask_changed_argmax" in step
+
+
+def test_it_is_a_transformers_logits_processor_usable_in_generate(tiny) -> None:
+    from transformers import LogitsProcessor, LogitsProcessorList
+
+    from rlvr.decoding.constrain import GrammarLogitsProcessor
+
+    model, tok = tiny
+    c = Constrainer(tok, model.config.vocab_size, mode="full", think_tag=None)
+    ids = torch.tensor([tok.encode("Q:12+30=", add_special_tokens=False)] * 2)
+    proc = GrammarLogitsProcessor(c, 2, 32)
+    assert isinstance(proc, LogitsProcessor)
+    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=32, do_sample=False,
+                         logits_processor=LogitsProcessorList([proc]), pad_token_id=tok.pad_token_id)
+    new = out[:, ids.shape[1]:]
+    texts = tok.batch_decode(new, skip_special_tokens=True)
+    for row, t in zip(new, texts):
+        assert t.startswith("<answer>"), t
+        if bool((row == tok.eos_token_id).any()):  # a random model may run out inside an expression
+            assert re.fullmatch(r"<answer>.+</answer>", t), t
+    assert len(proc.masks) >= len("<answer>") and proc.stats.tokens > 0

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
+from transformers import LogitsProcessor
 
 from rlvr.decoding.grammars import AnswerKind, answer_grammar, full_grammar
 
@@ -285,6 +286,39 @@ class ConstrainedBatch:
                 elif m.is_terminated() or m.is_completed():
                     self.phase[i] = END
         self.steps += 1
+
+
+class GrammarLogitsProcessor(LogitsProcessor):
+    """The constraint as a transformers ``LogitsProcessor``: ``processor(input_ids, scores) -> scores``.
+
+    It works in rlvr's sampling loop and in ``model.generate(logits_processor=[...])`` alike: each
+    call first feeds the token appended since the previous call (the last column of
+    ``input_ids``) to the row states, then masks ``scores`` in place. The packed mask of every step
+    is kept in :attr:`masks` (``[n, W]`` each) and the statistics in :attr:`stats`.
+    """
+
+    def __init__(self, constrainer: Constrainer, batch_size: int, max_new_tokens: int) -> None:
+        self.state = constrainer.begin(batch_size, max_new_tokens)
+        self.stop = torch.tensor(constrainer.stop_ids)
+        self.done = torch.zeros(batch_size, dtype=torch.bool)
+        self.start: int | None = None
+        self.masks: list[torch.Tensor] = []
+
+    @property
+    def stats(self) -> DecodeStats:
+        return self.state.stats
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self.start is None:
+            self.start = input_ids.shape[1]
+        elif input_ids.shape[1] > self.start + self.state.steps:
+            last = input_ids[:, -1].cpu()
+            self.state.advance(last, self.done)
+            self.done = self.done | torch.isin(last, self.stop)
+        if scores.dtype != torch.float32:
+            scores = scores.float()
+        self.masks.append(self.state.mask(scores, self.done))
+        return scores
 
 
 def masked_logprobs(logp: torch.Tensor, logits: torch.Tensor, tokens: torch.Tensor, bits: torch.Tensor | None,

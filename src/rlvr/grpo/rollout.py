@@ -260,17 +260,16 @@ def generate(
     out_tok = torch.full((n, max_new_tokens), pad, dtype=torch.long, device=device)
     out_lp = torch.zeros((n, max_new_tokens), device=device)
     done = torch.zeros(n, dtype=torch.bool, device=device)
-    state = constrain.begin(n, max_new_tokens) if constrain is not None else None
-    bits = (torch.full((n, max_new_tokens, constrain.words), -1, dtype=torch.int32)
-            if constrain is not None else None)
+    processor = None
+    if constrain is not None:  # a transformers LogitsProcessor: fed the growing ids, it masks the logits
+        from rlvr.decoding.constrain import GrammarLogitsProcessor
+
+        processor = GrammarLogitsProcessor(constrain, n, max_new_tokens)
     steps = 0
     for t in range(max_new_tokens):
-        if state is not None and bits is not None:
-            logits = logits.float()
-            bits[:, t] = state.mask(logits, done)
+        if processor is not None:
+            logits = processor(torch.cat([prompt_ids, out_tok[:, :t]], 1), logits)
         tok, lp = _sample(logits, temperature, top_p, generator)
-        if state is not None:
-            state.advance(tok, done)
         tok = torch.where(done, torch.full_like(tok, pad), tok)
         out_tok[:, t] = tok
         out_lp[:, t] = torch.where(done, torch.zeros_like(lp), lp)
@@ -289,5 +288,5 @@ def generate(
     if was_training:
         model.train()
     return RolloutBatch(prompt_ids, prompt_mask, out_tok, mask, out_lp * mask, finish, texts, policy_version,
-                        group_size, bitmask=bits[:, :steps] if bits is not None else None,
-                        decode_stats=state.stats if state is not None else None)
+                        group_size, bitmask=torch.stack(processor.masks, 1) if processor is not None else None,
+                        decode_stats=processor.stats if processor is not None else None)
