@@ -106,3 +106,12 @@ def test_cause_table_alarms_and_samples(tmp_path: Path) -> None:
 def test_highlight_uses_the_last_occurrence() -> None:
     assert data.highlight("7 then 7!", "7") == ("7 then ", "7", "!")
     assert data.highlight("abc", "z") == ("abc", "", "")
+
+
+def test_smoothing_keeps_short_series_and_averages_long_ones() -> None:
+    from rlvr.report.figures import smooth
+
+    assert smooth([1.0, 2.0, 3.0]) == [1.0, 2.0, 3.0]
+    ys = [float(i % 2) for i in range(600)]  # alternating 0/1: the trend is 0.5
+    out = smooth(ys)
+    assert len(out) == 600 and all(abs(v - 0.5) < 0.1 for v in out[10:-10])

@@ -41,6 +41,20 @@ def _colours(n: int) -> list[Any]:
     return [cmap(i % 10) for i in range(n)]
 
 
+def smooth(ys: Sequence[float], points: int = 60) -> list[float]:
+    """A centred rolling mean with a window of ``len(ys) / points`` (unchanged when short): long runs
+    are read as trends, the raw steps drawn faintly behind."""
+    w = len(ys) // points
+    if w < 2:
+        return list(ys)
+    half = w // 2
+    out = []
+    for i in range(len(ys)):
+        part = ys[max(0, i - half): i + half + 1]
+        out.append(sum(part) / len(part))
+    return out
+
+
 def _label(run: RunData, runs: Sequence[RunData], what: str) -> str:
     return f"{run.name}: {what}" if len(runs) > 1 else what
 
@@ -58,12 +72,15 @@ def rewards(runs: Sequence[RunData]) -> bytes | None:
             if name not in c:
                 continue
             steps, mean, std = c[name]
-            ax.plot(steps, mean, color=col, lw=2.2 if name == "total" else 1.4, label=run.name)
-            ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
+            mean_s, std_s = smooth(mean), smooth(std)
+            if len(mean_s) != len(mean) or mean_s != mean:
+                ax.plot(steps, mean, color=col, lw=0.6, alpha=0.3)
+            ax.plot(steps, mean_s, color=col, lw=2.2 if name == "total" else 1.4, label=run.name)
+            ax.fill_between(steps, [m - s for m, s in zip(mean_s, std_s)], [m + s for m, s in zip(mean_s, std_s)],
                             color=col, alpha=0.18, lw=0)
         ax.set_ylabel("r_total" if name == "total" else name)
         ax.grid(alpha=0.3)
-    axes[0, 0].set_title("reward per component (mean, band = +-1 std over the step's rollouts)")
+    axes[0, 0].set_title("reward per component: mean, band +-1 std (rolling over long runs)")
     if len(runs) > 1:
         axes[0, 0].legend(fontsize=8)
     axes[-1, 0].set_xlabel("step")
@@ -80,7 +97,7 @@ def deaths(runs: Sequence[RunData]) -> bytes | None:
     colours = {"no_answer": "#d62728", "wrong": "#ff7f0e", "truncated": "#9467bd", "invalid": "#7f7f7f"}
     for ax, run in zip(axes[:, 0], have):
         steps, rates = death_rates(run)
-        ax.stackplot(steps, *[rates[c] for c, _ in DEATHS], labels=[lbl for _, lbl in DEATHS],
+        ax.stackplot(steps, *[smooth(rates[c]) for c, _ in DEATHS], labels=[lbl for _, lbl in DEATHS],
                      colors=[colours[c] for c, _ in DEATHS], alpha=0.85)
         for s in cold_start_switches(run):
             ax.axvline(s, color="k", ls="--", lw=1)
@@ -106,7 +123,10 @@ def _lines(runs: Sequence[RunData], panels: list[tuple[str, list[tuple[str, str,
             for key, label, style in metrics:
                 xs, ys = series(run, key)
                 if xs:
-                    ax.plot(xs, ys, style, color=col, label=_label(run, runs, label), lw=1.4)
+                    ys_s = smooth(ys)
+                    if ys_s != ys:
+                        ax.plot(xs, ys, style, color=col, lw=0.6, alpha=0.3)
+                    ax.plot(xs, ys_s, style, color=col, label=_label(run, runs, label), lw=1.4)
         ax.set_title(title)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
