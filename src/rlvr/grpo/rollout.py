@@ -257,7 +257,10 @@ def generate(
     else:
         stepper = _HFStepper(model)
         logits = stepper.prefill(prompt_ids, prompt_mask)
-    out_tok = torch.full((n, max_new_tokens), pad, dtype=torch.long, device=device)
+    # prompts and completions in one buffer: the logits processor reads the growing ids without copies
+    ids_buf = torch.full((n, tp + max_new_tokens), pad, dtype=torch.long, device=device)
+    ids_buf[:, :tp] = prompt_ids
+    out_tok = ids_buf[:, tp:]
     out_lp = torch.zeros((n, max_new_tokens), device=device)
     done = torch.zeros(n, dtype=torch.bool, device=device)
     processor = None
@@ -268,7 +271,7 @@ def generate(
     steps = 0
     for t in range(max_new_tokens):
         if processor is not None:
-            logits = processor(torch.cat([prompt_ids, out_tok[:, :t]], 1), logits)
+            logits = processor(ids_buf[:, : tp + t], logits)
         tok, lp = _sample(logits, temperature, top_p, generator)
         tok = torch.where(done, torch.full_like(tok, pad), tok)
         out_tok[:, t] = tok
@@ -278,7 +281,7 @@ def generate(
         if bool(done.all()) or t == max_new_tokens - 1:
             break
         logits = stepper.step(tok)
-    out_tok, out_lp = out_tok[:, :steps], out_lp[:, :steps]
+    out_tok, out_lp = out_tok[:, :steps].clone(), out_lp[:, :steps]
     # the mask covers sampled tokens up to and including the eos
     ended_before = torch.cumsum((out_tok == eos).long(), 1) - (out_tok == eos).long()
     mask = (ended_before == 0).long()
