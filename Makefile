@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install -q -c requirements/constraints.txt
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo bench-verifier bench-score bench-code clean
+.PHONY: test demo bench-verifier bench-score bench-code bench-constrained clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ bench-score: $(STAMP)
 
 bench-code: $(STAMP)
 	$(BIN)/python benchmarks/code_verify.py
+
+bench-constrained: $(STAMP)
+	$(BIN)/python benchmarks/constrained.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -192,3 +192,17 @@ def test_it_is_a_transformers_logits_processor_usable_in_generate(tiny) -> None:
         if bool((row == tok.eos_token_id).any()):  # a random model may run out inside an expression
             assert re.fullmatch(r"<answer>.+</answer>", t), t
     assert len(proc.masks) >= len("<answer>") and proc.stats.tokens > 0
+
+
+def test_the_format_reward_keeps_its_weight_when_the_reasoning_tags_are_the_models_own(tmp_path) -> None:
+    from rlvr.grpo.trainer import GRPOTrainer
+
+    cfg = load_config(None, ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2",
+                             "rollout.group_size=4", "run.eval_every=0", "data.eval_size=4", f"run.out_dir={tmp_path}",
+                             "decoding.constrain=answer", "rewards.options={format: {think_tag: think}}"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer = GRPOTrainer(cfg)
+    assert not any("format reward is constant" in str(w.message) for w in caught)
+    assert trainer.rewards.weights_at(0)["format"] == 0.2
+    assert trainer.constrainer.think_tag == "think"

@@ -218,8 +218,9 @@ class GRPOTrainer:
 
     # ------------------------------------------------------------------ pieces
     def _constrainer(self, fmt: Any) -> Any:
-        """The answer-segment constrainer (``decoding.constrain``); under it the format reward is
-        constant, so it leaves the advantage (weight 0; still computed and logged)."""
+        """The answer-segment constrainer (``decoding.constrain``). Where it forces the whole format
+        (``full``, or ``answer`` with an answer-only format) the format reward is constant, so it
+        leaves the advantage (weight 0; still computed and logged)."""
         d = self.cfg.decoding
         if d.constrain == "none":
             return None
@@ -228,13 +229,16 @@ class GRPOTrainer:
         from rlvr.decoding.constrain import Constrainer
         from rlvr.rewards.schedule import Schedule
 
-        if "format" in self.rewards.schedules and any(self.rewards.weights_at(s).get("format") for s in (0, 10**9)):
+        think = getattr(fmt, "think_tag", None) if fmt is not None else None
+        # the whole shape is forced in `full` mode, and in `answer` mode when the format is the answer alone
+        forced = d.constrain == "full" or think is None
+        if forced and "format" in self.rewards.schedules and any(
+                self.rewards.weights_at(s).get("format") for s in (0, 10**9)):
             warnings.warn("decoding.constrain forces the output format, so the format reward is constant: it is "
                           "dropped from the advantage (weight 0) and still logged", stacklevel=2)
             self.rewards.schedules["format"] = Schedule.parse(0.0)
         vocab = self.model.get_output_embeddings().weight.shape[0]
-        return Constrainer(self.tok, vocab, mode=d.constrain, answer=d.answer, schema=d.json_schema,
-                           think_tag=getattr(fmt, "think_tag", None) if fmt is not None else None,
+        return Constrainer(self.tok, vocab, mode=d.constrain, answer=d.answer, schema=d.json_schema, think_tag=think,
                            answer_tag=getattr(fmt, "answer_tag", "answer"), reasoning_budget=d.reasoning_budget,
                            answer_tokens=d.answer_tokens, max_chars=d.max_chars)
 
