@@ -11,7 +11,7 @@ temperature 1, one torch thread) are sampled without and with
 * accuracy of the rollouts whose answer parsed in both runs (same prompt, same seed):
   bar: not lower with constraints.
 
-    .venv/bin/python benchmarks/constrained.py [--seed 0] [--reps 3]
+    .venv/bin/python benchmarks/constrained.py [--seed 0] [--reps 5] [--engine auto|xgrammar|llguidance]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=64)
     ap.add_argument("--group", type=int, default=8)
     ap.add_argument("--max-new", type=int, default=32)
+    ap.add_argument("--engine", default="auto", choices=["auto", "xgrammar", "llguidance"])
     args = ap.parse_args()
 
     import torch
@@ -58,8 +59,9 @@ def main() -> None:
     golds = [s.gold for s in rows for _ in range(args.group)]
     vocab = model.get_output_embeddings().weight.shape[0]
     variants = {"plain": None,
-                "answer": Constrainer(tok, vocab, mode="answer", answer="math"),  # lazy: from the model's <answer>
-                "full": Constrainer(tok, vocab, mode="full", answer="math")}  # the whole (answer-only) output
+                # lazy: from the model's own <answer>; full: the whole (answer-only) output
+                "answer": Constrainer(tok, vocab, mode="answer", answer="math", engine=args.engine),
+                "full": Constrainer(tok, vocab, mode="full", answer="math", engine=args.engine)}
 
     def sample(c: Constrainer | None, rep: int):
         gen = torch.Generator().manual_seed(args.seed * 1000 + rep)

@@ -174,6 +174,8 @@ class DecodingConfig(_Strict):
     """``answer``: free reasoning, the answer grammar from the model's own ``<answer>`` on (and no
     ending before an answer); ``full``: the whole output shape from the first token."""
     answer: Literal["math", "json", "text"] = "math"
+    engine: Literal["auto", "xgrammar", "llguidance"] = "auto"
+    """The grammar engine: xgrammar when installed (``auto``), llguidance as the fallback."""
     json_schema: dict[str, Any] | None = None
     """JSON Schema of ``json`` answers."""
     reasoning_budget: int | None = Field(None, ge=1)

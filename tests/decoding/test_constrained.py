@@ -69,11 +69,16 @@ def _rollouts(model, tok, constrainer, n_prompts: int = 4, g: int = 8, max_new: 
                     generator=torch.Generator().manual_seed(seed))
 
 
-def test_answer_mode_gives_every_rollout_an_answer(tiny) -> None:
+ENGINES = ["xgrammar", pytest.param("llguidance", marks=pytest.mark.skipif(
+    __import__("importlib.util").util.find_spec("llguidance") is None, reason="llguidance not installed"))]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_answer_mode_gives_every_rollout_an_answer(tiny, engine: str) -> None:
     model, tok = tiny
     free = _rollouts(model, tok, None)
     assert free.bitmask is None
-    c = Constrainer(tok, model.config.vocab_size, mode="answer", answer="math")
+    c = Constrainer(tok, model.config.vocab_size, mode="answer", answer="math", engine=engine)
     b = _rollouts(model, tok, c)
     # a random model almost never writes <answer> by itself; the budget opens it, the grammar closes it
     assert sum("<answer>" in t for t in free.texts) < len(free.texts) / 4
@@ -99,19 +104,40 @@ def test_full_mode_with_a_reasoning_budget(tiny) -> None:
         assert "</think><answer>" in text
 
 
-def test_json_answers_follow_the_schema(tiny) -> None:
+@pytest.mark.parametrize("engine, mode", [("xgrammar", "full"), ("xgrammar", "answer"), ("llguidance", "answer")])
+def test_json_answers_follow_the_schema(tiny, engine: str, mode: str) -> None:
+    pytest.importorskip(engine)
     model, tok = tiny
-    c = Constrainer(tok, model.config.vocab_size, mode="full", answer="json", schema={"type": "integer"})
-    b = _rollouts(model, tok, c, max_new=24)
+    c = Constrainer(tok, model.config.vocab_size, mode=mode, answer="json", schema={"type": "integer"}, engine=engine)
+    b = _rollouts(model, tok, c, max_new=32)
     done = [t for t, f in zip(b.texts, b.finish) if f == "eos"]
     assert done
     for t in done:
-        assert isinstance(json.loads(t.removeprefix("<answer>").removesuffix("</answer>")), int), t
+        answer = t[t.index("<answer>"):]
+        assert isinstance(json.loads(answer.removeprefix("<answer>").removesuffix("</answer>")), int), t
 
 
-def test_the_policy_ratio_is_one_for_every_kept_token_under_the_same_mask(tiny) -> None:
+def test_llguidance_refuses_what_it_cannot_do_up_front(tiny) -> None:
+    pytest.importorskip("llguidance")
+    from rlvr.errors import ConfigError
+
     model, tok = tiny
-    c = Constrainer(tok, model.config.vocab_size, mode="answer")
+    with pytest.raises(ConfigError, match="need xgrammar"):
+        Constrainer(tok, model.config.vocab_size, mode="full", answer="json", engine="llguidance")
+    with pytest.raises(ConfigError, match="needs xgrammar"):
+        Constrainer(tok, model.config.vocab_size, mode="full", think_tag="think", engine="llguidance")
+    # full mode without a reasoning segment works on llguidance
+    c = Constrainer(tok, model.config.vocab_size, mode="full", think_tag=None, engine="llguidance")
+    b = _rollouts(model, tok, c, n_prompts=2, g=4)
+    assert all(t.startswith("<answer>") for t in b.texts) and b.decode_stats.broken == 0
+    with pytest.raises(ConfigError, match="unknown grammar engine"):
+        Constrainer(tok, model.config.vocab_size, engine="outlines")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_policy_ratio_is_one_for_every_kept_token_under_the_same_mask(tiny, engine: str) -> None:
+    model, tok = tiny
+    c = Constrainer(tok, model.config.vocab_size, mode="answer", engine=engine)
     b = _rollouts(model, tok, c)
     ids = torch.cat([b.prompt_ids, b.completion_ids], 1)
     mask = torch.cat([b.prompt_mask, b.completion_mask], 1)

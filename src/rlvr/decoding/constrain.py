@@ -1,4 +1,5 @@
-"""Constrained decoding of the answer segment, on xgrammar, inside rlvr's own sampling loop.
+"""Constrained decoding of the answer segment (xgrammar, or llguidance as the fallback), inside
+rlvr's own sampling loop.
 
 Modes (``decoding.constrain``):
 
@@ -34,7 +35,8 @@ from typing import Any, Literal
 import torch
 from transformers import LogitsProcessor
 
-from rlvr.decoding.grammars import AnswerKind, answer_grammar, full_grammar
+from rlvr.decoding.engines import make_engine
+from rlvr.decoding.grammars import AnswerKind, answer_spec, full_spec
 
 Mode = Literal["none", "answer", "full"]
 
@@ -84,6 +86,7 @@ class Constrainer:
             the length limit's reserve).
         answer_tokens: tokens reserved for the answer's content before the length limit.
         max_chars: the ``text`` answer's length limit.
+        engine: ``auto`` (xgrammar when installed, else llguidance), ``xgrammar`` or ``llguidance``.
     """
 
     tokenizer: Any
@@ -96,23 +99,20 @@ class Constrainer:
     reasoning_budget: int | None = None
     answer_tokens: int = 4
     max_chars: int = 200
-    _compiled: Any = field(default=None, init=False, repr=False)
+    engine: str = "auto"
+    _engine: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        import xgrammar as xgr
-
         if self.mode not in ("answer", "full"):
             raise ValueError(f"constrain mode must be answer or full, got {self.mode!r}")
-        info = xgr.TokenizerInfo.from_huggingface(self.tokenizer, vocab_size=self.vocab_size)
-        compiler = xgr.GrammarCompiler(info)
         self.open, self.close = f"<{self.answer_tag}>", f"</{self.answer_tag}>"
         if self.mode == "full":
-            g = full_grammar(self.answer, answer_tag=self.answer_tag, think_tag=self.think_tag, schema=self.schema,
+            spec = full_spec(self.answer, answer_tag=self.answer_tag, think_tag=self.think_tag, schema=self.schema,
                              max_chars=self.max_chars)
         else:
-            g = answer_grammar(self.answer, self.close, schema=self.schema, max_chars=self.max_chars)
-        self._compiled = compiler.compile_grammar(g)
-        self.stop_ids = [int(i) for i in info.stop_token_ids] or [self.tokenizer.eos_token_id]
+            spec = answer_spec(self.answer, self.close, schema=self.schema, max_chars=self.max_chars)
+        self._engine = make_engine(self.engine, self.tokenizer, self.vocab_size, spec)
+        self.stop_ids = list(self._engine.stop_ids)
         # each token's text, for the lazy trigger (decoding whole tails every step would cost more)
         self.pieces = [self.tokenizer.decode([i]) if i < len(self.tokenizer) else "" for i in range(self.vocab_size)]
         enc = lambda s: self.tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
@@ -148,12 +148,10 @@ class ConstrainedBatch:
     """Per-generation state: one matcher per row once its answer (or, in ``full`` mode, its output) starts."""
 
     def __init__(self, c: Constrainer, n: int, max_new_tokens: int) -> None:
-        import xgrammar as xgr
-
         self.c, self.n, self.max_new = c, n, max_new_tokens
-        self.xgr = xgr
+        self.engine = c._engine
         self.phase = [ANSWER if c.mode == "full" else FREE] * n
-        self.matchers: list[Any] = [xgr.GrammarMatcher(c._compiled) if c.mode == "full" else None for _ in range(n)]
+        self.matchers: list[Any] = [self.engine.matcher() if c.mode == "full" else None for _ in range(n)]
         self.tails = [""] * n
         self.in_think = [False] * n
         self.queue: list[list[int]] = [[] for _ in range(n)]
@@ -162,8 +160,7 @@ class ConstrainedBatch:
         self.no_stop = pack_bits(c.words, c.stop_ids, allow=False)
         self.only_stop = pack_bits(c.words, c.stop_ids)
         self.opened = [False] * n
-        self.bits = xgr.allocate_token_bitmask(n, c.vocab_size)
-        self.batch_matcher = xgr.BatchGrammarMatcher(max_threads=1)  # the CPU is shared with torch
+        self.bits = torch.full((n, c.words), -1, dtype=torch.int32)
 
     def _open_answer(self, i: int) -> list[int]:
         """The tokens that close the reasoning (if open) and open the answer; a half-written opening
@@ -211,10 +208,7 @@ class ConstrainedBatch:
             bits[queued] = 0
             bits[queued, q // 32] = torch.where(q % 32 == 31, torch.tensor(-(2**31)), 1 << (q % 32)).to(torch.int32)
         if grammar:
-            ms = [self.matchers[i] for i in grammar]
-            sub = self.xgr.allocate_token_bitmask(len(ms), c.vocab_size)
-            self.batch_matcher.batch_fill_next_token_bitmask(ms, sub)
-            bits[grammar] = sub
+            bits[grammar] = self.engine.fill([self.matchers[i] for i in grammar])
         if live:
             self.stats.tokens += len(live)
             if free:  # the only mask there is "no stop token yet": count when it overruled the policy
@@ -222,13 +216,11 @@ class ConstrainedBatch:
                 self.stats.stop_blocked += int(sum(int((top == s_).sum()) for s_ in c.stop_ids))
             if rest := queued + grammar + end:
                 self._count(logits, bits, rest)
-            self.xgr.apply_token_bitmask_inplace(logits, bits.to(logits.device))
+            self.engine.apply(logits, bits)
         return bits.clone()
 
     def _may_close(self, i: int) -> bool:
-        m = self.matchers[i]
-        probe = self.xgr.allocate_token_bitmask(1, self.c.vocab_size)
-        m.fill_next_token_bitmask(probe)
+        probe = self.engine.fill([self.matchers[i]])
         first = self.c.close_ids[0]
         return bool((int(probe[0, first // 32]) >> (first % 32)) & 1)
 
@@ -269,21 +261,21 @@ class ConstrainedBatch:
                 if k >= 0:
                     self.opened[i] = True
                     if ph == FREE:  # the lazy trigger: the answer starts here
-                        m = self.xgr.GrammarMatcher(c._compiled)
+                        m = self.engine.matcher()
                         rest = tail[k + len(c.open):]
-                        if rest and not m.accept_string(rest):
+                        if rest and not self.engine.accept_string(m, rest):
                             self.phase[i] = BROKEN
                             self.stats.broken += 1
                             continue
                         self.matchers[i], self.phase[i], self.queue[i] = m, ANSWER, []
         if answering:
             ms = [self.matchers[i] for i in answering]
-            accepted = self.batch_matcher.batch_accept_token(ms, [toks[i] for i in answering])
+            accepted = self.engine.accept(ms, [toks[i] for i in answering])
             for i, m, ok in zip(answering, ms, accepted):
                 if not ok:
                     self.phase[i], self.queue[i] = BROKEN, []
                     self.stats.broken += 1
-                elif m.is_terminated() or m.is_completed():
+                elif self.engine.finished(m):
                     self.phase[i] = END
         self.steps += 1
 

@@ -18,6 +18,7 @@ allows only the stop token).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Literal
 
 AnswerKind = Literal["math", "json", "text"]
@@ -42,36 +43,72 @@ sp ::= " "?
 
 
 def _lit(s: str) -> str:
-    return json.dumps(s)  # an EBNF string literal (JSON escaping is what xgrammar reads)
+    return json.dumps(s)  # an EBNF string literal (JSON escaping is what both engines read)
 
 
-def answer_grammar(kind: AnswerKind, close: str, *, schema: dict[str, Any] | None = None,
-                   max_chars: int = 200) -> Any:
-    """The xgrammar ``Grammar`` of an answer segment of ``kind`` followed by the closing tag ``close``."""
-    import xgrammar as xgr
+@dataclass(frozen=True)
+class GrammarSpec:
+    """An engine-neutral grammar: GBNF-style EBNF, with a JSON value by schema where one is needed.
 
+    Attributes:
+        head: EBNF rules for what comes before the answer's content (``root ::= ...``; ``""``: none).
+        body: EBNF rules of the answer's content and closing tag (``None`` for JSON answers).
+        json_schema: for JSON answers: the value's schema (``{}``: any JSON value).
+        close: for JSON answers: the closing tag after the value.
+    """
+
+    head: str = ""
+    body: str | None = None
+    json_schema: dict[str, Any] | None = None
+    close: str = ""
+
+    def ebnf(self) -> str:
+        """The whole grammar as one EBNF text (not for JSON answers)."""
+        assert self.body is not None
+        if not self.head:
+            return self.body
+        # the head's root continues into the body's root, renamed
+        body = self.body.replace("root ::=", "answer_root ::=", 1)
+        return self.head.replace("<ANSWER>", "answer_root") + "\n" + body
+
+
+def answer_spec(kind: AnswerKind, close: str, *, schema: dict[str, Any] | None = None,
+                max_chars: int = 200, head: str = "") -> GrammarSpec:
+    """The answer segment of ``kind`` followed by the closing tag ``close`` (after ``head``, if any)."""
     if kind == "math":
-        return xgr.Grammar.from_ebnf(f"root ::= answer {_lit(close)}\n{MATH_EBNF}")
+        return GrammarSpec(head, f"root ::= answer {_lit(close)}\n{MATH_EBNF}")
     if kind == "text":
-        return xgr.Grammar.from_ebnf(f"root ::= [^<]{{0,{max_chars}}} {_lit(close)}")
+        return GrammarSpec(head, f"root ::= [^<]{{0,{max_chars}}} {_lit(close)}")
     if kind == "json":
-        body = (xgr.Grammar.from_json_schema(json.dumps(schema)) if schema is not None
-                else xgr.Grammar.builtin_json_grammar())
-        return xgr.Grammar.concat(body, xgr.Grammar.from_ebnf(f"root ::= {_lit(close)}"))
+        return GrammarSpec(head, None, schema if schema is not None else {}, close)
     raise ValueError(f"unknown answer kind {kind!r}; choose math, json or text")
 
 
-def full_grammar(kind: AnswerKind, *, answer_tag: str = "answer", think_tag: str | None = "think",
-                 schema: dict[str, Any] | None = None, max_chars: int = 200) -> Any:
+def full_spec(kind: AnswerKind, *, answer_tag: str = "answer", think_tag: str | None = "think",
+              schema: dict[str, Any] | None = None, max_chars: int = 200) -> GrammarSpec:
     """The whole output: ``<think>...</think>`` (when ``think_tag``) then ``<answer>...</answer>``.
 
     The reasoning is free except that it cannot contain ``</`` (so it cannot close a tag early).
     """
-    import xgrammar as xgr
-
-    head = ""
+    head = f"{_lit(f'<{think_tag}>')} think {_lit(f'</{think_tag}>')} [ \\n]* " if think_tag else ""
+    rules = f"root ::= {head}{_lit(f'<{answer_tag}>')} <ANSWER>"
     if think_tag:
-        head = (f"{_lit(f'<{think_tag}>')} think {_lit(f'</{think_tag}>')} [ \\n]* ")
-    prefix = xgr.Grammar.from_ebnf(f"root ::= {head}{_lit(f'<{answer_tag}>')}\n"
-                                   "think ::= ([^<] | \"<\" [^/])*")
-    return xgr.Grammar.concat(prefix, answer_grammar(kind, f"</{answer_tag}>", schema=schema, max_chars=max_chars))
+        rules += "\nthink ::= ([^<] | \"<\" [^/])*"
+    return answer_spec(kind, f"</{answer_tag}>", schema=schema, max_chars=max_chars, head=rules)
+
+
+def answer_grammar(kind: AnswerKind, close: str, *, schema: dict[str, Any] | None = None,
+                   max_chars: int = 200) -> Any:
+    """The xgrammar ``Grammar`` of an answer segment (see :func:`answer_spec`)."""
+    from rlvr.decoding.engines import xgrammar_grammar
+
+    return xgrammar_grammar(answer_spec(kind, close, schema=schema, max_chars=max_chars))
+
+
+def full_grammar(kind: AnswerKind, *, answer_tag: str = "answer", think_tag: str | None = "think",
+                 schema: dict[str, Any] | None = None, max_chars: int = 200) -> Any:
+    """The xgrammar ``Grammar`` of the whole output (see :func:`full_spec`)."""
+    from rlvr.decoding.engines import xgrammar_grammar
+
+    return xgrammar_grammar(full_spec(kind, answer_tag=answer_tag, think_tag=think_tag, schema=schema,
+                                      max_chars=max_chars))

@@ -240,7 +240,7 @@ class GRPOTrainer:
         vocab = self.model.get_output_embeddings().weight.shape[0]
         return Constrainer(self.tok, vocab, mode=d.constrain, answer=d.answer, schema=d.json_schema, think_tag=think,
                            answer_tag=getattr(fmt, "answer_tag", "answer"), reasoning_budget=d.reasoning_budget,
-                           answer_tokens=d.answer_tokens, max_chars=d.max_chars)
+                           answer_tokens=d.answer_tokens, max_chars=d.max_chars, engine=d.engine)
 
     def _autocast(self) -> Any:
         import contextlib

@@ -1,0 +1,163 @@
+"""Grammar engines behind :class:`rlvr.decoding.constrain.Constrainer`: xgrammar first, llguidance
+as the fallback. Both fill the same packed ``int32`` token bitmask, so the rest of rlvr (the
+masks kept with rollouts, the masked log-probs in training) does not know which one ran.
+
+An engine compiles a :class:`rlvr.decoding.grammars.GrammarSpec` for one tokenizer and makes
+matchers (one per row); ``fill`` writes the allowed-token masks of several matchers, ``accept``
+advances them by one token each, ``finished`` says a matcher's grammar is complete.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import torch
+
+from rlvr.decoding.grammars import GrammarSpec, _lit
+from rlvr.errors import ConfigError
+
+
+def xgrammar_grammar(spec: GrammarSpec) -> Any:
+    """The xgrammar ``Grammar`` of a spec."""
+    import xgrammar as xgr
+
+    if spec.body is not None:
+        return xgr.Grammar.from_ebnf(spec.ebnf())
+    parts = []
+    if spec.head:
+        parts.append(xgr.Grammar.from_ebnf(spec.head.replace(" <ANSWER>", "")))
+    parts.append(xgr.Grammar.from_json_schema(json.dumps(spec.json_schema)) if spec.json_schema
+                 else xgr.Grammar.builtin_json_grammar())
+    parts.append(xgr.Grammar.from_ebnf(f"root ::= {_lit(spec.close)}"))
+    return xgr.Grammar.concat(*parts)
+
+
+class XGrammarEngine:
+    """xgrammar (the engine behind vLLM's and SGLang's structured output), batched."""
+
+    name = "xgrammar"
+
+    def __init__(self, tokenizer: Any, vocab: int, spec: GrammarSpec) -> None:
+        import xgrammar as xgr
+
+        self.xgr = xgr
+        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab)
+        self.compiled = xgr.GrammarCompiler(info).compile_grammar(xgrammar_grammar(spec))
+        self.stop_ids = [int(i) for i in info.stop_token_ids] or [tokenizer.eos_token_id]
+        self.vocab = vocab
+        self.batch = xgr.BatchGrammarMatcher(max_threads=1)  # the CPU is shared with torch
+
+    def matcher(self) -> Any:
+        return self.xgr.GrammarMatcher(self.compiled)
+
+    def fill(self, matchers: list[Any]) -> torch.Tensor:
+        sub = self.xgr.allocate_token_bitmask(len(matchers), self.vocab)
+        self.batch.batch_fill_next_token_bitmask(matchers, sub)
+        return sub
+
+    def accept(self, matchers: list[Any], tokens: list[int]) -> list[bool]:
+        return list(self.batch.batch_accept_token(matchers, tokens))
+
+    def accept_string(self, matcher: Any, text: str) -> bool:
+        return bool(matcher.accept_string(text))
+
+    def finished(self, matcher: Any) -> bool:
+        return bool(matcher.is_completed() or matcher.is_terminated())
+
+    def apply(self, logits: torch.Tensor, bits: torch.Tensor) -> None:
+        self.xgr.apply_token_bitmask_inplace(logits, bits.to(logits.device))
+
+
+class _TokenList:
+    """What llguidance's ``TokenizerWrapper`` reads, for tokenizers its Rust loader does not know."""
+
+    def __init__(self, tokenizer: Any, vocab: int) -> None:
+        special = set(tokenizer.all_special_ids)
+        self.eos_token_id = tokenizer.eos_token_id
+        self.bos_token_id = tokenizer.bos_token_id
+        self.special_token_ids = sorted(special)
+        self.tokens = [b"" if i in special or i >= len(tokenizer) else tokenizer.decode([i]).encode()
+                       for i in range(vocab)]
+        self._tok = tokenizer
+
+    def __call__(self, text: str | bytes) -> list[int]:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        return self._tok.encode(text, add_special_tokens=False)
+
+
+class LLGuidanceEngine:
+    """llguidance (guidance's engine), the fallback, batched through its ``LLExecutor``."""
+
+    name = "llguidance"
+
+    def __init__(self, tokenizer: Any, vocab: int, spec: GrammarSpec) -> None:
+        import llguidance
+        import llguidance.hf
+        import llguidance.torch as lt
+
+        self.ll, self.lt, self.vocab, self.tokenizer = llguidance, lt, vocab, tokenizer
+        try:
+            self.tok = llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab)
+        except (ValueError, TypeError):  # e.g. a character-level decoder its loader does not model
+            self.tok = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_TokenList(tokenizer, vocab)), n_vocab=vocab)
+        if "think ::=" in spec.head:
+            # llguidance lexes the reasoning as one greedy lexeme and then refuses a closing tag forced
+            # into it; xgrammar does not
+            raise ConfigError("a constrained reasoning segment (decoding.constrain: full with a think tag) needs "
+                              "xgrammar; with llguidance use decoding.constrain: answer")
+        if spec.body is not None:
+            self.grammar = llguidance.grammar_from("gbnf", spec.ebnf())
+        elif spec.head:
+            raise ConfigError("JSON answers after a fixed opening (decoding.constrain: full) need xgrammar; "
+                              "with llguidance use decoding.constrain: answer")
+        else:
+            schema = json.dumps(spec.json_schema or {})
+            self.grammar = llguidance.LLMatcher.grammar_from_lark(
+                f"start: json_body {_lit(spec.close)}\njson_body: %json {schema}")
+        self.stop_ids = [tokenizer.eos_token_id]
+        self.executor = llguidance.LLExecutor(1)  # one worker thread: the CPU is shared with torch
+        probe = self.matcher()  # fail at construction, not mid-rollout
+        del probe
+
+    def matcher(self) -> Any:
+        m = self.ll.LLMatcher(self.tok, self.grammar)
+        if m.is_error():
+            raise ConfigError(f"llguidance cannot use this grammar: {m.get_error()}")
+        return m
+
+    def fill(self, matchers: list[Any]) -> torch.Tensor:
+        sub = self.lt.allocate_token_bitmask(len(matchers), self.vocab)
+        self.lt.fill_next_token_bitmask_par(self.executor, [(m, k) for k, m in enumerate(matchers)], sub)
+        return sub
+
+    def accept(self, matchers: list[Any], tokens: list[int]) -> list[bool]:
+        return [bool(ok) for ok in self.lt.consume_token_par(self.executor, list(zip(matchers, tokens)))]
+
+    def accept_string(self, matcher: Any, text: str) -> bool:
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        return all(matcher.consume_token(t) for t in ids)
+
+    def finished(self, matcher: Any) -> bool:
+        return bool(matcher.is_accepting() or matcher.is_stopped())
+
+    def apply(self, logits: torch.Tensor, bits: torch.Tensor) -> None:
+        self.lt.apply_token_bitmask_inplace(logits, bits.to(logits.device))
+
+
+ENGINES = {"xgrammar": XGrammarEngine, "llguidance": LLGuidanceEngine}
+
+
+def make_engine(name: str, tokenizer: Any, vocab: int, spec: GrammarSpec) -> Any:
+    """The engine called ``name``; ``auto`` takes xgrammar when it is installed, else llguidance."""
+    import importlib.util
+
+    if name == "auto":
+        name = next((n for n in ENGINES if importlib.util.find_spec(n) is not None), "")
+        if not name:
+            raise ConfigError("constrained decoding needs xgrammar (pip install --no-deps xgrammar apache-tvm-ffi) "
+                              "or llguidance")
+    if name not in ENGINES:
+        raise ConfigError(f"unknown grammar engine {name!r}; choose auto, xgrammar or llguidance")
+    return ENGINES[name](tokenizer, vocab, spec)
