@@ -140,15 +140,7 @@ def run_peer(items: list[tuple[str, str, int]], jobs: int, timeout: float) -> tu
 
 def leftovers() -> tuple[int, int]:
     """Live sandbox processes and sandbox directories still on the machine."""
-    procs = 0
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                st = dict(ln.split(":", 1) for ln in (d / "status").read_text().splitlines() if ":" in ln)
-            except OSError:
-                continue
-            if int(st["Uid"].split()[0]) >= sandbox._UID_BASE and not st["State"].strip().startswith("Z"):
-                procs += 1
+    procs = len(sandbox.live_processes())
     dirs = sum(1 for p in Path(tempfile.gettempdir()).glob("rlvr-sbx-*"))
     return procs, dirs
 

@@ -36,10 +36,10 @@ from typing import Any
 import jsonschema
 
 from rlvr.types import Method, Status, Verdict
+from rlvr.verify.tags import last_answer_block
 
 #: Longest answer checked (regexes from the gold run on model text: keep them bounded).
 MAX_ANSWER_CHARS = 20_000
-_ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.S)
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.S)
 _JSON_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)```", re.S | re.I)
 _WORD = re.compile(r"[\u4e00-\u9fff\u3040-\u30ff]|[^\s\u4e00-\u9fff\u3040-\u30ff]+")
@@ -49,8 +49,8 @@ _KNOWN = {"json", "schema", "regex", "not_regex", "contains", "not_contains", "m
 
 def answer_text(completion: str) -> str:
     """The part of the completion the constraints apply to."""
-    if m := list(_ANSWER.finditer(completion)):
-        return m[-1].group(1).strip()
+    if (block := last_answer_block(completion)) is not None:
+        return block.strip()
     return _THINK.sub("", completion).strip()
 
 

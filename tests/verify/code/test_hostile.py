@@ -22,24 +22,6 @@ IO = {"cases": [{"input": "", "output": "ok"}]}
 NS = pytest.mark.skipif(sandbox.isolation() != "namespaces", reason="needs the namespace sandbox (root + unshare)")
 
 
-def sandbox_processes() -> list[int]:
-    """Live processes running as a sandbox user id (none may survive a verdict).
-
-    Zombies are dead: under the rlimits level, killed orphans are reparented to the
-    machine's init, and a container init that never reaps leaves their entries."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            status = dict(ln.split(":", 1) for ln in (d / "status").read_text().splitlines() if ":" in ln)
-        except OSError:
-            continue
-        if int(status["Uid"].split()[0]) >= sandbox._UID_BASE and not status["State"].strip().startswith("Z"):
-            out.append(int(d.name))
-    return out
-
-
 def sandbox_dirs() -> list[str]:
     import tempfile
 
@@ -82,7 +64,7 @@ def test_hostile_code_gets_a_verdict_in_time_and_leaves_nothing(name: str) -> No
         assert v.status is Status.CORRECT  # it printed ok; what matters is that the daemon is gone
     else:
         assert v.status is Status.WRONG, (name, v.reason)
-    assert sandbox_processes() == [], f"{name}: sandbox processes survived"
+    assert sandbox.live_processes() == [], f"{name}: sandbox processes survived"
     assert set(sandbox_dirs()) <= before, f"{name}: a working directory was left behind"
     # the verifier still takes the next job
     assert verify_code(fenced("print('ok')"), IO, timeout=LIMIT).status is Status.CORRECT
@@ -162,9 +144,9 @@ def test_rlimits_level_is_named_loudly_and_still_cleans_up(monkeypatch: pytest.M
     v = verify_code(fenced(HOSTILE["spawns a daemon that outlives it"]), IO, timeout=LIMIT)
     assert v.status is Status.CORRECT and "SANDBOX WEAK" in v.reason
     assert v.details["isolation"] == "rlimits"
-    assert sandbox_processes() == []
+    assert sandbox.live_processes() == []
     v = verify_code(fenced(HOSTILE["forks until the limit"]), IO, timeout=2)
-    assert v.status is Status.WRONG and sandbox_processes() == []
+    assert v.status is Status.WRONG and sandbox.live_processes() == []
 
 
 @ROOT
@@ -176,4 +158,4 @@ def test_a_batch_of_hostile_code_finishes_and_leaves_nothing() -> None:
                            jobs=2, timeout=LIMIT)
     assert [v.status for v in vs][-1] is Status.CORRECT
     assert all(v.status in (Status.WRONG, Status.CORRECT) for v in vs)
-    assert sandbox_processes() == []
+    assert sandbox.live_processes() == []

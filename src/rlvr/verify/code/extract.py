@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from rlvr.verify.code.languages import Language
+from rlvr.verify.tags import last_answer_block
 
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
-_ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.S)
 
 
 def extract_code(text: str, lang: Language, *, bare: bool = False) -> tuple[str, str]:
@@ -19,8 +19,8 @@ def extract_code(text: str, lang: Language, *, bare: bool = False) -> tuple[str,
     continuations). A block tagged with another language never counts.
     """
     scope, where = text, "completion"
-    if m := list(_ANSWER.finditer(text)):
-        scope, where = m[-1].group(1), "answer"
+    if (block := last_answer_block(text)) is not None:
+        scope, where = block, "answer"
     blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(scope)]
     tagged = [b for t, b in blocks if t in lang.fences or t == lang.name]
     if tagged:

@@ -170,21 +170,25 @@ def _rlimits_child(limits: Limits, uid: int | None):  # noqa: ANN202 - preexec c
     return pre
 
 
-def _live_processes(uid: int) -> int:
-    """How many processes running as ``uid`` are not yet dead (zombies are dead)."""
-    n = 0
+def live_processes(uid: int | None = None) -> list[int]:
+    """Pids of live processes running as ``uid``, or as any sandbox user id when ``None``.
+
+    Zombies are dead and not listed: under the rlimits level killed orphans are reparented
+    to the machine's init, and a container init that never reaps leaves their entries."""
+    out = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/status") as f:
-                status = f.read()
+                fields = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
         except OSError:
             continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if fields.get("Uid", "").split()[:1] == [str(uid)] and not fields.get("State", "").strip().startswith("Z"):
-            n += 1
-    return n
+        owner = int(fields.get("Uid", "-1").split()[0])
+        if (owner == uid if uid is not None else owner >= _UID_BASE) and not fields.get(
+                "State", "").strip().startswith("Z"):
+            out.append(int(entry.name))
+    return out
 
 
 def _kill_uid(uid: int) -> None:
@@ -208,7 +212,7 @@ def _kill_uid(uid: int) -> None:
                 finally:
                     os._exit(0)
             os.waitpid(pid, 0)
-        if not _live_processes(uid) or time.monotonic() > end:
+        if not live_processes(uid) or time.monotonic() > end:
             return
         time.sleep(0.005)
 

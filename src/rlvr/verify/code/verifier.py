@@ -20,7 +20,9 @@ import ast
 import json
 import re
 import secrets
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from importlib.resources import files as package_files
 from typing import Any
 
@@ -164,15 +166,11 @@ def _built(lang: Language, run: sandbox.RunResult, code: str) -> Verdict | None:
 
 
 def _limits(limits: sandbox.Limits, wall: float) -> sandbox.Limits:
-    from dataclasses import replace
-
     return replace(limits, wall_s=max(0.1, wall))
 
 
 def _run_io(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float,
             early_stop: bool) -> _Result | Verdict:
-    import time
-
     end = time.monotonic() + budget
     passed, failures, level = 0, [], sandbox.isolation()
     for i, case in enumerate(spec.cases):

@@ -44,8 +44,8 @@ from rlvr.verify.judge.reply import (
     judge_messages,
     parse_reply,
 )
+from rlvr.verify.tags import last_answer_block
 
-_ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.S)
 _WORDS = re.compile(r"(?<!\\)\b[A-Za-z]{3,}\b")
 #: Words that do not make an answer prose: LaTeX, function names, connectives, common units.
 _NOT_PROSE = frozenset(
@@ -226,15 +226,15 @@ class JudgedVerifier:
 
     def _needs_judge(self, v: Verdict, open_task: bool, completion: str) -> bool:
         if open_task:  # no rule is trusted; a completion with no answer at all stays a format death
-            return bool(v.extracted) or bool(_ANSWER.search(completion))
+            return bool(v.extracted) or last_answer_block(completion) is not None
         return self.undecidable(v)
 
     @staticmethod
     def _answer(completion: str, rule: Verdict) -> str:
         if rule.extracted:
             return rule.extracted
-        if m := list(_ANSWER.finditer(completion)):
-            return m[-1].group(1).strip()
+        if (block := last_answer_block(completion)) is not None:
+            return block.strip()
         return completion.strip()[-2000:]
 
     @staticmethod
