@@ -61,7 +61,11 @@ def _eval_metrics(ev: dict[str, Any]) -> dict[str, float]:
 
 
 def setup_torch(threads: int, seed: int) -> None:
-    """One thread (two ran 4-40x slower on a shared 2-core box), no denormals, seeded."""
+    """One thread (two ran 4-40x slower on a shared 2-core box), no denormals, freed memory kept
+    for reuse (:mod:`rlvr.runtime`), seeded."""
+    from rlvr.runtime import keep_freed_memory
+
+    keep_freed_memory()
     torch.set_num_threads(threads)
     torch.set_flush_denormal(True)  # denormal floats made one forward pass 30x slower on CPU
     torch.manual_seed(seed)
@@ -418,7 +422,8 @@ class GRPOTrainer:
                 with self._autocast():
                     if prompt_rows is not None:
                         logits = completion_logits(self.model, batch.prompt_ids[prompt_rows],
-                                                   batch.prompt_mask[prompt_rows], comp, g)
+                                                   batch.prompt_mask[prompt_rows], comp, g,
+                                                   lengths=batch.completion_mask[sl].sum(1))
                         logp = self._token_logprobs(logits, comp, bits)
                     else:
                         logp = self._logprobs(self.model, ids[sl], mask[sl], comp, bits)
