@@ -86,3 +86,30 @@ def test_concat_and_select_groups_keep_rows_intact(tiny):
     assert torch.equal(c.logprobs[1, :3], a.logprobs[1]) and (c.logprobs[1, 3:] == 0).all()
     s = c.select_groups([1])
     assert s.texts == b.texts and torch.equal(s.completion_ids, c.completion_ids[2:])
+
+
+def test_dropping_ended_rows_does_not_change_the_samples(tiny, monkeypatch):
+    """Ended rows leave the decoder (every time one ends, with COMPACT_AT tiny); the draws are the same."""
+    import rlvr.grpo.rollout as rollout
+    from rlvr.models.fast_decode import FastDecoder
+
+    model, tok = tiny
+    kept: list[int] = []
+    real_keep = FastDecoder.keep
+    monkeypatch.setattr(FastDecoder, "keep", lambda self, rows: (kept.append(len(rows)), real_keep(self, rows))[1])
+    saved = model.lm_head.weight.detach().clone()
+    with torch.no_grad():  # make the eos likely, so rows end at different steps
+        model.lm_head.weight[tok.eos_token_id] += 0.5 * model.lm_head.weight.mean(0)
+    try:
+        runs = []
+        for at in (1e-9, 2.0):  # drop rows as soon as any ends / never
+            monkeypatch.setattr(rollout, "COMPACT_AT", at)
+            runs.append(generate(model, tok, _prompts(tok), group_size=4, max_new_tokens=24,
+                                 generator=torch.Generator().manual_seed(5)))
+    finally:
+        with torch.no_grad():
+            model.lm_head.weight.copy_(saved)
+    assert kept, "no row was ever dropped: the test did not exercise compaction"
+    assert torch.equal(runs[0].completion_ids, runs[1].completion_ids)
+    torch.testing.assert_close(runs[0].logprobs, runs[1].logprobs, atol=1e-5, rtol=1e-5)
+    assert runs[0].finish == runs[1].finish and len(set(runs[0].lengths.tolist())) > 1

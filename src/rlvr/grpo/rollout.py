@@ -21,6 +21,8 @@ import torch
 
 FinishReason = Literal["eos", "length"]
 
+COMPACT_AT = 0.5  # drop ended rows from decoding once they are this share of the rows decoded
+
 
 @dataclass
 class RolloutBatch:
@@ -149,14 +151,17 @@ def _cat_bits(a: RolloutBatch, b: RolloutBatch, tc: int) -> torch.Tensor | None:
     return torch.cat([_widen_bits(a, tc, w), _widen_bits(b, tc, w)])
 
 
-def _sample(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator | None
+def _sample(logits: torch.Tensor, temperature: float, top_p: float, u: torch.Tensor | None
             ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sample one token per row; return it and its log-prob under the tempered distribution."""
+    """Sample one token per row; return it and its log-prob under the tempered distribution.
+
+    ``u``: one uniform draw per row (``[B, 1]``); unused when greedy (``temperature <= 0``).
+    """
     if temperature <= 0:  # greedy
         logp = torch.log_softmax(logits.float(), -1)
         tok = logp.argmax(-1)
         return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
-    logp = torch.log_softmax(logits.float() / temperature, -1)
+    logp = torch.log_softmax(logits.float() / temperature if temperature != 1.0 else logits.float(), -1)
     probs = logp.exp()
     idx = None
     if top_p < 1.0:
@@ -165,8 +170,8 @@ def _sample(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.G
         probs = probs.masked_fill(drop, 0.0)
     # inverse-CDF sampling: one uniform per row (multinomial's exponential draws cost more here)
     cdf = probs.cumsum(-1)
-    u = torch.rand(cdf.shape[0], 1, generator=gen, device=cdf.device) * cdf[:, -1:]
-    tok = torch.searchsorted(cdf, u, right=True).squeeze(-1).clamp(max=cdf.shape[-1] - 1)
+    assert u is not None
+    tok = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1).clamp(max=cdf.shape[-1] - 1)
     if idx is not None:
         tok = idx.gather(-1, tok[:, None]).squeeze(-1)
     return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
@@ -207,7 +212,6 @@ class _HFStepper:
         return out.logits[:, -1]
 
 
-@torch.no_grad()
 def generate(
     model: Any,
     tokenizer: Any,
@@ -231,7 +235,35 @@ def generate(
         fast: use the lean decoder when the architecture allows it.
         constrain: a :class:`rlvr.decoding.constrain.Constrainer` to mask tokens with (the masks are
             kept in the batch so training can apply them again).
+
+    Sampling runs under ``torch.inference_mode`` (less per-op bookkeeping than ``no_grad``); the
+    returned tensors are copied out of it so training can use them.
     """
+    with torch.inference_mode():
+        b = _generate(model, tokenizer, prompts, group_size=group_size, max_new_tokens=max_new_tokens,
+                      temperature=temperature, top_p=top_p, generator=generator, policy_version=policy_version,
+                      fast=fast, constrain=constrain)
+    return RolloutBatch(b.prompt_ids.clone(), b.prompt_mask.clone(), b.completion_ids.clone(),
+                        b.completion_mask.clone(), b.logprobs.clone(), b.finish, b.texts, b.policy_version,
+                        b.group_size, b.versions, b.bitmask.clone() if b.bitmask is not None else None,
+                        b.decode_stats)
+
+
+def _generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: list[list[int]],
+    *,
+    group_size: int,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    generator: torch.Generator | None = None,
+    policy_version: int = 0,
+    fast: bool = True,
+    constrain: Any = None,
+) -> RolloutBatch:
+    """:func:`generate` without leaving inference mode."""
     from rlvr.models.fast_decode import FastDecoder, supports
 
     was_training = model.training
@@ -249,11 +281,9 @@ def generate(
     prompt_ids, prompt_mask = prompt_ids.to(device), prompt_mask.to(device)
     stepper: Any
     if fast and supports(model):  # each group's prompt is prefilled once, then its cache is repeated
-        stepper = FastDecoder(model, len(prompts), tp + max_new_tokens)
-        logits = stepper.prefill(prompt_ids[::group_size], prompt_mask[::group_size])
-        if group_size > 1:
-            stepper.expand(group_size)
-            logits = logits.repeat_interleave(group_size, 0)
+        stepper = FastDecoder(model, n, tp + max_new_tokens)
+        logits = stepper.prefill(prompt_ids[::group_size], prompt_mask[::group_size], repeat=group_size)
+        logits = logits.repeat_interleave(group_size, 0) if group_size > 1 else logits
     else:
         stepper = _HFStepper(model)
         logits = stepper.prefill(prompt_ids, prompt_mask)
@@ -269,24 +299,43 @@ def generate(
 
         processor = GrammarLogitsProcessor(constrain, n, max_new_tokens)
     steps = 0
+    # Rows that have ended are dropped from the lean decoder once they are at least COMPACT_AT of
+    # the rows it still runs (one straggler then no longer costs a full batch per token). Draws are
+    # made for every row at every step, so the samples do not depend on when rows are dropped.
+    compact = isinstance(stepper, FastDecoder) and processor is None
+    active: torch.Tensor | None = None  # the rows the decoder still runs (None: all)
     for t in range(max_new_tokens):
         if processor is not None:
             logits = processor(ids_buf[:, : tp + t], logits)
-        tok, lp = _sample(logits, temperature, top_p, generator)
-        tok = torch.where(done, torch.full_like(tok, pad), tok)
-        out_tok[:, t] = tok
-        out_lp[:, t] = torch.where(done, torch.zeros_like(lp), lp)
-        done = done | (tok == eos)
+        u = torch.rand(n, 1, generator=generator, device=device) if temperature > 0 else None
+        if active is None:
+            tok, lp = _sample(logits, temperature, top_p, u)
+            tok = tok.masked_fill(done, pad)
+            out_tok[:, t] = tok
+            out_lp[:, t] = lp.masked_fill(done, 0.0)
+            done = done | (tok == eos)
+            ended = done
+        else:
+            tok, lp = _sample(logits, temperature, top_p, u[active] if u is not None else None)
+            ended = tok == eos  # active rows had not ended before this token
+            out_tok[active, t] = tok
+            out_lp[active, t] = lp
+            done[active] = ended
         steps = t + 1
         if bool(done.all()) or t == max_new_tokens - 1:
             break
+        if compact and int(ended.sum()) >= COMPACT_AT * ended.shape[0]:
+            keep = (~ended).nonzero().squeeze(1)
+            stepper.keep(keep)
+            tok = tok[keep]
+            active = keep if active is None else active[keep]
         logits = stepper.step(tok)
     out_tok, out_lp = out_tok[:, :steps].clone(), out_lp[:, :steps]
     # the mask covers sampled tokens up to and including the eos
     ended_before = torch.cumsum((out_tok == eos).long(), 1) - (out_tok == eos).long()
     mask = (ended_before == 0).long()
     mask = mask * (out_tok != pad).long() if pad != eos else mask
-    finish: list[FinishReason] = ["eos" if bool((row == eos).any()) else "length" for row in out_tok]
+    finish: list[FinishReason] = ["eos" if e else "length" for e in (out_tok == eos).any(1).tolist()]
     texts = tokenizer.batch_decode(out_tok.masked_fill(mask == 0, pad), skip_special_tokens=True)
     if was_training:
         model.train()

@@ -3,10 +3,10 @@
 Sampling calls the model once per generated token; for small models the cost of
 such a call through ``transformers`` is mostly per-call machinery (mask building,
 cache objects, output records), not arithmetic. This module runs the same
-computation on the model's own weights with a preallocated cache and a boolean
-padding mask, reusing transformers' rotary-embedding module and
-``apply_rotary_pos_emb`` so rope variants stay theirs. Training still uses the
-model's own ``forward``. ``tests/models/test_fast_decode.py`` checks the logits
+computation on the model's own weights (q/k/v and gate/up projections fused,
+RMSNorm weights folded into the projection after them) with a preallocated
+cache and an additive padding mask; the rotary tables come from the model's own
+rotary-embedding module, so rope variants stay theirs. ``tests/models/test_fast_decode.py`` checks the logits
 against ``model(...)`` with left padding.
 
 Architectures outside :data:`SUPPORTED` (or with features this path does not
@@ -39,22 +39,40 @@ def supports(model: Any) -> bool:
     return not hasattr(layer.self_attn, "q_norm")
 
 
-def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    return F.rms_norm(x, (x.shape[-1],), weight, eps)  # one fused op (the model's RMSNorm is six)
+def _rms(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
+    return F.rms_norm(x, (x.shape[-1],), weight, eps)
+
+
+def rope(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor) -> torch.Tensor:
+    """transformers' ``x * cos + rotate_half(x) * sin`` in three ops.
+
+    ``rotate_half(x) * sin == roll(x, D/2) * [-sin[:D/2], sin[D/2:]]``; the signed sine is built
+    once per batch by :func:`signed_sin`. ``cos``/``sin`` come from the model's own rotary module,
+    so its rope variant (scaling, theta) is kept.
+    """
+    return torch.addcmul(x * cos, x.roll(x.shape[-1] // 2, -1), sin_signed)
+
+
+def signed_sin(sin: torch.Tensor) -> torch.Tensor:
+    half = sin.shape[-1] // 2
+    return torch.cat([-sin[..., :half], sin[..., half:]], -1)
 
 
 class FastDecoder:
     """Prefill a left-padded prompt batch, then decode one token per call.
 
+    The key/value cache of layer ``i`` is ``[batch * kv_heads, max_len, head_dim]``, so one
+    decoding step's attention is two batched matmuls with every query head of a key/value head
+    as a row (grouped-query attention without repeating the cache). Padding and not-yet-written
+    positions carry ``-inf`` in an additive mask.
+
     Args:
         model: a supported causal LM (see :func:`supports`).
-        batch: number of sequences.
+        batch: number of sequences decoded.
         max_len: prompt length + new tokens (the cache size).
     """
 
     def __init__(self, model: Any, batch: int, max_len: int) -> None:
-        from importlib import import_module
-
         if not supports(model):
             raise ValueError(f"FastDecoder does not support {type(model).__name__}")
         cfg = model.config
@@ -65,108 +83,128 @@ class FastDecoder:
         self.n_kv = getattr(cfg, "num_key_value_heads", None) or self.n_heads
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.n_heads
         self.eps = cfg.rms_norm_eps
-        self.rope = import_module(type(model).__module__).apply_rotary_pos_emb
+        self.batch, self.max_len = batch, max_len
         p = next(model.parameters())
-        shape = (len(self.layers), batch, self.n_kv, max_len, self.head_dim)
-        self.k = torch.zeros(shape, dtype=p.dtype, device=p.device)
-        self.v = torch.zeros(shape, dtype=p.dtype, device=p.device)
-        self.valid = torch.zeros(batch, max_len, dtype=torch.bool, device=p.device)
+        shape = (batch * self.n_kv, max_len, self.head_dim)
+        # uninitialised: attention reads positions [0, length], all written before they are read
+        self.k = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in self.layers]
+        self.v = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in self.layers]
+        # additive attention mask per (row, kv head): 0 where a key may be read, -inf elsewhere
+        self.bias = torch.full((batch * self.n_kv, 1, max_len), float("-inf"), dtype=p.dtype, device=p.device)
         self.length = 0
         self.next_pos: torch.Tensor | None = None
         self.scale = self.head_dim**-0.5
-        self._cache: dict[int, tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]] = {}
+        with torch.no_grad():
+            self.weights = [self._fold(layer) for layer in self.layers]
+            # the final norm's weight folded into the output projection (one multiply fewer per step)
+            self.w_out = model.lm_head.weight * self.inner.norm.weight
+        self.b_out = getattr(model.lm_head, "bias", None)
 
-    def _fused(self, i: int) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-        """Layer ``i``'s q/k/v and gate/up projections concatenated: fewer, larger matmuls."""
-        if i not in self._cache:
-            attn, mlp = self.layers[i].self_attn, self.layers[i].mlp
-            w = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight])
-            b = (torch.cat([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias])
+    @staticmethod
+    def _fold(layer: Any) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor | None, torch.Tensor,
+                                   torch.Tensor]:
+        """A layer's projections fused (q/k/v, gate/up) with the preceding RMSNorm weights folded in:
+        ``linear(norm(x) * w, W) == linear(norm(x), W * w)``."""
+        attn, mlp = layer.self_attn, layer.mlp
+        w_qkv = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]) * layer.input_layernorm.weight
+        b_qkv = (torch.cat([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias])
                  if attn.q_proj.bias is not None else None)
-            self._cache[i] = (w, b, torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]))
-        return self._cache[i]
+        w_gu = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]) * layer.post_attention_layernorm.weight
+        return w_qkv, b_qkv, attn.o_proj.weight, attn.o_proj.bias, w_gu, mlp.down_proj.weight
 
-    def _block(self, i: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        layer = self.layers[i]
-        attn = layer.self_attn
-        b, t, _ = x.shape
-        hd, nq, nkv = self.head_dim, self.n_heads, self.n_kv
-        w_qkv, b_qkv, w_gu = self._fused(i)
-        h = _rms(x, layer.input_layernorm.weight, self.eps)
-        qkv = F.linear(h, w_qkv, b_qkv)
-        q = qkv[..., : nq * hd].view(b, t, nq, hd).transpose(1, 2)
-        k = qkv[..., nq * hd : (nq + nkv) * hd].view(b, t, nkv, hd).transpose(1, 2)
-        v = qkv[..., (nq + nkv) * hd :].view(b, t, nkv, hd).transpose(1, 2)
-        q, k = self.rope(q, k, cos, sin)
-        q = q.to(self.k.dtype)  # under autocast the projections are bfloat16; the cache keeps float32
-        s = self.length
-        self.k[i, :, :, s : s + t] = k
-        self.v[i, :, :, s : s + t] = v
-        keys, values = self.k[i, :, :, : s + t], self.v[i, :, :, : s + t]
-        if t == 1:  # decoding: plain matmuls beat the fused kernel's setup at these sizes
-            if nkv != nq:
-                keys = keys.repeat_interleave(nq // nkv, 1)
-                values = values.repeat_interleave(nq // nkv, 1)
-            # one query per row: broadcast-multiply and sum (batched 1 x D matmuls are slower)
-            scores = (q * keys).sum(-1) * self.scale  # [B, H, T]
-            p = torch.softmax(scores.masked_fill(~mask[:, :, 0], float("-inf")), -1)
-            o = (p[..., None] * values).sum(-2, keepdim=True)  # [B, H, 1, D]
-        else:
-            o = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=nkv != nq)
-        x = x + F.linear(o.transpose(1, 2).reshape(b, t, -1), attn.o_proj.weight, attn.o_proj.bias)
-        h = _rms(x, layer.post_attention_layernorm.weight, self.eps)
-        gate, up = F.linear(h, w_gu).chunk(2, -1)
-        return x + F.linear(F.silu(gate) * up, layer.mlp.down_proj.weight)
+    def _qkv(self, i: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Roped queries ``[..., nq, D]``, roped keys and values ``[..., nkv, D]`` for ``x [..., C]``."""
+        nq, nkv, hd = self.n_heads, self.n_kv, self.head_dim
+        w_qkv, b_qkv = self.weights[i][:2]
+        qkv = F.linear(_rms(x, None, self.eps), w_qkv, b_qkv)
+        lead = qkv.shape[:-1]
+        qk = rope(qkv[..., : (nq + nkv) * hd].view(*lead, nq + nkv, hd), cos, sin)
+        v = qkv[..., (nq + nkv) * hd :].view(*lead, nkv, hd)
+        return qk[..., :nq, :], qk[..., nq:, :], v
 
-    def _run(self, ids: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor,
-             rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
-        x = self.inner.embed_tokens(ids)
-        cos, sin = rope if rope is not None else self.inner.rotary_emb(x, pos)
-        for i in range(len(self.layers)):
-            x = self._block(i, x, cos, sin, mask)
-        self.length += ids.shape[1]
-        x = _rms(x[:, -1], self.inner.norm.weight, self.eps)
-        return self.model.lm_head(x)
+    def _mlp(self, i: int, x: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
+        _, _, w_o, b_o, w_gu, w_down = self.weights[i]
+        x = x + F.linear(o, w_o, b_o)
+        gate, up = F.linear(_rms(x, None, self.eps), w_gu).chunk(2, -1)
+        return x + F.linear(F.silu(gate) * up, w_down)
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(_rms(x, None, self.eps), self.w_out, self.b_out)
 
     @torch.no_grad()
-    def prefill(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Logits ``[B, V]`` for the next token after left-padded prompts ``ids [B, T]``."""
-        t = ids.shape[1]
+    def prefill(self, ids: torch.Tensor, attention_mask: torch.Tensor, repeat: int = 1) -> torch.Tensor:
+        """Logits ``[P, V]`` for the next token after left-padded prompts ``ids [P, T]``.
+
+        With ``repeat > 1`` each prompt's cache fills ``repeat`` consecutive rows (``P * repeat``
+        must be the decoder's batch): a group's shared prompt is computed once.
+        """
+        p, t = ids.shape
+        if p * repeat != self.batch:
+            raise ValueError(f"prefill of {p} prompts x {repeat} does not fill a batch of {self.batch}")
+        nkv, hd = self.n_kv, self.head_dim
         am = attention_mask.bool()
-        self.valid[:, :t] = am
         pos = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
         causal = torch.ones(t, t, dtype=torch.bool, device=ids.device).tril()
         # a padded query may see only itself (an all-masked row would give NaN); its output is never used
-        mask = (causal & am[:, None, :]) | torch.eye(t, dtype=torch.bool, device=ids.device)
-        self.next_pos = pos[:, -1:] + 1
+        mask = ((causal & am[:, None, :]) | torch.eye(t, dtype=torch.bool, device=ids.device))[:, None]
+        self.bias.view(p, repeat, nkv, 1, -1)[..., :t] = torch.where(am, 0.0, float("-inf"))[:, None, None, None]
+        x = self.inner.embed_tokens(ids)
+        cos, sin = self.inner.rotary_emb(x, pos)
+        cos, sin = cos[:, :, None], signed_sin(sin)[:, :, None]  # [P, T, 1, D]: broadcast over heads
+        for i in range(len(self.layers)):
+            q, k, v = self._qkv(i, x, cos, sin)  # [P, T, heads, D]
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2).to(q.dtype)
+            self.k[i].view(p, repeat, nkv, self.max_len, hd)[:, :, :, :t] = k[:, None]
+            self.v[i].view(p, repeat, nkv, self.max_len, hd)[:, :, :, :t] = v[:, None]
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=nkv != self.n_heads)
+            x = self._mlp(i, x, o.transpose(1, 2).reshape(p, t, -1))
+        self.length = t
+        next_pos = (pos[:, -1:] + 1).repeat_interleave(repeat, 0)
         # the rotary tables for every position decoding can reach, computed once
-        steps = self.k.shape[3] - t
-        ahead = self.next_pos + torch.arange(max(steps, 1), device=ids.device)
-        x0 = self.inner.embed_tokens(ids[:, :1])
-        self._rope_ahead = self.inner.rotary_emb(x0, ahead)
+        ahead = next_pos + torch.arange(max(self.max_len - t, 1), device=ids.device)
+        cos, sin = self.inner.rotary_emb(x[:1, :1].expand(self.batch, 1, -1), ahead)
+        self._rope_ahead = (cos[:, :, None], signed_sin(sin)[:, :, None])  # [B, steps, 1, D]
+        self.next_pos = next_pos
         self._step = 0
-        return self._run(ids, pos, mask[:, None])
+        return self._logits(x[:, -1])
 
-    def expand(self, times: int) -> None:
-        """Repeat every row ``times`` times (after a prefill of each group's prompt once)."""
-        self.k = self.k.repeat_interleave(times, 1)
-        self.v = self.v.repeat_interleave(times, 1)
-        self.valid = self.valid.repeat_interleave(times, 0)
-        assert self.next_pos is not None
-        self.next_pos = self.next_pos.repeat_interleave(times, 0)
+    def keep(self, rows: torch.Tensor) -> None:
+        """Go on with only ``rows`` (indices into the current batch), e.g. those that have not ended."""
+        b, nkv = self.batch, self.n_kv
+
+        def take(t: torch.Tensor) -> torch.Tensor:  # rows of a [batch * nkv, ...] tensor
+            return t.view(b, nkv, *t.shape[1:]).index_select(0, rows).view(len(rows) * nkv, *t.shape[1:])
+
+        self.k, self.v, self.bias = [take(k) for k in self.k], [take(v) for v in self.v], take(self.bias)
         cos, sin = self._rope_ahead
-        self._rope_ahead = (cos.repeat_interleave(times, 0), sin.repeat_interleave(times, 0))
+        self._rope_ahead = (cos[rows], sin[rows])
+        assert self.next_pos is not None
+        self.next_pos = self.next_pos[rows]
+        self.batch = len(rows)
 
     @torch.no_grad()
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         """Append ``tokens [B]`` and return the logits ``[B, V]`` for the token after them."""
         assert self.next_pos is not None, "call prefill first"
+        b, nq, nkv, hd = self.batch, self.n_heads, self.n_kv, self.head_dim
         s = self.length
-        self.valid[:, s] = True
-        mask = self.valid[:, None, None, : s + 1]
-        pos = self.next_pos
-        self.next_pos = pos + 1
-        i = self._step
-        self._step += 1
+        self.bias[:, :, s] = 0.0
+        bias = self.bias[:, :, : s + 1]
         cos, sin = self._rope_ahead
-        return self._run(tokens[:, None], pos, mask, (cos[:, i : i + 1], sin[:, i : i + 1]))
+        cos, sin = cos[:, self._step], sin[:, self._step]  # [B, 1, D]
+        x = self.inner.embed_tokens(tokens)  # [B, C]
+        for i in range(len(self.layers)):
+            q, k, v = self._qkv(i, x, cos, sin)  # [B, heads, D]
+            q = q.to(self.k[i].dtype)  # under autocast the projections are bfloat16; the cache keeps float32
+            self.k[i].view(b, nkv, self.max_len, hd)[:, :, s] = k
+            self.v[i].view(b, nkv, self.max_len, hd)[:, :, s] = v
+            # each key/value head's query heads as rows: [B*nkv, nq/nkv, D] x [B*nkv, D, s+1]
+            scores = torch.baddbmm(bias, q.reshape(b * nkv, nq // nkv, hd),
+                                   self.k[i][:, : s + 1].transpose(1, 2), alpha=self.scale)
+            o = torch.bmm(torch.softmax(scores, -1), self.v[i][:, : s + 1])
+            x = self._mlp(i, x, o.view(b, nq * hd))
+        self.length = s + 1
+        self._step += 1
+        self.next_pos = self.next_pos + 1
+        return self._logits(x)
