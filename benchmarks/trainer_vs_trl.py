@@ -6,10 +6,12 @@ beta 0, DAPO token-level loss, rewards correctness + 0.2 x format, one torch thr
 shared baseline script unchanged (``trl_grpo_baseline.py``); rlvr runs
 ``benchmarks/adapters/rlvr_grpo.py``. Both are judged by the shared ``task.greedy_eval``.
 
-Prints per run and on average: median seconds per step, completion tokens per second, peak RSS,
-held-out accuracy before/after; then the ratio of seconds per step (rlvr / TRL).
+Prints per run and on average: median seconds per step, whole-run wall time per step (logging and
+saves included), completion tokens per second, peak RSS, held-out accuracy before/after; then the
+ratio of seconds per step (rlvr / TRL). ``--trl-alloc`` adds TRL runs with the allocator setting
+rlvr's trainer makes for itself (``rlvr.runtime``), to show what that setting alone is worth.
 
-    .venv/bin/python benchmarks/trainer_vs_trl.py [--seeds 0 1 2] [--steps 100]
+    .venv/bin/python benchmarks/trainer_vs_trl.py [--seeds 0 1 2] [--steps 100] [--trl-alloc]
 """
 
 from __future__ import annotations
@@ -27,8 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT.parent / "shared" / "bench" / "trainer"
 
 
-def run(cmd: list[str], cwd: Path, summary: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+# rlvr's trainer keeps freed memory in the process (rlvr.runtime.keep_freed_memory); the same glibc
+# setting by environment, for a TRL run with it too (--trl-alloc)
+ALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+
+
+def run(cmd: list[str], cwd: Path, summary: Path, extra_env: dict[str, str] | None = None) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), **(extra_env or {}))
     subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return json.loads(summary.read_text())
 
@@ -37,35 +44,46 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--trl-alloc", action="store_true",
+                    help="also run TRL with rlvr's allocator setting (glibc thresholds by environment)")
     args = ap.parse_args()
     model = BENCH / "models" / "tiny-warm"
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-bench-"))
-    rows: dict[str, list[dict]] = {"TRL": [], "rlvr": []}
-    print(f"{'run':<12} {'s/step':>7} {'tok/s':>7} {'RSS MB':>7} {'acc before':>10} {'acc after':>9}  load")
+    names = ["TRL", "rlvr"] + (["TRL+alloc"] if args.trl_alloc else [])
+    rows: dict[str, list[dict]] = {n: [] for n in names}
+    print(f"{'run':<13} {'s/step':>7} {'wall/st':>7} {'tok/s':>7} {'RSS MB':>7} {'acc before':>10} {'acc after':>9}  load")
     for seed in args.seeds:
-        for name in ("TRL", "rlvr"):
+        for name in names:
             log = tmp / f"{name}-{seed}"
-            if name == "TRL":
+            if name.startswith("TRL"):
                 cmd = [sys.executable, str(BENCH / "trl_grpo_baseline.py"), "--model", str(model), "--out",
                        str(log / "model"), "--log-dir", str(log), "--steps", str(args.steps), "--seed", str(seed)]
             else:
                 cmd = [sys.executable, str(ROOT / "benchmarks" / "adapters" / "rlvr_grpo.py"), "--model", str(model),
                        "--log-dir", str(log), "--steps", str(args.steps), "--seed", str(seed)]
-            s = run(cmd, BENCH, log / "summary.json")
+            s = run(cmd, BENCH, log / "summary.json", ALLOC_ENV if name == "TRL+alloc" else None)
+            s["wall_per_step_s"] = s["train_wall_s"] / s["steps_done"]
             rows[name].append(s)
-            print(f"{name + ' s' + str(seed):<12} {s['median_step_s']:7.3f} {s['completion_tokens_per_s_train']:7.0f} "
+            print(f"{name + ' s' + str(seed):<13} {s['median_step_s']:7.3f} {s['wall_per_step_s']:7.3f} "
+                  f"{s['completion_tokens_per_s_train']:7.0f} "
                   f"{s['ru_maxrss_mb']:7.0f} {s['heldout_before']['acc']:10.3f} {s['heldout_after']['acc']:9.3f}  "
                   f"{os.getloadavg()[0]:.1f}", flush=True)
     print()
     mean = {n: {k: statistics.mean(r[k] if not isinstance(r[k], dict) else r[k]["acc"] for r in rs)
-                for k in ("median_step_s", "completion_tokens_per_s_train", "ru_maxrss_mb", "heldout_after")}
+                for k in ("median_step_s", "wall_per_step_s", "completion_tokens_per_s_train", "ru_maxrss_mb",
+                          "heldout_after")}
             for n, rs in rows.items()}
     for n, m in mean.items():
-        print(f"{n:<6} mean: {m['median_step_s']:.3f} s/step, {m['completion_tokens_per_s_train']:.0f} tok/s, "
-              f"{m['ru_maxrss_mb']:.0f} MB, held-out after {args.steps} steps {m['heldout_after']:.3f}")
-    print(f"\nrlvr / TRL seconds per step: {mean['rlvr']['median_step_s'] / mean['TRL']['median_step_s']:.2f}x "
-          f"(bar: <= 0.6x); accuracy after: rlvr {mean['rlvr']['heldout_after']:.3f} vs TRL "
-          f"{mean['TRL']['heldout_after']:.3f} (bar: rlvr >= TRL)")
+        print(f"{n:<9} mean: {m['median_step_s']:.3f} s/step (median), {m['wall_per_step_s']:.3f} s/step (wall), "
+              f"{m['completion_tokens_per_s_train']:.0f} tok/s, {m['ru_maxrss_mb']:.0f} MB, "
+              f"held-out after {args.steps} steps {m['heldout_after']:.3f}")
+    r, t = mean["rlvr"], mean["TRL"]
+    print(f"\nrlvr / TRL seconds per step: {r['median_step_s'] / t['median_step_s']:.2f}x (bar: <= 0.6x); "
+          f"whole-run wall per step {r['wall_per_step_s'] / t['wall_per_step_s']:.2f}x; "
+          f"accuracy after: rlvr {r['heldout_after']:.3f} vs TRL {t['heldout_after']:.3f} (bar: rlvr >= TRL)")
+    if "TRL+alloc" in mean:
+        print(f"rlvr / (TRL with the same allocator setting): "
+              f"{r['median_step_s'] / mean['TRL+alloc']['median_step_s']:.2f}x")
 
 
 if __name__ == "__main__":
