@@ -98,8 +98,7 @@ def completion_logits(
     dev = prompt_ids.device
     rows = nq // nkv  # query heads per key/value head
 
-    xp = inner.embed_tokens(prompt_ids)
-    dt = xp.dtype
+    dt = inner.embed_tokens.weight.dtype
     pos_p = (prompt_mask.long().cumsum(-1) - 1).clamp(min=0)  # [P, Tp]
     valid_p = prompt_mask.bool()
 
@@ -107,50 +106,47 @@ def completion_logits(
         b, tq, tk = allowed.shape
         return _bias(allowed, dt)[:, None, None].expand(b, nkv, rows, tq, tk).reshape(b * nkv, rows * tq, tk)
 
-    def tables(x: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        cos, sin = inner.rotary_emb(x, pos)
-        return cos[:, :, None], signed_sin(sin)[:, :, None]  # [B, T, 1, D]: broadcast over heads
+    class Stream:
+        """Rows run together, padded to their longest: the prompts, or a bucket of completions."""
+
+        def __init__(self, ids: torch.Tensor, pos: torch.Tensor, bias: torch.Tensor,
+                     idx: torch.Tensor | None = None, tc: int = 0) -> None:
+            self.ids, self.pos, self.bias, self.idx, self.tc = ids, pos, bias, idx, tc
+            self.group = torch.div(idx, g, rounding_mode="floor") if idx is not None else None  # rows' prompts
+            self.rows, self.len = ids.shape
 
     causal_p = torch.ones(tp, tp, dtype=torch.bool, device=dev).tril()
     # a padded prompt query may see only itself (an all-masked row gives NaN); its output is unused
-    bias_p = per_head((causal_p & valid_p[:, None, :]) | torch.eye(tp, dtype=torch.bool, device=dev))
-    cos_p, sin_p = tables(xp, pos_p)
+    prompts = Stream(prompt_ids, pos_p,
+                     per_head((causal_p & valid_p[:, None, :]) | torch.eye(tp, dtype=torch.bool, device=dev)))
 
-    class Stream:
-        """Completion rows run together, padded to their longest."""
-
-        def __init__(self, idx: torch.Tensor, tc: int) -> None:
-            self.idx, self.tc = idx, tc
-            self.group = torch.div(idx, g, rounding_mode="floor")  # each row's prompt
-            # The last completion token is never an input whose output is used (no later query
-            # reads its key, no logit is taken after it), so the stream stops one token short.
-            self.x = inner.embed_tokens(completion_ids[idx, : tc - 1])
-            m = tc - 1
-            pos = pos_p[self.group, -1:] + 1 + torch.arange(m, device=dev)
-            causal = torch.ones(m, m, dtype=torch.bool, device=dev).tril()
-            self.bias = per_head(torch.cat([valid_p[self.group][:, None, :].expand(len(idx), m, tp),
-                                            causal.expand(len(idx), m, m)], -1))  # [., Tc-1, Tp + Tc-1]
-            self.cos, self.sin = tables(self.x, pos)
+    def completions(idx: torch.Tensor, tc: int) -> Stream:
+        # The last completion token is never an input whose output is used (no later query reads
+        # its key, no logit is taken after it), so the stream stops one token short.
+        m = tc - 1
+        group = torch.div(idx, g, rounding_mode="floor")
+        causal = torch.ones(m, m, dtype=torch.bool, device=dev).tril()
+        allowed = torch.cat([valid_p[group][:, None, :].expand(len(idx), m, tp), causal.expand(len(idx), m, m)], -1)
+        return Stream(completion_ids[idx, :m], pos_p[group, -1:] + 1 + torch.arange(m, device=dev),
+                      per_head(allowed), idx, tc)  # bias: [., Tc-1, Tp + Tc-1]
 
     if lengths is None:
-        buckets = [torch.arange(n, device=dev)]
-        streams = [Stream(buckets[0], tc_all)]
+        streams = [completions(torch.arange(n, device=dev), tc_all)]
     else:
-        buckets = length_buckets(lengths)
-        streams = [Stream(b, max(int(lengths[b].max()), 1)) for b in buckets]
+        streams = [completions(b, max(int(lengths[b].max()), 1)) for b in length_buckets(lengths)]
+    # Every per-token op (norms, projections, rope, MLP) runs once over all streams' tokens laid
+    # out flat; only attention works per stream, on views of the flat tensors.
+    everything = [prompts, *streams]
+    spans, off = [], 0
+    for st in everything:
+        spans.append((off, off + st.rows * st.len))
+        off += st.rows * st.len
+    x = inner.embed_tokens(torch.cat([st.ids.reshape(-1) for st in everything]))  # [T, C]
+    cos, sin = inner.rotary_emb(x[None], torch.cat([st.pos.reshape(-1) for st in everything])[None])
+    cos, sin = cos[0, :, None], signed_sin(sin[0])[:, None]  # [T, 1, D]: broadcast over heads
 
-    def qkv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, w_ln: torch.Tensor, cos: torch.Tensor,
-            sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        out = F.linear(F.rms_norm(x, (x.shape[-1],), w_ln, eps), w, bias)
-        b, t = out.shape[:2]
-        qk = rope(out[..., : (nq + nkv) * hd].view(b, t, nq + nkv, hd), cos, sin)
-        v = out[..., (nq + nkv) * hd :].view(b, t, nkv, hd)
-        # keys/values head-major for the attention matmuls; values in the queries' dtype (autocast)
-        return qk[:, :, :nq], qk[:, :, nq:].transpose(1, 2), v.transpose(1, 2).to(qk.dtype)
-
-    def mlp(x: torch.Tensor, w_ln: torch.Tensor, w_gu: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
-        gate, up = F.linear(F.rms_norm(x, (x.shape[-1],), w_ln, eps), w_gu).chunk(2, -1)
-        return x + F.linear(F.silu(gate) * up, w_down)
+    def heads(t: torch.Tensor, st: Stream, span: tuple[int, int], k: int) -> torch.Tensor:
+        return t[span[0] : span[1]].view(st.rows, st.len, k, hd)
 
     for layer in inner.layers:
         attn, ff = layer.self_attn, layer.mlp
@@ -158,22 +154,29 @@ def completion_logits(
         b_qkv = (torch.cat([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias])
                  if attn.q_proj.bias is not None else None)
         w_gu = torch.cat([ff.gate_proj.weight, ff.up_proj.weight])
-        w_ln1, w_ln2 = layer.input_layernorm.weight, layer.post_attention_layernorm.weight
-        qp, kp, vp = qkv(xp, w_qkv, b_qkv, w_ln1, cos_p, sin_p)
-        for st in streams:
-            qc, kc, vc = qkv(st.x, w_qkv, b_qkv, w_ln1, st.cos, st.sin)
+        out = F.linear(F.rms_norm(x, (x.shape[-1],), layer.input_layernorm.weight, eps), w_qkv, b_qkv)
+        qk = rope(out[:, : (nq + nkv) * hd].view(-1, nq + nkv, hd), cos, sin)
+        v = out[:, (nq + nkv) * hd :].to(qk.dtype)  # values in the queries' dtype (autocast)
+        # keys/values head-major for the attention matmuls
+        qp = heads(qk, prompts, spans[0], nq + nkv)
+        kp, vp = qp[:, :, nq:].transpose(1, 2), heads(v, prompts, spans[0], nkv).transpose(1, 2)
+        o = [_attend(qp[:, :, :nq], kp, vp, prompts.bias, scale)]
+        for st, span in zip(streams, spans[1:]):
+            qc = heads(qk, st, span, nq + nkv)
             # completion queries read their group's prompt keys (gathered: gradients flow back to
             # the one prompt computation) and their own earlier tokens
-            keys = torch.cat([kp.index_select(0, st.group), kc], 2)
-            values = torch.cat([vp.index_select(0, st.group), vc], 2)
-            oc = _attend(qc, keys, values, st.bias, scale)
-            st.x = mlp(st.x + F.linear(oc, attn.o_proj.weight, attn.o_proj.bias), w_ln2, w_gu, ff.down_proj.weight)
-        op = _attend(qp, kp, vp, bias_p, scale)
-        xp = mlp(xp + F.linear(op, attn.o_proj.weight, attn.o_proj.bias), w_ln2, w_gu, ff.down_proj.weight)
+            keys = torch.cat([kp.index_select(0, st.group), qc[:, :, nq:].transpose(1, 2)], 2)
+            values = torch.cat([vp.index_select(0, st.group), heads(v, st, span, nkv).transpose(1, 2)], 2)
+            o.append(_attend(qc[:, :, :nq], keys, values, st.bias, scale))
+        x = x + F.linear(torch.cat([t.reshape(-1, nq * hd) for t in o]), attn.o_proj.weight, attn.o_proj.bias)
+        gate, up = F.linear(F.rms_norm(x, (x.shape[-1],), layer.post_attention_layernorm.weight, eps),
+                            w_gu).chunk(2, -1)
+        x = x + F.linear(F.silu(gate) * up, ff.down_proj.weight)
+    last = x[spans[0][0] : spans[0][1]].view(p, tp, -1)[:, -1:]  # each prompt's last position
     out = []
-    for st in streams:
+    for st, span in zip(streams, spans[1:]):
         # the first completion token is predicted from the prompt's last position
-        h = torch.cat([xp[:, -1:].index_select(0, st.group), st.x], 1)  # [., Tc, H]
+        h = torch.cat([last.index_select(0, st.group), x[span[0] : span[1]].view(st.rows, st.len, -1)], 1)
         out.append(model.lm_head(F.rms_norm(h, (h.shape[-1],), inner.norm.weight, eps)))
     if len(streams) == 1 and streams[0].tc == tc_all:
         return out[0]
