@@ -90,7 +90,7 @@ def test_concat_and_select_groups_keep_rows_intact(tiny):
 
 def test_dropping_ended_rows_does_not_change_the_samples(tiny, monkeypatch):
     """Ended rows leave the decoder (every time one ends, with COMPACT_AT tiny); the draws are the same."""
-    import rlvr.grpo.rollout as rollout
+    from rlvr.grpo import rollout
     from rlvr.models.fast_decode import FastDecoder
 
     model, tok = tiny

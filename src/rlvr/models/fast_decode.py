@@ -61,10 +61,12 @@ def signed_sin(sin: torch.Tensor) -> torch.Tensor:
 class FastDecoder:
     """Prefill a left-padded prompt batch, then decode one token per call.
 
-    The key/value cache of layer ``i`` is ``[batch * kv_heads, max_len, head_dim]``, so one
-    decoding step's attention is two batched matmuls with every query head of a key/value head
-    as a row (grouped-query attention without repeating the cache). Padding and not-yet-written
-    positions carry ``-inf`` in an additive mask.
+    The key/value cache of layer ``i`` is time-major, ``[max_len, batch * kv_heads, head_dim]``:
+    a step appends one contiguous block, and attention reads the filled prefix as one sequential
+    stream. Decoding is memory-bound there: with a row-major cache, reading 256 separate
+    (row, head) blocks took about twice as long once the cache had left the CPU caches. Query heads
+    sharing a key/value head read it without repeating the cache (grouped-query attention).
+    Padding and not-yet-written positions carry ``-inf`` in an additive mask.
 
     Args:
         model: a supported causal LM (see :func:`supports`).
@@ -85,12 +87,12 @@ class FastDecoder:
         self.eps = cfg.rms_norm_eps
         self.batch, self.max_len = batch, max_len
         p = next(model.parameters())
-        shape = (batch * self.n_kv, max_len, self.head_dim)
-        # uninitialised: attention reads positions [0, length], all written before they are read
+        shape = (max_len, batch * self.n_kv, self.head_dim)
+        # zeros, not empty: no slower here, and a bug can never read uninitialised memory
         self.k = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in self.layers]
         self.v = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in self.layers]
-        # additive attention mask per (row, kv head): 0 where a key may be read, -inf elsewhere
-        self.bias = torch.full((batch * self.n_kv, 1, max_len), float("-inf"), dtype=p.dtype, device=p.device)
+        # additive attention mask per (position, row x kv head): 0 where a key may be read, -inf elsewhere
+        self.bias = torch.full((max_len, batch * self.n_kv, 1), float("-inf"), dtype=p.dtype, device=p.device)
         self.length = 0
         self.next_pos: torch.Tensor | None = None
         self.scale = self.head_dim**-0.5
@@ -148,15 +150,15 @@ class FastDecoder:
         causal = torch.ones(t, t, dtype=torch.bool, device=ids.device).tril()
         # a padded query may see only itself (an all-masked row would give NaN); its output is never used
         mask = ((causal & am[:, None, :]) | torch.eye(t, dtype=torch.bool, device=ids.device))[:, None]
-        self.bias.view(p, repeat, nkv, 1, -1)[..., :t] = torch.where(am, 0.0, float("-inf"))[:, None, None, None]
+        self.bias[:t].view(t, p, repeat, nkv).copy_(torch.where(am, 0.0, float("-inf")).t()[:, :, None, None].expand(t, p, repeat, nkv))
         x = self.inner.embed_tokens(ids)
         cos, sin = self.inner.rotary_emb(x, pos)
         cos, sin = cos[:, :, None], signed_sin(sin)[:, :, None]  # [P, T, 1, D]: broadcast over heads
         for i in range(len(self.layers)):
             q, k, v = self._qkv(i, x, cos, sin)  # [P, T, heads, D]
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2).to(q.dtype)
-            self.k[i].view(p, repeat, nkv, self.max_len, hd)[:, :, :, :t] = k[:, None]
-            self.v[i].view(p, repeat, nkv, self.max_len, hd)[:, :, :, :t] = v[:, None]
+            self.k[i][:t].view(t, p, repeat, nkv, hd).copy_(k.permute(2, 0, 1, 3)[:, :, None].expand(t, p, repeat, nkv, hd))
+            self.v[i][:t].view(t, p, repeat, nkv, hd).copy_(v.permute(2, 0, 1, 3)[:, :, None].expand(t, p, repeat, nkv, hd))
             o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=nkv != self.n_heads)
             x = self._mlp(i, x, o.transpose(1, 2).reshape(p, t, -1))
         self.length = t
@@ -173,8 +175,8 @@ class FastDecoder:
         """Go on with only ``rows`` (indices into the current batch), e.g. those that have not ended."""
         b, nkv = self.batch, self.n_kv
 
-        def take(t: torch.Tensor) -> torch.Tensor:  # rows of a [batch * nkv, ...] tensor
-            return t.view(b, nkv, *t.shape[1:]).index_select(0, rows).view(len(rows) * nkv, *t.shape[1:])
+        def take(t: torch.Tensor) -> torch.Tensor:  # rows of a [max_len, batch * nkv, ...] tensor
+            return t.view(t.shape[0], b, nkv, *t.shape[2:]).index_select(1, rows).view(t.shape[0], -1, *t.shape[2:])
 
         self.k, self.v, self.bias = [take(k) for k in self.k], [take(v) for v in self.v], take(self.bias)
         cos, sin = self._rope_ahead
@@ -189,20 +191,21 @@ class FastDecoder:
         assert self.next_pos is not None, "call prefill first"
         b, nq, nkv, hd = self.batch, self.n_heads, self.n_kv, self.head_dim
         s = self.length
-        self.bias[:, :, s] = 0.0
-        bias = self.bias[:, :, : s + 1]
+        self.bias[s] = 0.0
+        bias = self.bias[: s + 1, :, None]  # [T, B*nkv, 1, 1]
         cos, sin = self._rope_ahead
         cos, sin = cos[:, self._step], sin[:, self._step]  # [B, 1, D]
         x = self.inner.embed_tokens(tokens)  # [B, C]
         for i in range(len(self.layers)):
             q, k, v = self._qkv(i, x, cos, sin)  # [B, heads, D]
             q = q.to(self.k[i].dtype)  # under autocast the projections are bfloat16; the cache keeps float32
-            self.k[i].view(b, nkv, self.max_len, hd)[:, :, s] = k
-            self.v[i].view(b, nkv, self.max_len, hd)[:, :, s] = v
-            # each key/value head's query heads as rows: [B*nkv, nq/nkv, D] x [B*nkv, D, s+1]
-            scores = torch.baddbmm(bias, q.reshape(b * nkv, nq // nkv, hd),
-                                   self.k[i][:, : s + 1].transpose(1, 2), alpha=self.scale)
-            o = torch.bmm(torch.softmax(scores, -1), self.v[i][:, : s + 1])
+            self.k[i][s] = k.reshape(b * nkv, hd)
+            self.v[i][s] = v.reshape(b * nkv, hd)
+            # each key/value head's query heads as rows; multiply-and-sum streams the cache in order
+            keys, values = self.k[i][: s + 1, :, None], self.v[i][: s + 1, :, None]  # [T, B*nkv, 1, D]
+            scores = (keys * q.reshape(1, b * nkv, nq // nkv, hd)).sum(-1, keepdim=True)  # [T, B*nkv, g, 1]
+            p = torch.softmax(scores.mul_(self.scale).add_(bias), 0)
+            o = (p * values).sum(0)  # [B*nkv, g, D]
             x = self._mlp(i, x, o.view(b, nq * hd))
         self.length = s + 1
         self._step += 1
