@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install -q -c requirements/constraints.txt
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo bench-verifier bench-score bench-code bench-constrained clean
+.PHONY: test demo bench-verifier bench-score bench-code bench-constrained bench-trainer clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ bench-code: $(STAMP)
 
 bench-constrained: $(STAMP)
 	$(BIN)/python benchmarks/constrained.py
+
+bench-trainer: $(STAMP)
+	$(BIN)/python benchmarks/trainer_vs_trl.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
