@@ -239,106 +239,86 @@ def generate(
     Sampling runs under ``torch.inference_mode`` (less per-op bookkeeping than ``no_grad``); the
     returned tensors are copied out of it so training can use them.
     """
+    from rlvr.models.fast_decode import FastDecoder, supports
+
     with torch.inference_mode():
-        b = _generate(model, tokenizer, prompts, group_size=group_size, max_new_tokens=max_new_tokens,
-                      temperature=temperature, top_p=top_p, generator=generator, policy_version=policy_version,
-                      fast=fast, constrain=constrain)
+        was_training = model.training
+        model.eval()
+        device = next(model.parameters()).device
+        pad = tokenizer.pad_token_id
+        eos = tokenizer.eos_token_id
+        rows = [p for p in prompts for _ in range(group_size)]
+        n, tp = len(rows), max(len(p) for p in rows)
+        prompt_ids = torch.full((n, tp), pad, dtype=torch.long)
+        prompt_mask = torch.zeros((n, tp), dtype=torch.long)
+        for i, p in enumerate(rows):
+            prompt_ids[i, tp - len(p):] = torch.tensor(p)
+            prompt_mask[i, tp - len(p):] = 1
+        prompt_ids, prompt_mask = prompt_ids.to(device), prompt_mask.to(device)
+        stepper: Any
+        if fast and supports(model):  # each group's prompt is prefilled once, its cache written to G rows
+            stepper = FastDecoder(model, n, tp + max_new_tokens)
+            logits = stepper.prefill(prompt_ids[::group_size], prompt_mask[::group_size], repeat=group_size)
+            logits = logits.repeat_interleave(group_size, 0) if group_size > 1 else logits
+        else:
+            stepper = _HFStepper(model)
+            logits = stepper.prefill(prompt_ids, prompt_mask)
+        # prompts and completions in one buffer: the logits processor reads the growing ids without copies
+        ids_buf = torch.full((n, tp + max_new_tokens), pad, dtype=torch.long, device=device)
+        ids_buf[:, :tp] = prompt_ids
+        out_tok = ids_buf[:, tp:]
+        out_lp = torch.zeros((n, max_new_tokens), device=device)
+        done = torch.zeros(n, dtype=torch.bool, device=device)
+        processor = None
+        if constrain is not None:  # a transformers LogitsProcessor: fed the growing ids, it masks the logits
+            from rlvr.decoding.constrain import GrammarLogitsProcessor
+
+            processor = GrammarLogitsProcessor(constrain, n, max_new_tokens)
+        steps = 0
+        # Rows that have ended are dropped from the lean decoder once they are at least COMPACT_AT of
+        # the rows it still runs (one straggler then no longer costs a full batch per token). Draws are
+        # made for every row at every step, so the samples do not depend on when rows are dropped.
+        compact = isinstance(stepper, FastDecoder) and processor is None
+        active: torch.Tensor | None = None  # the rows the decoder still runs (None: all)
+        for t in range(max_new_tokens):
+            if processor is not None:
+                logits = processor(ids_buf[:, : tp + t], logits)
+            u = torch.rand(n, 1, generator=generator, device=device) if temperature > 0 else None
+            if active is None:
+                tok, lp = _sample(logits, temperature, top_p, u)
+                tok = tok.masked_fill(done, pad)
+                out_tok[:, t] = tok
+                out_lp[:, t] = lp.masked_fill(done, 0.0)
+                done = done | (tok == eos)
+                ended = done
+            else:
+                tok, lp = _sample(logits, temperature, top_p, u[active] if u is not None else None)
+                ended = tok == eos  # active rows had not ended before this token
+                out_tok[active, t] = tok
+                out_lp[active, t] = lp
+                done[active] = ended
+            steps = t + 1
+            if bool(done.all()) or t == max_new_tokens - 1:
+                break
+            if compact and int(ended.sum()) >= COMPACT_AT * ended.shape[0]:
+                keep = (~ended).nonzero().squeeze(1)
+                stepper.keep(keep)
+                tok = tok[keep]
+                active = keep if active is None else active[keep]
+            logits = stepper.step(tok)
+        out_tok, out_lp = out_tok[:, :steps].clone(), out_lp[:, :steps]
+        # the mask covers sampled tokens up to and including the eos
+        ended_before = torch.cumsum((out_tok == eos).long(), 1) - (out_tok == eos).long()
+        mask = (ended_before == 0).long()
+        mask = mask * (out_tok != pad).long() if pad != eos else mask
+        finish: list[FinishReason] = ["eos" if e else "length" for e in (out_tok == eos).any(1).tolist()]
+        texts = tokenizer.batch_decode(out_tok.masked_fill(mask == 0, pad), skip_special_tokens=True)
+        if was_training:
+            model.train()
+        b = RolloutBatch(prompt_ids, prompt_mask, out_tok, mask, out_lp * mask, finish, texts, policy_version,
+                         group_size, bitmask=torch.stack(processor.masks, 1) if processor is not None else None,
+                         decode_stats=processor.stats if processor is not None else None)
     return RolloutBatch(b.prompt_ids.clone(), b.prompt_mask.clone(), b.completion_ids.clone(),
                         b.completion_mask.clone(), b.logprobs.clone(), b.finish, b.texts, b.policy_version,
                         b.group_size, b.versions, b.bitmask.clone() if b.bitmask is not None else None,
                         b.decode_stats)
-
-
-def _generate(
-    model: Any,
-    tokenizer: Any,
-    prompts: list[list[int]],
-    *,
-    group_size: int,
-    max_new_tokens: int,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    generator: torch.Generator | None = None,
-    policy_version: int = 0,
-    fast: bool = True,
-    constrain: Any = None,
-) -> RolloutBatch:
-    """:func:`generate` without leaving inference mode."""
-    from rlvr.models.fast_decode import FastDecoder, supports
-
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    pad = tokenizer.pad_token_id
-    eos = tokenizer.eos_token_id
-    rows = [p for p in prompts for _ in range(group_size)]
-    n, tp = len(rows), max(len(p) for p in rows)
-    prompt_ids = torch.full((n, tp), pad, dtype=torch.long)
-    prompt_mask = torch.zeros((n, tp), dtype=torch.long)
-    for i, p in enumerate(rows):
-        prompt_ids[i, tp - len(p):] = torch.tensor(p)
-        prompt_mask[i, tp - len(p):] = 1
-    prompt_ids, prompt_mask = prompt_ids.to(device), prompt_mask.to(device)
-    stepper: Any
-    if fast and supports(model):  # each group's prompt is prefilled once, then its cache is repeated
-        stepper = FastDecoder(model, n, tp + max_new_tokens)
-        logits = stepper.prefill(prompt_ids[::group_size], prompt_mask[::group_size], repeat=group_size)
-        logits = logits.repeat_interleave(group_size, 0) if group_size > 1 else logits
-    else:
-        stepper = _HFStepper(model)
-        logits = stepper.prefill(prompt_ids, prompt_mask)
-    # prompts and completions in one buffer: the logits processor reads the growing ids without copies
-    ids_buf = torch.full((n, tp + max_new_tokens), pad, dtype=torch.long, device=device)
-    ids_buf[:, :tp] = prompt_ids
-    out_tok = ids_buf[:, tp:]
-    out_lp = torch.zeros((n, max_new_tokens), device=device)
-    done = torch.zeros(n, dtype=torch.bool, device=device)
-    processor = None
-    if constrain is not None:  # a transformers LogitsProcessor: fed the growing ids, it masks the logits
-        from rlvr.decoding.constrain import GrammarLogitsProcessor
-
-        processor = GrammarLogitsProcessor(constrain, n, max_new_tokens)
-    steps = 0
-    # Rows that have ended are dropped from the lean decoder once they are at least COMPACT_AT of
-    # the rows it still runs (one straggler then no longer costs a full batch per token). Draws are
-    # made for every row at every step, so the samples do not depend on when rows are dropped.
-    compact = isinstance(stepper, FastDecoder) and processor is None
-    active: torch.Tensor | None = None  # the rows the decoder still runs (None: all)
-    for t in range(max_new_tokens):
-        if processor is not None:
-            logits = processor(ids_buf[:, : tp + t], logits)
-        u = torch.rand(n, 1, generator=generator, device=device) if temperature > 0 else None
-        if active is None:
-            tok, lp = _sample(logits, temperature, top_p, u)
-            tok = tok.masked_fill(done, pad)
-            out_tok[:, t] = tok
-            out_lp[:, t] = lp.masked_fill(done, 0.0)
-            done = done | (tok == eos)
-            ended = done
-        else:
-            tok, lp = _sample(logits, temperature, top_p, u[active] if u is not None else None)
-            ended = tok == eos  # active rows had not ended before this token
-            out_tok[active, t] = tok
-            out_lp[active, t] = lp
-            done[active] = ended
-        steps = t + 1
-        if bool(done.all()) or t == max_new_tokens - 1:
-            break
-        if compact and int(ended.sum()) >= COMPACT_AT * ended.shape[0]:
-            keep = (~ended).nonzero().squeeze(1)
-            stepper.keep(keep)
-            tok = tok[keep]
-            active = keep if active is None else active[keep]
-        logits = stepper.step(tok)
-    out_tok, out_lp = out_tok[:, :steps].clone(), out_lp[:, :steps]
-    # the mask covers sampled tokens up to and including the eos
-    ended_before = torch.cumsum((out_tok == eos).long(), 1) - (out_tok == eos).long()
-    mask = (ended_before == 0).long()
-    mask = mask * (out_tok != pad).long() if pad != eos else mask
-    finish: list[FinishReason] = ["eos" if e else "length" for e in (out_tok == eos).any(1).tolist()]
-    texts = tokenizer.batch_decode(out_tok.masked_fill(mask == 0, pad), skip_special_tokens=True)
-    if was_training:
-        model.train()
-    return RolloutBatch(prompt_ids, prompt_mask, out_tok, mask, out_lp * mask, finish, texts, policy_version,
-                        group_size, bitmask=torch.stack(processor.masks, 1) if processor is not None else None,
-                        decode_stats=processor.stats if processor is not None else None)
