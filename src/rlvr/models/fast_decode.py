@@ -58,6 +58,15 @@ def signed_sin(sin: torch.Tensor) -> torch.Tensor:
     return torch.cat([-sin[..., :half], sin[..., half:]], -1)
 
 
+def fused_projections(layer: Any) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """A decoder layer's q/k/v weights (and bias) and gate/up weights, each concatenated into one
+    matrix: fewer, larger matmuls. Differentiable: gradients reach the layer's own parameters."""
+    attn, mlp = layer.self_attn, layer.mlp
+    w_qkv = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight])
+    b_qkv = torch.cat([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias]) if attn.q_proj.bias is not None else None
+    return w_qkv, b_qkv, torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])
+
+
 class FastDecoder:
     """Prefill a left-padded prompt batch, then decode one token per call.
 
@@ -107,12 +116,10 @@ class FastDecoder:
                                    torch.Tensor]:
         """A layer's projections fused (q/k/v, gate/up) with the preceding RMSNorm weights folded in:
         ``linear(norm(x) * w, W) == linear(norm(x), W * w)``."""
-        attn, mlp = layer.self_attn, layer.mlp
-        w_qkv = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]) * layer.input_layernorm.weight
-        b_qkv = (torch.cat([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias])
-                 if attn.q_proj.bias is not None else None)
-        w_gu = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]) * layer.post_attention_layernorm.weight
-        return w_qkv, b_qkv, attn.o_proj.weight, attn.o_proj.bias, w_gu, mlp.down_proj.weight
+        w_qkv, b_qkv, w_gu = fused_projections(layer)
+        attn = layer.self_attn
+        return (w_qkv * layer.input_layernorm.weight, b_qkv, attn.o_proj.weight, attn.o_proj.bias,
+                w_gu * layer.post_attention_layernorm.weight, layer.mlp.down_proj.weight)
 
     def _qkv(self, i: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -7,9 +7,10 @@ queries attend to their group's prompt keys/values (repeated, so gradients flow 
 to the one prompt computation) and to their own earlier tokens. On the benchmark's
 batches (prompt ~10 tokens, completion ~20) this removes about a third of the
 forward and backward work. It uses the model's own weights (and transformers'
-rotary embedding), so gradients land on the model's parameters; attention is two batched
-matmuls with an additive mask, and the last completion token (whose output nothing reads)
-is not run; it applies to the
+rotary embedding), so gradients land on the model's parameters. Per-token ops (norms,
+projections, rope, MLP) run once over all tokens laid out flat, attention per stream as two
+batched matmuls with an additive mask; the last completion token (whose output nothing reads)
+is not run, and rows may run in two length buckets (:func:`length_buckets`). It applies to the
 architectures :func:`rlvr.models.fast_decode.supports` accepts, and
 ``tests/models/test_grouped_forward.py`` checks it against ``model(...)``.
 """
@@ -21,7 +22,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from rlvr.models.fast_decode import rope, signed_sin
+from rlvr.models.fast_decode import fused_projections, rope, signed_sin
 
 
 def _bias(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -107,13 +108,18 @@ def completion_logits(
         return _bias(allowed, dt)[:, None, None].expand(b, nkv, rows, tq, tk).reshape(b * nkv, rows * tq, tk)
 
     class Stream:
-        """Rows run together, padded to their longest: the prompts, or a bucket of completions."""
+        """Rows run together, padded to their longest: the prompts, or a bucket of completions
+        (``idx``: its rows in the batch, ``group``: their prompts, ``tc``: logits per row)."""
 
         def __init__(self, ids: torch.Tensor, pos: torch.Tensor, bias: torch.Tensor,
-                     idx: torch.Tensor | None = None, tc: int = 0) -> None:
-            self.ids, self.pos, self.bias, self.idx, self.tc = ids, pos, bias, idx, tc
-            self.group = torch.div(idx, g, rounding_mode="floor") if idx is not None else None  # rows' prompts
+                     idx: torch.Tensor | None = None, group: torch.Tensor | None = None, tc: int = 0) -> None:
+            self.ids, self.pos, self.bias, self.idx, self.group, self.tc = ids, pos, bias, idx, group, tc
             self.rows, self.len = ids.shape
+            self.start = self.end = 0  # its tokens' span in the flat layout
+
+        def view(self, t: torch.Tensor, k: int) -> torch.Tensor:
+            """This stream's part of a flat ``[T, k * D]`` (or ``[T, k, D]``) tensor as ``[rows, len, k, D]``."""
+            return t[self.start : self.end].view(self.rows, self.len, k, hd)
 
     causal_p = torch.ones(tp, tp, dtype=torch.bool, device=dev).tril()
     # a padded prompt query may see only itself (an all-masked row gives NaN); its output is unused
@@ -128,7 +134,7 @@ def completion_logits(
         causal = torch.ones(m, m, dtype=torch.bool, device=dev).tril()
         allowed = torch.cat([valid_p[group][:, None, :].expand(len(idx), m, tp), causal.expand(len(idx), m, m)], -1)
         return Stream(completion_ids[idx, :m], pos_p[group, -1:] + 1 + torch.arange(m, device=dev),
-                      per_head(allowed), idx, tc)  # bias: [., Tc-1, Tp + Tc-1]
+                      per_head(allowed), idx, group, tc)  # bias: [., Tc-1, Tp + Tc-1]
 
     if lengths is None:
         streams = [completions(torch.arange(n, device=dev), tc_all)]
@@ -137,46 +143,40 @@ def completion_logits(
     # Every per-token op (norms, projections, rope, MLP) runs once over all streams' tokens laid
     # out flat; only attention works per stream, on views of the flat tensors.
     everything = [prompts, *streams]
-    spans, off = [], 0
+    off = 0
     for st in everything:
-        spans.append((off, off + st.rows * st.len))
-        off += st.rows * st.len
+        st.start, st.end = off, off + st.rows * st.len
+        off = st.end
     x = inner.embed_tokens(torch.cat([st.ids.reshape(-1) for st in everything]))  # [T, C]
     cos, sin = inner.rotary_emb(x[None], torch.cat([st.pos.reshape(-1) for st in everything])[None])
     cos, sin = cos[0, :, None], signed_sin(sin[0])[:, None]  # [T, 1, D]: broadcast over heads
 
-    def heads(t: torch.Tensor, st: Stream, span: tuple[int, int], k: int) -> torch.Tensor:
-        return t[span[0] : span[1]].view(st.rows, st.len, k, hd)
-
     for layer in inner.layers:
         attn, ff = layer.self_attn, layer.mlp
-        w_qkv = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight])
-        b_qkv = (torch.cat([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias])
-                 if attn.q_proj.bias is not None else None)
-        w_gu = torch.cat([ff.gate_proj.weight, ff.up_proj.weight])
+        w_qkv, b_qkv, w_gu = fused_projections(layer)
         out = F.linear(F.rms_norm(x, (x.shape[-1],), layer.input_layernorm.weight, eps), w_qkv, b_qkv)
         qk = rope(out[:, : (nq + nkv) * hd].view(-1, nq + nkv, hd), cos, sin)
         v = out[:, (nq + nkv) * hd :].to(qk.dtype)  # values in the queries' dtype (autocast)
         # keys/values head-major for the attention matmuls
-        qp = heads(qk, prompts, spans[0], nq + nkv)
-        kp, vp = qp[:, :, nq:].transpose(1, 2), heads(v, prompts, spans[0], nkv).transpose(1, 2)
+        qp = prompts.view(qk, nq + nkv)
+        kp, vp = qp[:, :, nq:].transpose(1, 2), prompts.view(v, nkv).transpose(1, 2)
         o = [_attend(qp[:, :, :nq], kp, vp, prompts.bias, scale)]
-        for st, span in zip(streams, spans[1:]):
-            qc = heads(qk, st, span, nq + nkv)
+        for st in streams:
+            qc = st.view(qk, nq + nkv)
             # completion queries read their group's prompt keys (gathered: gradients flow back to
             # the one prompt computation) and their own earlier tokens
             keys = torch.cat([kp.index_select(0, st.group), qc[:, :, nq:].transpose(1, 2)], 2)
-            values = torch.cat([vp.index_select(0, st.group), heads(v, st, span, nkv).transpose(1, 2)], 2)
+            values = torch.cat([vp.index_select(0, st.group), st.view(v, nkv).transpose(1, 2)], 2)
             o.append(_attend(qc[:, :, :nq], keys, values, st.bias, scale))
         x = x + F.linear(torch.cat([t.reshape(-1, nq * hd) for t in o]), attn.o_proj.weight, attn.o_proj.bias)
         gate, up = F.linear(F.rms_norm(x, (x.shape[-1],), layer.post_attention_layernorm.weight, eps),
                             w_gu).chunk(2, -1)
         x = x + F.linear(F.silu(gate) * up, ff.down_proj.weight)
-    last = x[spans[0][0] : spans[0][1]].view(p, tp, -1)[:, -1:]  # each prompt's last position
+    last = x[prompts.start : prompts.end].view(p, tp, -1)[:, -1:]  # each prompt's last position
     out = []
-    for st, span in zip(streams, spans[1:]):
+    for st in streams:
         # the first completion token is predicted from the prompt's last position
-        h = torch.cat([last.index_select(0, st.group), x[span[0] : span[1]].view(st.rows, st.len, -1)], 1)
+        h = torch.cat([last.index_select(0, st.group), x[st.start : st.end].view(st.rows, st.len, -1)], 1)
         out.append(model.lm_head(F.rms_norm(h, (h.shape[-1],), inner.norm.weight, eps)))
     if len(streams) == 1 and streams[0].tc == tc_all:
         return out[0]
