@@ -173,14 +173,14 @@ def completion_logits(
                             w_gu).chunk(2, -1)
         x = x + F.linear(F.silu(gate) * up, ff.down_proj.weight)
     last = x[prompts.start : prompts.end].view(p, tp, -1)[:, -1:]  # each prompt's last position
-    out = []
+    per_stream = []
     for st in streams:
         # the first completion token is predicted from the prompt's last position
         h = torch.cat([last.index_select(0, st.group), x[st.start : st.end].view(st.rows, st.len, -1)], 1)
-        out.append(model.lm_head(F.rms_norm(h, (h.shape[-1],), inner.norm.weight, eps)))
+        per_stream.append(model.lm_head(F.rms_norm(h, (h.shape[-1],), inner.norm.weight, eps)))
     if len(streams) == 1 and streams[0].tc == tc_all:
-        return out[0]
-    logits = out[0].new_zeros(n, tc_all, out[0].shape[-1])
-    for st, lg in zip(streams, out):
+        return per_stream[0]
+    logits = per_stream[0].new_zeros(n, tc_all, per_stream[0].shape[-1])
+    for st, lg in zip(streams, per_stream):
         logits[st.idx, : st.tc] = lg
     return logits
