@@ -279,32 +279,25 @@ def generate(
         # the rows it still runs (one straggler then no longer costs a full batch per token). Draws are
         # made for every row at every step, so the samples do not depend on when rows are dropped.
         compact = isinstance(stepper, FastDecoder) and processor is None
-        active: torch.Tensor | None = None  # the rows the decoder still runs (None: all)
+        active = torch.arange(n, device=device)  # the rows the decoder still runs
         for t in range(max_new_tokens):
             if processor is not None:
                 logits = processor(ids_buf[:, : tp + t], logits)
             u = torch.rand(n, 1, generator=generator, device=device) if temperature > 0 else None
-            if active is None:
-                tok, lp = _sample(logits, temperature, top_p, u)
-                tok = tok.masked_fill(done, pad)
-                out_tok[:, t] = tok
-                out_lp[:, t] = lp.masked_fill(done, 0.0)
-                done = done | (tok == eos)
-                ended = done
-            else:
-                tok, lp = _sample(logits, temperature, top_p, u[active] if u is not None else None)
-                ended = tok == eos  # active rows had not ended before this token
-                out_tok[active, t] = tok
-                out_lp[active, t] = lp
-                done[active] = ended
+            tok, lp = _sample(logits, temperature, top_p, u[active] if u is not None else None)
+            ended = done[active]  # rows still decoded after their end get the pad
+            tok = tok.masked_fill(ended, pad)
+            out_tok[active, t] = tok
+            out_lp[active, t] = lp.masked_fill(ended, 0.0)
+            ended |= tok == eos
+            done[active] = ended
             steps = t + 1
             if bool(done.all()) or t == max_new_tokens - 1:
                 break
-            if compact and int(ended.sum()) >= COMPACT_AT * ended.shape[0]:
+            if compact and int(ended.sum()) >= COMPACT_AT * len(active):
                 keep = (~ended).nonzero().squeeze(1)
                 stepper.keep(keep)
-                tok = tok[keep]
-                active = keep if active is None else active[keep]
+                tok, active = tok[keep], active[keep]
             logits = stepper.step(tok)
         out_tok, out_lp = out_tok[:, :steps].clone(), out_lp[:, :steps]
         # the mask covers sampled tokens up to and including the eos

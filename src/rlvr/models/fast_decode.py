@@ -39,8 +39,9 @@ def supports(model: Any) -> bool:
     return not hasattr(layer.self_attn, "q_norm")
 
 
-def _rms(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
-    return F.rms_norm(x, (x.shape[-1],), weight, eps)
+def _rms(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMSNorm without its weight (folded into the projection that follows)."""
+    return F.rms_norm(x, (x.shape[-1],), None, eps)
 
 
 def rope(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor) -> torch.Tensor:
@@ -103,7 +104,7 @@ class FastDecoder:
         # additive attention mask per (position, row x kv head): 0 where a key may be read, -inf elsewhere
         self.bias = torch.full((max_len, batch * self.n_kv, 1), float("-inf"), dtype=p.dtype, device=p.device)
         self.length = 0
-        self.next_pos: torch.Tensor | None = None
+        self._rope_ahead: tuple[torch.Tensor, torch.Tensor] | None = None  # set by prefill
         self.scale = self.head_dim**-0.5
         with torch.no_grad():
             self.weights = [self._fold(layer) for layer in self.layers]
@@ -126,7 +127,7 @@ class FastDecoder:
         """Roped queries ``[..., nq, D]``, roped keys and values ``[..., nkv, D]`` for ``x [..., C]``."""
         nq, nkv, hd = self.n_heads, self.n_kv, self.head_dim
         w_qkv, b_qkv = self.weights[i][:2]
-        qkv = F.linear(_rms(x, None, self.eps), w_qkv, b_qkv)
+        qkv = F.linear(_rms(x, self.eps), w_qkv, b_qkv)
         lead = qkv.shape[:-1]
         qk = rope(qkv[..., : (nq + nkv) * hd].view(*lead, nq + nkv, hd), cos, sin)
         v = qkv[..., (nq + nkv) * hd :].view(*lead, nkv, hd)
@@ -135,11 +136,11 @@ class FastDecoder:
     def _mlp(self, i: int, x: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
         _, _, w_o, b_o, w_gu, w_down = self.weights[i]
         x = x + F.linear(o, w_o, b_o)
-        gate, up = F.linear(_rms(x, None, self.eps), w_gu).chunk(2, -1)
+        gate, up = F.linear(_rms(x, self.eps), w_gu).chunk(2, -1)
         return x + F.linear(F.silu(gate) * up, w_down)
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(_rms(x, None, self.eps), self.w_out, self.b_out)
+        return F.linear(_rms(x, self.eps), self.w_out, self.b_out)
 
     @torch.no_grad()
     def prefill(self, ids: torch.Tensor, attention_mask: torch.Tensor, repeat: int = 1) -> torch.Tensor:
@@ -174,7 +175,6 @@ class FastDecoder:
         ahead = next_pos + torch.arange(max(self.max_len - t, 1), device=ids.device)
         cos, sin = self.inner.rotary_emb(x[:1, :1].expand(self.batch, 1, -1), ahead)
         self._rope_ahead = (cos[:, :, None], signed_sin(sin)[:, :, None])  # [B, steps, 1, D]
-        self.next_pos = next_pos
         self._step = 0
         return self._logits(x[:, -1])
 
@@ -186,16 +186,15 @@ class FastDecoder:
             return t.view(t.shape[0], b, nkv, *t.shape[2:]).index_select(1, rows).view(t.shape[0], -1, *t.shape[2:])
 
         self.k, self.v, self.bias = [take(k) for k in self.k], [take(v) for v in self.v], take(self.bias)
+        assert self._rope_ahead is not None, "call prefill first"
         cos, sin = self._rope_ahead
         self._rope_ahead = (cos[rows], sin[rows])
-        assert self.next_pos is not None
-        self.next_pos = self.next_pos[rows]
         self.batch = len(rows)
 
     @torch.no_grad()
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         """Append ``tokens [B]`` and return the logits ``[B, V]`` for the token after them."""
-        assert self.next_pos is not None, "call prefill first"
+        assert self._rope_ahead is not None, "call prefill first"
         b, nq, nkv, hd = self.batch, self.n_heads, self.n_kv, self.head_dim
         s = self.length
         self.bias[s] = 0.0
@@ -216,5 +215,4 @@ class FastDecoder:
             x = self._mlp(i, x, o.view(b, nq * hd))
         self.length = s + 1
         self._step += 1
-        self.next_pos = self.next_pos + 1
         return self._logits(x)
