@@ -11,9 +11,16 @@ in the same run on the same programs, is a bare ``subprocess.run`` of the same
 program and tests with a timeout and no isolation at all (hostile programs are
 left out of it: a fork bomb with no limits takes the machine down): ratio =
 rlvr's rate / the peer's, i.e. what the sandbox and verdicts cost. Prints runs/s, the ratio, the verdict table by kind, and checks
-that no sandbox process or directory is left afterwards.
+that no sandbox process or directory is left afterwards. Then the forgery table
+(``tests/verify/code/test_forgery.py``: wrong solutions that try to fake their report, in every
+spec form): how many scored ``correct`` (bar: 0).
 
-    .venv/bin/python benchmarks/code_verify.py [--jobs 2] [--small 500] [--seed 0]
+``--against REV`` also measures rlvr at an older commit in the same run (a temporary worktree),
+for before/after throughput (``make bench-check`` compares with e5d6da6, the commit before the
+forgery-proof harness). Bars: HumanEval canonical all ``correct``, every planted bug ``wrong``,
+0 forgeries, nothing left behind; with ``--against``, throughput after / before >= 0.85.
+
+    .venv/bin/python benchmarks/code_verify.py [--jobs 2] [--small 500] [--seed 0] [--against REV] [--quick]
 """
 
 from __future__ import annotations
@@ -29,7 +36,10 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import Bar, drop_worktree, report, run_child, src_path, worktree  # noqa: E402
+
+sys.path.insert(0, src_path())
 
 from rlvr.data import humaneval  # noqa: E402
 from rlvr.verify.code import sandbox  # noqa: E402
@@ -145,7 +155,8 @@ def leftovers() -> tuple[int, int]:
     return procs, dirs
 
 
-def measure(name: str, rows: list[tuple[str, str, dict, str]], args: argparse.Namespace, peer: bool) -> dict:
+def measure(name: str, rows: list[tuple[str, str, dict, str]], args: argparse.Namespace, peer: bool,
+            quiet: bool = False) -> dict:
     """Verify ``rows`` with rlvr (and the same programs with the bare peer); print and return the figures."""
     kinds = [k for k, *_ in rows]
     done = [0]
@@ -160,7 +171,10 @@ def measure(name: str, rows: list[tuple[str, str, dict, str]], args: argparse.Na
                                  timeout=args.timeout, on_done=tick)
     secs = time.perf_counter() - t0
     table = Counter((k, v.status.value) for k, v in zip(kinds, verdicts))
-    line = {"items": len(rows), "seconds": round(secs, 2), "items_per_s": round(len(rows) / secs, 1)}
+    line: dict = {"items": len(rows), "seconds": round(secs, 2), "items_per_s": round(len(rows) / secs, 1),
+                  "table": {f"{k}/{s}": n for (k, s), n in sorted(table.items())}}
+    if quiet:
+        return line
     if peer:
         items = []
         for _k, _c, spec, code in rows:
@@ -171,11 +185,22 @@ def measure(name: str, rows: list[tuple[str, str, dict, str]], args: argparse.Na
         psecs, _ = run_peer(items, args.jobs, args.timeout)
         line.update(peer_seconds=round(psecs, 2), peer_items_per_s=round(len(items) / psecs, 1),
                     ratio=round(psecs / secs, 2))
-    print(f"\n{name}: {json.dumps(line)}")
+    print(f"\n{name}: {json.dumps({k: v for k, v in line.items() if k != 'table'})}")
     print(f"{'kind':<22}{'status':<12}{'count':>6}")
     for (k, s), n in sorted(table.items()):
         print(f"{k:<22}{s:<12}{n:>6}")
     return line
+
+
+def forgeries(jobs: int) -> tuple[int, int]:
+    """``(scored correct, attempts)`` over the forgery table x spec forms."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.verify.code.test_forgery import ATTEMPTS, FORMS, IO_MAIN
+
+    items = [(f"```python\n{code}{IO_MAIN if form == 'io' else ''}\n```", spec)
+             for code, _ in ATTEMPTS.values() for form, spec in FORMS.items()]
+    verdicts = verify_code_batch([c for c, _ in items], [s for _, s in items], jobs=jobs, timeout=10)
+    return sum(v.status.value == "correct" for v in verdicts), len(items)
 
 
 def main() -> None:
@@ -185,11 +210,16 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=3.0, help="seconds per item")
     ap.add_argument("--skip-peer", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="a third of HumanEval and 120 small items (make bench-check)")
+    ap.add_argument("--against", metavar="REV", help="also measure rlvr at this commit, in the same run")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # --against's measuring process
     args = ap.parse_args()
-    print(f"sandbox level: {sandbox.isolation()}")
+    if args.quick:
+        args.small = min(args.small, 120)
+    print(f"sandbox level: {sandbox.isolation()}", file=sys.stderr if args.child else sys.stdout)
     before = leftovers()
 
-    problems = humaneval.load_humaneval()
+    problems = humaneval.load_humaneval()[:: 3 if args.quick else 1]
     he_rows = []
     for p in problems:
         spec = humaneval.test_spec(p)
@@ -198,6 +228,11 @@ def main() -> None:
         for kind, prog in humaneval.planted_bugs(p).items():
             he_rows.append((f"bug:{kind}", humaneval.fenced(prog), spec, prog))
     sets = {"humaneval": he_rows, "small": small_set(args.small, args.seed)}
+    if args.child:  # rlvr only, non-hostile rows, figures as one JSON line
+        out = {name: measure(name, [r for r in rows if r[0] != "hostile"], args, peer=False, quiet=True)
+               for name, rows in sets.items()}
+        print(json.dumps(out))
+        return
 
     summary = {}
     for name, all_rows in sets.items():
@@ -206,9 +241,37 @@ def main() -> None:
                            (" hostile", [r for r in all_rows if r[0] == "hostile"])):
             if rows:
                 summary[name + part] = measure(name + part, rows, args, peer=not part and not args.skip_peer)
+    bars = []
+    if args.against:
+        tree = worktree(args.against)
+        try:
+            argv = ["--child", "--jobs", str(args.jobs), "--small", str(args.small), "--seed", str(args.seed),
+                    "--timeout", str(args.timeout)] + (["--quick"] if args.quick else [])
+            old = run_child(Path(__file__).resolve(), tree / "src", argv)
+        finally:
+            drop_worktree(tree)
+        print(f"\nrlvr at {args.against} (same run):")
+        for name in sets:
+            ratio = summary[name]["items_per_s"] / old[name]["items_per_s"]
+            summary[name]["before_items_per_s"] = old[name]["items_per_s"]
+            print(f"  {name}: {old[name]['items_per_s']} items/s before, {summary[name]['items_per_s']} after "
+                  f"({ratio:.2f}x)")
+            bars.append(Bar(f"{name} throughput after / before", ratio, ">=", 0.85))
+    caught, attempts = forgeries(args.jobs)
+    print(f"\nforgery table: {caught} of {attempts} attempts scored correct")
+    summary["forgeries"] = {"scored_correct": caught, "attempts": attempts}
 
     after = leftovers()
     print(f"\nleft behind: {after[0] - before[0]} sandbox processes, {after[1] - before[1]} sandbox directories")
+    he = summary["humaneval"]["table"]
+    n_he = len(problems)
+    bars += [Bar("HumanEval canonical scored correct", he.get("canonical/correct", 0) / n_he, ">=", 1.0, "%"),
+             Bar("HumanEval planted bugs scored wrong",
+                 sum(v for k, v in he.items() if k.startswith("bug:") and k.endswith("/wrong")) / (3 * n_he),
+                 ">=", 1.0, "%"),
+             Bar("forgeries scored correct", caught, "==", 0),
+             Bar("sandbox processes and directories left", (after[0] - before[0]) + (after[1] - before[1]), "==", 0)]
+    report("code_verify", summary, bars, args, quick=args.quick)
     if after[0] > before[0] or after[1] > before[1]:
         sys.exit("FAIL: the sandbox left something behind")
 

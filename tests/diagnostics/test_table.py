@@ -55,4 +55,23 @@ def test_alarm_lines_from_metrics():
                {"step": 2, "alarms/multiple_answers": 0.2, "alarms/answer_in_reasoning": 0.01,
                 "alarms/format_without_accuracy": 1.0}]
     assert alarm_lines(metrics) == [("multiple_answers", 1, 2, 0.2), ("answer_in_reasoning", 1, 1, 0.5),
-                                    ("format_without_accuracy", 1, 2, 1.0)]
+                                    ("format_without_accuracy", 1, 2, 1.0), ("code_tamper", 0, None, 0.0)]
+
+
+def test_a_tamper_attempt_fires_the_code_alarm_in_rlvr_causes(tmp_path):
+    from rlvr.diagnostics.alarms import code_tamper
+    from rlvr.verify.code.verifier import verify_code
+
+    spec = {"tests": "assert add(1, 2) == 3", "entry_point": "add"}
+    honest = verify_code("```python\ndef add(a, b):\n    return a + b\n```", spec)
+    forger = verify_code("```python\nimport gc\ndef add(a, b):\n    gc.get_objects()\n    return 0\n```", spec)
+    assert forger.details["tamper"] == "a gc.get_objects() scan" and "tamper" not in honest.details
+    share = code_tamper([honest, forger, None])
+    assert share == 0.5 and code_tamper([None]) is None  # no code rollout: no figure at all
+    (tmp_path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 1, "alarms/code_tamper": share}) + "\n"
+                                            + json.dumps({"step": 2, "alarms/code_tamper": None}) + "\n")
+    r = CliRunner().invoke(app, ["causes", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    line = next(ln for ln in r.output.splitlines() if "code_tamper" in ln)
+    assert "1" in line.split("code_tamper")[1] and "0.50" in line

@@ -5,7 +5,10 @@
 * ``multiple_answers``: completions that carry several answer blocks (hedging: one of them
   may be right);
 * ``answer_in_reasoning``: the answer sits inside the reasoning block while the answer block is
-  missing or empty (the verifier's fallback finds it; the format is not learnt).
+  missing or empty (the verifier's fallback finds it; the format is not learnt);
+* ``code_tamper``: code rollouts that tried to tamper with their tests (frame or object
+  introspection, patched builtins, an object whose ``__eq__`` lies: see ``verify/code/_harness.py``).
+  Any attempt is worth a look: it fires above 0.
 
 Each is a per-step metric (``alarms/<name>``) and a line in ``rlvr causes``.
 """
@@ -16,6 +19,8 @@ import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from rlvr.types import Method, Verdict
 
 #: A share of completions above which a per-completion alarm fires.
 SHARE_THRESHOLD = 0.05
@@ -37,6 +42,15 @@ def answer_only_in_reasoning(text: str, think_tag: str = "think", answer_tag: st
         return False
     inner = m.group(1)
     return bool(re.search(r"\\boxed\{|answer is|=\s*-?\d", inner, re.IGNORECASE))
+
+
+def code_tamper(verdicts: Sequence[Verdict | None]) -> float | None:
+    """Share of code rollouts (verified by execution) whose verdict names a tamper attempt; None when
+    the step had no code rollout."""
+    code = [v for v in verdicts if v is not None and v.method is Method.EXECUTION]
+    if not code:
+        return None
+    return sum(bool(v.details.get("tamper")) for v in code) / len(code)
 
 
 def share(texts: Sequence[str], pred: object) -> float:

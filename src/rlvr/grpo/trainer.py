@@ -27,6 +27,7 @@ from rlvr.diagnostics.alarms import (
     FormatWithoutAccuracy,
     answer_blocks,
     answer_only_in_reasoning,
+    code_tamper,
     share,
 )
 from rlvr.diagnostics.causes import Cause, cause_of
@@ -523,6 +524,7 @@ class GRPOTrainer:
             m["quarantine/size"] = float(len(self.quarantine.entries))
         m["alarms/multiple_answers"] = share(batch.texts, lambda t: answer_blocks(t, answer) > 1)
         m["alarms/answer_in_reasoning"] = share(batch.texts, lambda t: answer_only_in_reasoning(t, think, answer))
+        m["alarms/code_tamper"] = code_tamper([b.verdict for b in breakdowns])
         m["alarms/format_without_accuracy"] = float(self.format_alarm.update(m.get("reward/format/mean"),
                                                                              m.get("reward/accuracy/mean")))
         return m

@@ -22,12 +22,14 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from importlib.resources import files as package_files
 from typing import Any
 
 from rlvr.types import Method, Status, Verdict
 from rlvr.verify.code import sandbox
+from rlvr.verify.code._harness import decode, encode
+from rlvr.verify.code.asserts import Check, compile_asserts, evaluate
 from rlvr.verify.code.extract import extract_code
 from rlvr.verify.code.languages import Language, get_language
 from rlvr.verify.code.spec import TestSpec, parse_spec
@@ -113,12 +115,14 @@ def verify_code(
         result = _run_program(code, spec, lang, limits, budget)
     if isinstance(result, Verdict):
         return result
-    passed, total, failures, level = result
+    passed, total, failures, level, extra = result
     warn = sandbox.isolation_warning(level)
     frac = passed / total if total else 0.0
     details = {"passed": passed, "total": total, "pass_fraction": frac, "isolation": level, "rule": rule,
-               "failures": failures[:_MAX_FAILURES], "language": lang.name, "mode": spec.mode}
-    if total and passed == total:
+               "failures": failures[:_MAX_FAILURES], "language": lang.name, "mode": spec.mode, **extra}
+    if extra.get("tamper"):  # data, not a crash: -1, and the alarm alarms/code_tamper
+        reason, status = f"tamper attempt: {extra['tamper']} (scored wrong)", Status.WRONG
+    elif total and passed == total:
         reason = f"all {total} tests passed"
         status = Status.CORRECT
     else:
@@ -128,7 +132,8 @@ def verify_code(
                    reason=f"{reason} [{warn}]" if warn else reason, details=details)
 
 
-_Result = tuple[int, int, list[str], str]
+#: ``(passed, total, failures, isolation level, extra details)``.
+_Result = tuple[int, int, list[str], str, dict[str, Any]]
 
 
 def _run_failure(run: sandbox.RunResult) -> str:
@@ -196,46 +201,134 @@ def _run_io(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, b
                 break
         else:
             passed += 1
-    return passed, len(spec.cases), failures, level
+    return passed, len(spec.cases), failures, level, {"checks": "outside"}
 
 
 def _run_harness(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float,
                  early_stop: bool) -> _Result | Verdict:
-    nonce = secrets.token_hex(8)
-    order = {"nonce": nonce, "mode": spec.mode, "tests": spec.tests, "entry_point": spec.entry_point,
-             "cases": list(spec.cases), "float_tol": spec.float_tol, "early_stop": early_stop,
-             "source": lang.source}
+    """Python: call cases and assert tests of the usual shape run as calls judged here (the expected
+    values never enter the sandbox); other assert tests run in the harness's hardened mode."""
     if spec.mode == "call" and not spec.entry_point:
         return Verdict(Status.BAD_GOLD, method=Method.EXECUTION, reason="call tests need an entry_point")
+    if spec.mode == "call":
+        checks = [_case_check(c, spec.float_tol) for c in spec.cases]
+    else:
+        checks = compile_asserts(spec.tests, spec.entry_point)
+    if checks is None:
+        order = {"mode": "assert", "tests": spec.tests, "entry_point": spec.entry_point, "prompt": spec.prompt,
+                 "early_stop": early_stop}
+    else:
+        calls = [c for c in checks if c.calls]
+        order = {"mode": "calls", "entry_point": spec.entry_point,
+                 "calls": [{"args": encode(list(c.args)), "kwargs": encode(c.kwargs)} for c in calls]}
+    report = _harness_run(code, order, lang, limits, budget)
+    if isinstance(report, Verdict):
+        return report
+    if checks is None:
+        return _judge_asserts(report)
+    return _judge_calls(checks, report, early_stop)
+
+
+@dataclass
+class _Report:
+    """What the harness said on the result pipe (lines without our nonce are ignored)."""
+
+    total: int | None = None
+    done: bool = False
+    fatal: str = ""
+    tamper: str = ""
+    cases: dict[int, tuple[bool, str]] = field(default_factory=dict)  # assert mode: i -> (ok, why)
+    results: dict[int, tuple[bool, Any]] = field(default_factory=dict)  # calls mode: i -> (returned?, value/why)
+    run: sandbox.RunResult | None = None
+    level: str = ""
+
+
+def _harness_run(code: str, order: dict[str, Any], lang: Language, limits: sandbox.Limits,
+                 budget: float) -> _Report | Verdict:
+    nonce = secrets.token_hex(8)
     argv = [lang.run[0], "-I", _HARNESS, "{result_fd}"]
-    run = sandbox.run(argv, {lang.source: code, _HARNESS: _harness_source()}, stdin=json.dumps(order),
-                      limits=_limits(limits, budget))
+    run = sandbox.run(argv, {lang.source: code, _HARNESS: _harness_source()},
+                      stdin=json.dumps({"nonce": nonce, "source": lang.source, **order}), limits=_limits(limits, budget))
     if run.error:
         return Verdict(Status.ERROR, extracted=code[:2000], method=Method.EXECUTION, reason=run.error)
-    total, done, fatal = None, False, ""
-    outcome: dict[int, tuple[bool, str]] = {}
+    rep = _Report(run=run, level=run.isolation)
     for line in run.results.decode("utf-8", "replace").splitlines():
         head, _, rest = line.partition(" ")
         if head != nonce:  # not the harness's (the solution printing to our pipe)
             continue
-        kind, _, rest = rest.partition(" ")
-        if kind == "total" and total is None:
-            total = int(rest)
-        elif kind == "case":
-            i, ok, why = rest.split(" ", 2)
-            outcome.setdefault(int(i), (ok == "1", json.loads(why)))
-        elif kind == "fatal":
-            fatal = json.loads(rest)
-        elif kind in ("done", "stopped"):  # stopped: early stop after a failure, by request
-            done = True
-    if total is None:  # the harness never started its report: the solution killed the run at load
-        total = 1
-    failures = [f"test {i}: {why}" for i, (ok, why) in sorted(outcome.items()) if not ok]
-    passed = sum(ok for ok, _ in outcome.values())
-    if not done:
-        failures.append(fatal or _run_failure(run) or "the run ended before the tests finished")
+        try:
+            _read_line(rep, rest)
+        except (ValueError, KeyError, TypeError, IndexError, RecursionError):
+            # only the harness knows the nonce: a line it wrote that does not parse was tampered with
+            rep.tamper = rep.tamper or "corrupted the harness's report"
+    return rep
+
+
+def _read_line(rep: _Report, rest: str) -> None:
+    kind, _, rest = rest.partition(" ")
+    if kind == "total" and rep.total is None:
+        rep.total = int(rest)
+    elif kind == "case":
+        i, ok, why = rest.split(" ", 2)
+        rep.cases.setdefault(int(i), (ok == "1", str(json.loads(why))))
+    elif kind in ("result", "raised"):
+        i, payload = rest.split(" ", 1)
+        value = decode(json.loads(payload)) if kind == "result" else str(json.loads(payload))
+        rep.results.setdefault(int(i), (kind == "result", value))
+    elif kind == "fatal":
+        rep.fatal = str(json.loads(rest))
+    elif kind == "tamper":
+        rep.tamper = rep.tamper or str(json.loads(rest))
+    elif kind in ("done", "stopped"):  # stopped: early stop after a failure, by request
+        rep.done = True
+
+
+def _tampered(rep: _Report, total: int, checks: str) -> _Result:
+    return 0, total, [f"tamper attempt: {rep.tamper}"], rep.level, {"checks": checks, "tamper": rep.tamper}
+
+
+def _judge_asserts(rep: _Report) -> _Result:
+    total = rep.total or 1  # no total: the solution killed the run at load
+    if rep.tamper:
+        return _tampered(rep, total, "hardened")
+    failures = [f"test {i}: {why}" for i, (ok, why) in sorted(rep.cases.items()) if not ok]
+    passed = sum(ok for ok, _ in rep.cases.values())
+    if not rep.done:
+        assert rep.run is not None
+        failures.append(rep.fatal or _run_failure(rep.run) or "the run ended before the tests finished")
         passed = min(passed, total - 1)
-    return passed, total, failures, run.isolation
+    return passed, total, failures, rep.level, {"checks": "hardened"}
+
+
+def _judge_calls(checks: list[Check], rep: _Report, early_stop: bool) -> _Result:
+    if rep.tamper:
+        return _tampered(rep, len(checks), "outside")
+    passed, failures, k = 0, [], 0
+    for i, check in enumerate(checks):
+        if check.calls:
+            returned, value = rep.results.get(k, (False, None))
+            k += 1
+            if not returned:
+                assert rep.run is not None
+                why = value or rep.fatal or _run_failure(rep.run) or "the run ended before this call"
+                ok, why = False, f"{check.source}: {why}"
+            else:
+                ok, why = evaluate(check, value)
+        else:
+            ok, why = evaluate(check, None)
+        if ok:
+            passed += 1
+        else:
+            failures.append(f"test {i}: {why}")
+            if early_stop:
+                break
+    return passed, len(checks), failures, rep.level, {"checks": "outside"}
+
+
+def _case_check(case: dict[str, Any], tol: float) -> Check:
+    """A function-call case as a check: the result equals the expected value (floats within ``tol``)."""
+    return Check("case", tuple(case.get("args", [])), dict(case.get("kwargs", {})), case.get("result"),
+                 tol={"tol": tol}, source=f"case {case.get('args', [])!r}"[:160])
 
 
 def _run_program(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float) -> _Result | Verdict:
@@ -246,7 +339,7 @@ def _run_program(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limi
     if (bad := _built(lang, run, code)) is not None:
         return bad
     why = _run_failure(run)
-    return (0 if why else 1), 1, ([why] if why else []), run.isolation
+    return (0 if why else 1), 1, ([why] if why else []), run.isolation, {"checks": "exit_status"}
 
 
 def same_output(got: str, want: str, float_tol: float = 0.0) -> bool:

@@ -1,0 +1,107 @@
+"""Benchmark figures that cannot go stale: every run writes what it measured, where and when.
+
+Each benchmark ends with :func:`report`: one ``PASS``/``FAIL`` line per bar (the figure, the bar),
+and a JSON file ``benchmarks/results/<name>.json`` (``results/quick/`` for ``--quick`` runs, which
+git ignores) holding the figures, the bars, the arguments, the commit (``+dirty`` when the tree
+had uncommitted changes), the date and the machine's load. The README's tables cite the commit
+of the file they were copied from; ``make bench-check`` runs every benchmark in its quick mode.
+
+``--against REV`` support (:func:`worktree`): a benchmark can measure an older commit of rlvr in
+the same run, from a temporary git worktree, to print *before* and *after* side by side.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import operator
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+_OPS: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, "<=": operator.le, ">": operator.gt,
+                                                   "<": operator.lt, "==": operator.eq}
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One bar: ``figure OP target`` (``value`` is what this run measured)."""
+
+    name: str
+    value: float
+    op: str
+    target: float
+    unit: str = ""
+
+    @property
+    def met(self) -> bool:
+        return _OPS[self.op](self.value, self.target)
+
+    def line(self, bench: str) -> str:
+        fmt = (lambda v: f"{v:.2%}") if self.unit == "%" else (lambda v: f"{v:.3g}{self.unit}")
+        return f"{'PASS' if self.met else 'FAIL'} {bench}: {self.name} = {fmt(self.value)} (bar {self.op} {fmt(self.target)})"
+
+
+def provenance() -> dict[str, Any]:
+    """The commit (``+dirty`` for uncommitted changes), the date and the machine's state."""
+    def git(*a: str) -> str:
+        try:
+            return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    commit = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--untracked-files=no"):
+        commit += "+dirty"
+    return {"commit": commit, "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "cpus": os.cpu_count(), "load": [round(x, 2) for x in os.getloadavg()],
+            "python": sys.version.split()[0]}
+
+
+def report(name: str, figures: dict[str, Any], bars: list[Bar], args: Any = None, *, quick: bool = False) -> Path:
+    """Print the bar lines and write the results file; returns its path."""
+    out = (RESULTS / "quick" if quick else RESULTS) / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    record = {"benchmark": name, "quick": quick, **provenance(),
+              "args": vars(args) if args is not None and hasattr(args, "__dict__") else args,
+              "figures": figures, "bars": [{**asdict(b), "met": b.met} for b in bars]}
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1, default=str) + "\n")
+    os.replace(tmp, out)
+    print()
+    for b in bars:
+        print(b.line(name))
+    print(f"results: {out.relative_to(ROOT)} (commit {record['commit']}, {record['date']})")
+    return out
+
+
+def worktree(rev: str) -> Path:
+    """A temporary checkout of ``rev`` (its ``src`` goes on ``sys.path`` of a child process)."""
+    path = Path(tempfile.mkdtemp(prefix="rlvr-bench-")) / "tree"
+    subprocess.run(["git", "worktree", "add", "--detach", "-q", str(path), rev], cwd=ROOT, check=True)
+    return path
+
+
+def drop_worktree(path: Path) -> None:
+    subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
+
+
+def run_child(script: Path, src: Path, argv: list[str]) -> dict[str, Any]:
+    """Run ``script`` with rlvr imported from ``src``; its last stdout line is a JSON object."""
+    env = {**os.environ, "RLVR_BENCH_SRC": str(src)}
+    res = subprocess.run([sys.executable, str(script), *argv], env=env, capture_output=True, text=True)
+    if res.returncode:
+        raise RuntimeError(f"{script.name} {' '.join(argv)} under {src} failed:\n{res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def src_path() -> str:
+    """Where to import rlvr from: this tree's ``src``, or the one ``--against`` checked out."""
+    return os.environ.get("RLVR_BENCH_SRC") or str(ROOT / "src")
