@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from rlvr.rewards.base import column, gold_column
+from rlvr.rewards.base import column, gold_column, prompt_text
 from rlvr.types import Status, Verdict
 from rlvr.verify.math.verifier import DEFAULT_TIMEOUT
-from rlvr.verify.registry import verify_with
+from rlvr.verify.registry import canonical_task, verify_with
 
 
 @lru_cache(maxsize=32_768)
@@ -50,6 +50,8 @@ def row_verdicts(
         return [v if isinstance(v, Verdict) else Verdict.from_dict(v) for v in given]
     golds = gold_column(columns, n, gold_field, prefer)
     tasks = [task] * n if task else (column(columns, "task", n) or [None] * n)
+    if any(canonical_task(t) == "mcq" for t in tasks):
+        golds = _with_options(golds, tasks, columns, n)
     out = []
     for text, gold, row_task in zip(texts, golds, tasks):
         if gold is None:
@@ -63,6 +65,15 @@ def row_verdicts(
                 continue
         out.append(_cached(text, gold, row_task, strict, timeout))
     return out
+
+
+def _with_options(golds: list[Any], tasks: list[Any], columns: Mapping[str, Any], n: int) -> list[Any]:
+    """Multiple-choice rows carry their options (an ``options``/``choices`` column, else the prompt
+    they are listed in) with the gold, so a gold given as an option's text maps to its letter."""
+    options = column(columns, "options", n) or column(columns, "choices", n) or [None] * n
+    prompts = column(columns, "prompt", n) or [None] * n
+    return [{"answer": g, "options": o, "prompt": prompt_text(p)} if canonical_task(t) == "mcq" else g
+            for g, t, o, p in zip(golds, tasks, options, prompts)]
 
 
 def clear_cache() -> None:

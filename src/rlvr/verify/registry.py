@@ -16,14 +16,17 @@ from rlvr.verify.code.verifier import verify_code
 from rlvr.verify.countdown import verify_countdown
 from rlvr.verify.instruction import verify_instruction
 from rlvr.verify.math.verifier import DEFAULT_TIMEOUT, verify_math
+from rlvr.verify.mcq import verify_mcq
 
 VerifyFn = Callable[..., Verdict]
 
 _VERIFIERS: dict[str, VerifyFn] = {"math": verify_math, "countdown": verify_countdown, "code": verify_code,
-                                 "instruction": verify_instruction}
+                                 "instruction": verify_instruction, "mcq": verify_mcq}
 #: Common dataset spellings of a task type, mapped to the verifier that handles them.
 _ALIASES = {"maths": "math", "arithmetic": "math", "gsm8k": "math", "addition": "math",
-            "python": "code", "humaneval": "code", "apps": "code", "ifeval": "instruction", "json": "instruction"}
+            "python": "code", "humaneval": "code", "apps": "code", "ifeval": "instruction", "json": "instruction",
+            "multiple_choice": "mcq", "choice": "mcq", "gpqa": "mcq", "mmlu": "mcq", "mmlu_pro": "mcq",
+            "mmlu-pro": "mcq", "aqua": "mcq", "aqua_rat": "mcq", "medqa": "mcq"}
 
 
 def register_verifier(task: str, fn: VerifyFn) -> None:
@@ -36,9 +39,14 @@ def available_tasks() -> list[str]:
     return sorted(_VERIFIERS)
 
 
+def canonical_task(task: str | None) -> str:
+    """The verifier name a task spelling stands for (``gsm8k`` -> ``math``, ``gpqa`` -> ``mcq``)."""
+    return _ALIASES.get(task or "math", task or "math")
+
+
 def get_verifier(task: str | None) -> VerifyFn:
     """The verifier for ``task`` (``None`` or ``""`` means maths)."""
-    name = _ALIASES.get(task or "math", task or "math")
+    name = canonical_task(task)
     try:
         return _VERIFIERS[name]
     except KeyError:
@@ -55,7 +63,7 @@ def verify_with(completion: str, gold: Any, task: str | None, *, strict: bool = 
     """:func:`verify` with the common options; ``strict`` goes only to the maths verifier (the
     others have no last-number fallback to turn off)."""
     opts: dict[str, Any] = {"timeout": timeout}
-    if _ALIASES.get(task or "math", task or "math") == "math":
+    if canonical_task(task) == "math":
         opts["strict"] = strict
     return verify(completion, gold, task, **opts)
 

@@ -2,21 +2,30 @@
 
 Candidates come in priority order; the verifier takes the first that parses:
 
-1. the last complete ``<answer>...</answer>`` (text inside ``<think>`` never counts);
+1. the last complete ``<answer>...</answer>`` (text inside ``<think>`` never counts; a sentence
+   inside the tag is read with the rules below, "The answer is 12 apples." gives 12);
 2. the last ``\\boxed{...}`` / ``\\fbox{...}`` (nested braces, ``\\boxed 5``), joined with
    the boxes before it in the same final sentence ("\\boxed{1} and \\boxed{2}");
 3. "the (final) answer is ..." / "Final Answer: ..." (wins over numbers after it);
 4. GSM8K's ``#### n``;
-5. the whole text, when it is a bare answer rather than prose;
-6. the last math span (``$..$``, ``$$..$$``, ``\\(..\\)``, ``\\[..\\]``);
-7. the last number (switched off by ``strict``).
+5. a solution list stated in the last sentence ("so x = 2 or x = 3");
+6. the whole text, when it is a bare answer rather than prose;
+7. the last math span (``$..$``, ``$$..$$``, ``\\(..\\)``, ``\\[..\\]``, and LaTeX written
+   outside delimiters, ``\\frac{63}{400}``, whose numbers are never read on their own);
+8. the last number, mixed numbers included ("2 1/2 cups"); switched off by ``strict``.
+
+An *unfinished* final answer (an unclosed last ``\\boxed{`` or ``<answer>``) is no answer at
+all (:func:`unfinished_answer`): the model never finished it, and no fallback reads through it.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from rlvr.verify.math.words import parse_number_words
 
 #: Completions longer than this are cut to their tail: answers sit at the end, and a
 #: megabyte of text must not cost a megabyte of regex work.
@@ -55,6 +64,57 @@ def strip_reasoning(text: str) -> str | None:
     if _THINK_OPEN.match(text):
         return None
     return text
+
+
+_ANSWER_OPEN = re.compile(r"<answer\s*>", re.IGNORECASE)
+_ANSWER_CLOSE = re.compile(r"</answer\s*>", re.IGNORECASE)
+
+
+def unfinished_answer(text: str) -> str | None:
+    """Why the completion's final answer is unfinished, or None when it is not.
+
+    Unfinished: the last ``<answer>`` has no ``</answer>`` after it, or the last ``\\boxed{``
+    never closes its brace. Reasoning inside ``<think>`` does not count.
+
+    Example:
+        >>> unfinished_answer(r"so it is \\boxed{42")
+        'the final \\\\boxed{ was never closed (an unfinished answer)'
+        >>> unfinished_answer(r"\\boxed{42}") is None
+        True
+    """
+    if len(text) > MAX_SCAN_CHARS:
+        text = text[-MAX_SCAN_CHARS:]
+    body = strip_reasoning(text)
+    if body is None:
+        return None
+    opens = [m.end() for m in _ANSWER_OPEN.finditer(body)]
+    if opens and not _ANSWER_CLOSE.search(body, opens[-1]):
+        return "the final <answer> was never closed (an unfinished answer)"
+    starts = list(_BOX_START.finditer(body))
+    if starts:
+        last = starts[-1]
+        rest = body[last.end():].lstrip(" \t")
+        if rest.startswith("{") and not _closes(rest):
+            return "the final \\boxed{ was never closed (an unfinished answer)"
+    return None
+
+
+def _closes(s: str) -> bool:
+    """Does the brace group opening ``s`` close?"""
+    depth, j, n = 0, 0, len(s)
+    while j < n:
+        c = s[j]
+        if c == "\\" and j + 1 < n:
+            j += 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return True
+        j += 1
+    return False
 
 
 def find_boxes(text: str) -> list[tuple[int, int, str]]:
@@ -171,6 +231,28 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
     return Candidate("answer_is", (span,))
 
 
+_ASSIGNMENT = r"([a-zA-Z])\s*=\s*([-+]?(?:\\frac\{[^{}]*\}\{[^{}]*\}|\\sqrt\{[^{}]*\}|[\w.^/\\{}]+))"
+_SOLUTIONS = re.compile(_ASSIGNMENT + r"(?:\s*(?:,\s*)?(?:or|and|,)\s*" + _ASSIGNMENT + r")+")
+_PAIR = re.compile(_ASSIGNMENT)
+
+
+def solutions_candidate(text: str) -> Candidate | None:
+    """A solution list stated in the last sentence: "so x = 2 or x = 3" (one name, two or more values)."""
+    tail = _DELIM_NOISE.sub(" ", text[-400:])
+    last = None
+    for m in _SOLUTIONS.finditer(tail):
+        last = m
+    if last is None or tail[last.end():].strip(" .!\n") and re.search(r"\d", tail[last.end():]):
+        return None  # values written after it: the list is not the final statement
+    pairs = _PAIR.findall(last.group(0))
+    if len({name for name, _ in pairs}) != 1 or len(pairs) < 2:
+        return None
+    return Candidate("solutions", tuple(f"{name} = {value}" for name, value in pairs))
+
+
+_DELIM_NOISE = re.compile(r"\$|\\[()\[\]]")
+
+
 def tail_value(text: str) -> str | None:
     """The last math span or the last number, whichever comes later in the text."""
     spans, nums = _spans_and_numbers(text)
@@ -179,19 +261,36 @@ def tail_value(text: str) -> str | None:
     return spans[-1][1] if spans else None
 
 
+# LaTeX written outside math delimiters: a command with brace arguments (``\frac{63}{400}``,
+# ``3\sqrt{2}``, ``x^{2}``). Its numbers belong to it, never to the last-number rule.
+_LATEX_ISLAND = re.compile(
+    r"(?:[-+]?\d+(?:\.\d+)?\s*)?\\(?!(?:text|textbf|textit|mathrm|mbox|emph|boxed|fbox)\b)[a-zA-Z]+"
+    r"(?:\[[^\]]{0,20}\])?(?:\s*\{(?:[^{}]|\{[^{}]*\})*\})+(?:\s*\^\s*\{[^{}]*\})?"
+)
+
+
 def _spans_and_numbers(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
     """Math spans as (end, content) and numbers outside them as (start, text)."""
-    spans, covered = [], []
+    spans, starts, ends = [], [], []  # covered ranges, in text order (finditer yields them so)
     for m in _MATH_SPAN.finditer(text):
         g = next(x for x in m.groups() if x is not None).strip()
-        covered.append((m.start(), m.end()))
+        starts.append(m.start())
+        ends.append(m.end())
         if g:
             spans.append((m.end(), g))
-    nums = [
-        (m.start(), m.group(0))
-        for m in _NUMBER.finditer(text)
-        if not any(a <= m.start() < b for a, b in covered)
-    ]
+
+    def covered(i: int) -> bool:
+        k = bisect.bisect_right(starts, i) - 1
+        return k >= 0 and i < ends[k]
+
+    if "\\" in text:
+        islands = [m for m in _LATEX_ISLAND.finditer(text) if not covered(m.start())]
+        if islands:
+            spans.extend((m.end(), m.group(0).strip()) for m in islands)
+            spans.sort()
+            ranges = sorted([*zip(starts, ends), *((m.start(), m.end()) for m in islands)])
+            starts, ends = [a for a, _ in ranges], [b for _, b in ranges]
+    nums = [(m.start(), m.group(0)) for m in _NUMBER.finditer(text) if not covered(m.start())]
     return spans, nums
 
 
@@ -199,7 +298,8 @@ _GSM8K = re.compile(r"####\s*([^\n]+)")
 # A number not glued to letters before it ("AZYUK2A" holds no answer); thousands groups,
 # decimals, a decimal comma ("2,74"), fractions and a trailing percent sign.
 _NUMBER = re.compile(
-    r"(?<![A-Za-z\d])(?:[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+,\d{1,2}(?![\d,])|\d+)(?:\.\d+)?(?:/\d+)?|[-+]?\.\d+)"
+    r"(?<![A-Za-z\d])(?:[-+]?\d+ \d+/\d+(?![\d/])"  # a mixed number: "2 1/2"
+    r"|[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+,\d{1,2}(?![\d,])|\d+)(?:\.\d+)?(?:/\d+)?|[-+]?\.\d+)"
     r"(?:\s?\\?%)?"
 )
 _PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")
@@ -223,6 +323,8 @@ def is_bare_answer(text: str, *, gold: bool = False) -> bool:
         return False
     free = _latex_free(t)
     words = [w for w in _PROSE_WORD.findall(free) if w.lower() not in _BARE_OK_WORDS]
+    if words and parse_number_words(free) is not None:  # "forty-two", "one hundred and five"
+        return True
     if gold:
         return sum(len(w) >= 3 for w in words) <= 2
     # One word is allowed only as a unit after a number ("125 miles"), not "Therefore, x = 5".
@@ -246,6 +348,11 @@ def iter_candidates(text: str, *, strict: bool = False, gold: bool = False) -> I
         box = boxed_candidate(inner)
         if box is not None:
             yield Candidate("answer_tag", box.parts)
+        elif inner and not is_bare_answer(inner, gold=gold) and len(inner) <= 600:
+            # a sentence inside the tag ("The answer is 12 apples."): read it like a short output
+            for c in iter_candidates(inner, gold=gold):
+                yield Candidate("answer_tag", c.parts)
+            yield Candidate("answer_tag", (inner,))
         elif inner:
             yield Candidate("answer_tag", (inner,))
         return  # an answer tag is a promise: do not go looking elsewhere
@@ -263,6 +370,8 @@ def iter_candidates(text: str, *, strict: bool = False, gold: bool = False) -> I
     gsm = _GSM8K.findall(body)
     if gsm:
         yield Candidate("gsm8k", (gsm[-1].strip(),))
+    if not gold and (listed := solutions_candidate(body)) is not None:
+        yield listed
     if is_bare_answer(body, gold=gold):
         yield Candidate("bare", (body.strip(),))
     spans, nums = _spans_and_numbers(body)

@@ -32,6 +32,8 @@ _SPACING = re.compile(r"(?<!\\)\\[,;:! ]|\\q?quad|~|\\(?:display|text|script)sty
 _LEFT_RIGHT = re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![a-zA-Z])\s*\.?")
 _FRAC_VARIANTS = re.compile(r"\\[dtc]frac\b")
 _DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ\b|\\circ\b|\\degree\b|\bdegrees?\b")
+_TRIG_DEGREES = re.compile(
+    r"\\(sin|cos|tan|sec|csc|cot)\s*\(?\s*([-+]?\d+(?:\.\d+)?)\s*(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ\b|\\degree\b)\s*\)?")
 _TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mbox|operatorname|mathit)\s*\{([^{}]*)\}")
 _PERCENT = re.compile(r"\\%|\s*\b(?:percentage|percent|pct)\b\.?")
 _THOUSANDS_MARKED = re.compile(r"(\d)(?:,\\!\s*|\{,\}|\\,|\\!)(?=\d{3}(?!\d))")
@@ -39,8 +41,11 @@ _THOUSANDS_MARKED = re.compile(r"(\d)(?:,\\!\s*|\{,\}|\\,|\\!)(?=\d{3}(?!\d))")
 _THOUSANDS_PLAIN = re.compile(r"(?<![\d.,])(?<![(\[]\s)(?<![(\[])[1-9]\d{0,2}(?:,\d{3})+(?![\d,])(?!\s?[)\]])(?:\.\d+)?")
 _SPACED_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _DOLLAR_WORD = re.compile(r"\\\$")
-# Trailing unit words after a quantity: "35 cm", "125 miles", "0.06 yuan", "15 cm^2".
-_TRAILING_UNITS = re.compile(r"(?<=[\d}.)])\s*(?:[a-zA-Z]{2,}\.?(?:\^\{?\d\}?)?\s*)+$")
+# Trailing units after a quantity: "35 cm", "125 miles", "15 cm^2", "50 km/h", "7 \mathrm{m}^2",
+# "50 \text{ km/h}" (one letter is a unit only inside \text/\mathrm: "7 m" may be a product).
+_TRAILING_UNITS = re.compile(
+    r"(?<=[\d}.)])\s*(?:(?:\\(?:text|mathrm|mbox|textrm|rm)\s*\{\s*[a-zA-Z][a-zA-Z/ .]*\}"
+    r"|[a-zA-Z]{2,}\.?(?:/[a-zA-Z]+)?)(?:\s*\^\s*\{?\d\}?)?\s*)+$")
 
 
 def unicode_to_latex(s: str) -> str:
@@ -86,6 +91,7 @@ def normalize(span: str) -> str:
     s = _DELIMS.sub(" ", s.replace("\\$", " "))
     s = _LEFT_RIGHT.sub("", s)
     s = _FRAC_VARIANTS.sub(r"\\frac", s)
+    s = _TRIG_DEGREES.sub(r"\\\1(\\frac{\2\\pi}{180})", s)  # sin 60° is sin(pi/3), not sin(60)
     s = _DEGREES.sub("", s)
     s = _PERCENT.sub("%", s)
     s = strip_thousands(s)

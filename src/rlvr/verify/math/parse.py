@@ -10,6 +10,7 @@ parser math-verify builds on); plain numbers take a fast path that never reaches
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -22,6 +23,7 @@ from latex2sympy2_extended.math_normalization import NormalizationConfig
 from rlvr.errors import Refused
 from rlvr.verify.math import guards
 from rlvr.verify.math.normalize import normalize, strip_units, unwrap_text
+from rlvr.verify.math.words import parse_number_words
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,16 @@ class Items:
     ordered: bool
 
 
-Value = Num | Expr | Text | Items
+@dataclass(frozen=True)
+class Power:
+    """An integer power too large to evaluate, ``base ** exp``, kept by its parts: ``base`` is not
+    itself a perfect power, so equal powers have equal parts (``100^{5}`` is ``Power(10, 10)``)."""
+
+    base: int
+    exp: int
+
+
+Value = Num | Expr | Text | Items | Power
 Alts = tuple[Value, ...]
 
 _L2S_CONFIG = NormalizationConfig(
@@ -117,8 +128,14 @@ _E_NOTATION = re.compile(r"^([-+]?\d+(?:\.\d+)?)[eE]([-+]?\d+)$")
 _INFINITY = re.compile(r"^([-+]?)\s*\\infty$")
 
 
+_MIXED_PLAIN = re.compile(r"^([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)$")
+
+
 def parse_number(s: str) -> Num | None:
-    """The fast path: plain integers, decimals, fractions, mixed and scientific numbers."""
+    """The fast path: plain integers, decimals, fractions, mixed ("2 1/2") and scientific numbers."""
+    if (m := _MIXED_PLAIN.match(s.strip())) and int(m.group(4)) and int(m.group(3)) < int(m.group(4)):
+        v = int(m.group(2)) + Fraction(int(m.group(3)), int(m.group(4)))
+        return Num(-v if m.group(1) == "-" else v)
     s = s.strip().replace(" ", "")
     if _DEC.match(s):
         return Num(Fraction(s), approx="." in s and not re.match(r"^[-+]?\d+\.0*$", s))
@@ -380,6 +397,8 @@ def parse_alts(span: str) -> Alts:
     s = normalize(span)
     if not s:
         return ()
+    if " and " in s and (words := parse_number_words(s)) is not None:  # "one hundred and five" is one number
+        return (Num(words),)
     s = re.sub(r"\\text\s*\{\s*(and|or)\s*\}", r" \1 ", s)
     s = re.sub(r"\\q?quad", " ", s)
     s = _GLUED_CONNECTOR.sub(" , ", s)
@@ -403,10 +422,12 @@ def _atom_alts(s: str) -> Alts:
     if s[0] in "([" and _matching_close(s, 0) == len(s) - 1:
         inner = [p for p in split_top(s[1:-1], (",", ";")) if p]
         if len(inner) > 1:
+            # (a, b) is an open interval or a tuple/point; [a, b], (a, b], [a, b) are intervals only:
+            # the four are different sets, and a point is never the closed interval.
             alts: list[Value] = []
             if len(inner) == 2 and (iv := _interval(s, inner)) is not None:
                 alts.append(iv)
-            if s[0] == "(" or len(inner) > 2 or s[-1] == "]":
+            if (s[0] == "(" and s[-1] == ")") or len(inner) > 2 or not alts:
                 alts.append(Items(tuple(parse_alts(p) for p in inner), ordered=True))
             return tuple(alts)
         if len(inner) == 1:  # "(x)", "[\\begin{array}...]": only grouping
@@ -437,13 +458,53 @@ def _atom_alts(s: str) -> Alts:
         return base + scaled
     if (num := parse_number(s)) is not None:
         return (num,)
-    plain = strip_units(unwrap_text(s))
+    if (power := _power(s)) is not None:
+        return (power,)
+    plain = strip_units(unwrap_text(strip_units(s)))
     if plain != s and (num := parse_number(plain)) is not None:
         return (num,)
+    if (words := parse_number_words(unwrap_text(s))) is not None:
+        return (Num(words),)
     if (text := _text_value(s)) is not None:
         return (text,)
     alts = _sympy_alts(plain)
     return alts or (Text(re.sub(r"\s+", "", s).lower(), raw=True),)
+
+
+_POWER = re.compile(r"^(\d+)\s*\^\s*(\{.*\}|\d+)$")
+_MAX_EXP_DIGITS = 10_000  # an exponent may itself be a power, evaluated up to this many digits
+
+
+def _int_tower(s: str) -> int | None:
+    """The value of ``n`` or ``n^{...}`` (nested), when it has at most ``_MAX_EXP_DIGITS`` digits."""
+    s = s.strip()
+    while s.startswith("{") and _matching_close(s, 0) == len(s) - 1:
+        s = s[1:-1].strip()
+    if s.isdigit():
+        return int(s) if len(s) <= _MAX_EXP_DIGITS else None
+    m = _POWER.match(s)
+    if not m:
+        return None
+    base, exp = int(m.group(1)), _int_tower(m.group(2))
+    if exp is None or (base > 1 and exp * math.log10(base) > _MAX_EXP_DIGITS):
+        return None
+    return base**exp
+
+
+def _power(s: str) -> Power | Num | None:
+    """An integer power too large to evaluate (``10^{10^{10}}``), by its parts; never evaluated."""
+    m = _POWER.match(s.strip())
+    if not m:
+        return None
+    base, exp = int(m.group(1)), _int_tower(m.group(2))
+    if exp is None or base < 2 or exp * math.log10(base) <= guards.MAX_RESULT_DIGITS:
+        return None  # small enough for the exact paths (or 0/1, or an exponent we cannot compute)
+    for k in range(int(math.log2(base)), 1, -1):  # the smallest root: 100^5 is 10^10
+        r = round(base ** (1 / k))
+        for cand in (r - 1, r, r + 1):
+            if cand > 1 and cand**k == base:
+                return Power(cand, exp * k)
+    return Power(base, exp)
 
 
 def is_malformed(span: str) -> bool:
@@ -479,6 +540,10 @@ _WARM_UP = (
     r"\sum_{k=0}^{n-1} F_k F_{n-k-1}", r"\frac{108 + 31\sqrt{5}}{216}", r"3(x + 2)^2 - 2", r"\pi r^2 h",
     r"\frac{\pi}{2}", r"4\sqrt{2}", r"\cos^2 x", r"\arctan(1)", r"\ln 2", r"\binom{5}{2}", r"|x-2|",
     r"x < 3", r"-x \le 5", r"\begin{pmatrix} -1/3 \\ 2/3 \end{pmatrix}", r"\dfrac{3}{56}", r"5!",
+    # shapes MATH-500's answers take (each cost 5-80 ms on its first parse in a fresh process)
+    r"\frac{5 \pi^2}{4}", r"4210_{5}", r"(a+5)(b+2)", r"x^8 + x^7 + x^6 + x^5 + x^4 + x + 1", r"\frac{11+9a}{20}",
+    r"-\frac{\pi}{6}", r"8n^2 + 4n + 1", r"-\sqrt{3}", r"\frac{20000}{\pi}", r"\frac{3\sqrt{3}}{4}", r"\cot x",
+    r"18+2\pi", r"6 - 5i", r"3 + 2 \sqrt{2}", r"5x - 7y + 11z + 4", r"3R^2", r"\sin(\frac{60\pi}{180})",
 )
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 
 from rlvr.errors import VerifierTimeout
 from rlvr.types import Method, Status, Verdict
@@ -12,15 +13,34 @@ from rlvr.verify.math.extract import (
     find_boxes,
     is_bare_answer,
     iter_candidates,
+    unfinished_answer,
 )
 from rlvr.verify.math.normalize import normalize
 from rlvr.verify.math.parse import Alts, Text, is_malformed, try_parse
+from rlvr.verify.mcq import gold_letter, verify_mcq
 from rlvr.verify.timeout import time_limit
 
 DEFAULT_TIMEOUT = 5.0
 
 
-def _first_parsed(cands: list[Candidate]) -> tuple[Candidate | None, Alts, str | None]:
+class _Lazy:
+    """Candidates pulled from the extractor only as far as they are needed (the first usually
+    parses: a box found, the costly last-number scan of a long solution is never run)."""
+
+    def __init__(self, it: Iterator[Candidate]) -> None:
+        self._it, self._seen = it, []
+
+    def __iter__(self) -> Iterator[Candidate]:
+        yield from self._seen
+        for c in self._it:
+            self._seen.append(c)
+            yield c
+
+    def first(self) -> Candidate | None:
+        return next(iter(self), None)
+
+
+def _first_parsed(cands: Iterable[Candidate]) -> tuple[Candidate | None, Alts, str | None]:
     """The first candidate with a reading; also the refusal reason if one was refused."""
     refusal = None
     for cand in cands:
@@ -31,12 +51,16 @@ def _first_parsed(cands: list[Candidate]) -> tuple[Candidate | None, Alts, str |
             return cand, alts, None
         if refusal is not None:  # refused: do not fall back to a weaker rule
             return cand, (), refusal
-    return (cands[0] if cands else None), (), refusal
+    return next(iter(cands), None), (), refusal
+
+
+_DIVIDES_BY_ZERO = re.compile(r"\\frac\s*\{[^{}]*\}\s*\{\s*0\s*\}|\\frac\s*\d0(?!\d)|(?<![\d.])\d+\s*/\s*0(?![\d.])")
 
 
 def _same_string(pred: Candidate, gold: Candidate, details: dict[str, str]) -> Verdict | None:
-    """The string fast path: identical normalised spans are equal without parsing."""
-    if normalize(pred.text) != normalize(gold.text):
+    """The string fast path: identical normalised spans are equal without parsing (an undefined
+    value such as ``\\frac{1}{0}`` never is: it equals nothing)."""
+    if normalize(pred.text) != normalize(gold.text) or _DIVIDES_BY_ZERO.search(gold.text):
         return None
     return Verdict(Status.CORRECT, pred.text, Method.STRING, "answers are identical after normalisation",
                    gold.text, details)
@@ -80,13 +104,16 @@ def verify_math(
 def _verify(completion: str, gold: str, strict: bool) -> Verdict:
     if not isinstance(completion, str) or not isinstance(gold, str):
         raise TypeError(f"completion and gold must be str, got {type(completion).__name__}, {type(gold).__name__}")
+    if gold_letter(gold) is not None:  # one option letter: a multiple-choice answer
+        return verify_mcq(completion, gold)
     if is_bare_answer(gold, gold=True) and not find_boxes(gold) and is_malformed(gold):
         return Verdict(Status.BAD_GOLD, reason=f"gold {gold[:60]!r} is malformed LaTeX", gold=gold)
     # Extract once per side; the first spans may already match as strings (no parsing at all).
-    g_cands = list(iter_candidates(gold, gold=True))
-    p_cands = list(iter_candidates(completion, strict=strict))
-    if g_cands and p_cands and (v := _same_string(p_cands[0], g_cands[0],
-                                                  {"rule": p_cands[0].rule, "gold_rule": g_cands[0].rule})):
+    g_cands = _Lazy(iter_candidates(gold, gold=True))
+    unfinished = unfinished_answer(completion)  # never read through a fallback (once the gold is known good)
+    p_cands = _Lazy(iter([]) if unfinished else iter_candidates(completion, strict=strict))
+    g0, p0 = g_cands.first(), p_cands.first()
+    if g0 is not None and p0 is not None and (v := _same_string(p0, g0, {"rule": p0.rule, "gold_rule": g0.rule})):
         return v
     g_cand, g_alts, g_refused = _first_parsed(g_cands)
     g_span = g_cand.text if g_cand else ""
@@ -95,6 +122,8 @@ def _verify(completion: str, gold: str, strict: bool) -> Verdict:
     if not g_alts:
         why = g_refused or ("gold is empty" if not gold.strip() else "no answer could be read from the gold")
         return Verdict(Status.BAD_GOLD, reason=why, gold=g_span)
+    if unfinished is not None:
+        return Verdict(Status.NO_ANSWER, reason=unfinished, gold=g_span, details={"rule": "unfinished"})
     p_cand, p_alts, p_refused = _first_parsed(p_cands)
     if p_cand is None:
         return Verdict(Status.NO_ANSWER, reason="no answer found in the completion", gold=g_span)
