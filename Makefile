@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install -q -c requirements/constraints.txt
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo bench-verifier bench-score bench-code bench-constrained bench-trainer clean
+.PHONY: test demo bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure bench-check clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,21 @@ bench-constrained: $(STAMP)
 
 bench-trainer: $(STAMP)
 	$(BIN)/python benchmarks/trainer_vs_trl.py
+
+bench-failure: $(STAMP)
+	$(BIN)/python benchmarks/failure_aware.py
+
+# Every benchmark in its quick mode against its bars: one PASS/FAIL line per bar (results/quick/*.json).
+BENCH_BASELINE_CODE ?= e5d6da6
+bench-check: $(STAMP)
+	@rm -f benchmarks/results/quick/*.json
+	-$(BIN)/python benchmarks/verifier.py --quick > /dev/null
+	-$(BIN)/python benchmarks/score.py --quick > /dev/null
+	-$(BIN)/python benchmarks/code_verify.py --quick --against $(BENCH_BASELINE_CODE) > /dev/null 2>&1
+	-$(BIN)/python benchmarks/constrained.py --quick > /dev/null 2>&1
+	-$(BIN)/python benchmarks/trainer_vs_trl.py --quick > /dev/null 2>&1
+	-$(BIN)/python benchmarks/failure_aware.py --quick > /dev/null 2>&1
+	@$(BIN)/python benchmarks/results.py --summary benchmarks/results/quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -16,7 +16,7 @@ Prints held-out accuracy every ``--eval-every`` steps and the format / verificat
 both, and how many steps the failure-aware run needed to reach the plain run's final accuracy
 (the bar: at most 70% of the steps).
 
-    .venv/bin/python benchmarks/failure_aware.py [--steps 150] [--seeds 0 1] [--variants ...]
+    .venv/bin/python benchmarks/failure_aware.py [--steps 150] [--seeds 0 1] [--variants ...] [--quick]
 """
 
 from __future__ import annotations
@@ -28,7 +28,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import Bar, report, src_path  # noqa: E402
+
+sys.path.insert(0, src_path())
 
 PLAIN = ["failure.quarantine=false", "failure.resample_tries=0", "failure.dynamic_sampling=0"]
 AWARE = ["failure.quarantine=true", "failure.resample_tries=2", "failure.exclude_truncated=true",
@@ -75,7 +78,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--eval-every", type=int, default=25)
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--quick", action="store_true", help="one seed, 60 steps, plain vs aware (make bench-check)")
     args = ap.parse_args()
+    if args.quick:
+        args.seeds, args.steps, args.eval_every, args.variants = args.seeds[:1], min(args.steps, 60), 15, ["aware"]
     names = ["plain", *[v for v in args.variants if v != "plain"]]
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-failure-aware-"))
     warm = warm_model(tmp / "warm", 0)
@@ -97,6 +103,7 @@ def main() -> None:
                   for n, c in curves.items()}
     target = mean_curve["plain"][-1][1]
     print(f"\nplain final held-out accuracy (mean over seeds): {target:.3f} at step {args.steps}")
+    bars, figures = [], {"plain_final": target, "curves": mean_curve, "deaths": deaths}
     for name in names[1:]:
         reached = next((s for s, a in mean_curve[name] if a >= target), None)
         fmt = statistics.mean(d[0] for d in deaths[name])
@@ -106,6 +113,10 @@ def main() -> None:
         else:
             print(f"{name}: reached it at step {reached}: {reached / args.steps:.0%} of the steps (bar: <= 70%); "
                   f"final {mean_curve[name][-1][1]:.3f}; format deaths {fmt:.1%}")
+        share = (reached if reached is not None else 2 * args.steps) / args.steps
+        figures[f"{name}_reached_share"] = share
+        bars.append(Bar(f"{name}: share of the steps to reach plain's final accuracy", share, "<=", 0.7, "%"))
+    report("failure_aware", figures, bars, args, quick=args.quick)
 
 
 if __name__ == "__main__":

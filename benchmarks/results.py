@@ -58,7 +58,7 @@ def provenance() -> dict[str, Any]:
             return ""
 
     commit = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    if git("status", "--porcelain", "--untracked-files=no"):
+    if git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results"):  # results don't count
         commit += "+dirty"
     return {"commit": commit, "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "cpus": os.cpu_count(), "load": [round(x, 2) for x in os.getloadavg()],
@@ -105,3 +105,28 @@ def run_child(script: Path, src: Path, argv: list[str]) -> dict[str, Any]:
 def src_path() -> str:
     """Where to import rlvr from: this tree's ``src``, or the one ``--against`` checked out."""
     return os.environ.get("RLVR_BENCH_SRC") or str(ROOT / "src")
+
+
+def summary(folder: Path) -> int:
+    """Print every bar line of the results files in ``folder``; the number that failed."""
+    failed = 0
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        print(f"no results in {folder}")
+        return 1
+    for path in files:
+        rec = json.loads(path.read_text())
+        for b in rec["bars"]:
+            bar = Bar(b["name"], b["value"], b["op"], b["target"], b.get("unit", ""))
+            failed += not bar.met
+            print(bar.line(rec["benchmark"]) + f"  [{rec['commit']}]")
+    print(f"{failed} bar(s) not met" if failed else "every bar met")
+    return failed
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Print the bar lines of benchmark results files.")
+    ap.add_argument("--summary", type=Path, default=RESULTS, help="folder of results files")
+    sys.exit(1 if summary(ap.parse_args().summary) else 0)

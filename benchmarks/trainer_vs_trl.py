@@ -11,7 +11,9 @@ saves included), completion tokens per second, peak RSS, held-out accuracy befor
 ratio of seconds per step (rlvr / TRL). ``--trl-alloc`` adds TRL runs with the allocator setting
 rlvr's trainer makes for itself (``rlvr.runtime``), to show what that setting alone is worth.
 
-    .venv/bin/python benchmarks/trainer_vs_trl.py [--seeds 0 1 2] [--steps 100] [--trl-alloc]
+Bars: rlvr / TRL seconds per step <= 0.6x; held-out accuracy after the run at least TRL's.
+
+    .venv/bin/python benchmarks/trainer_vs_trl.py [--seeds 0 1 2] [--steps 100] [--trl-alloc] [--quick]
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT.parent / "shared" / "bench" / "trainer"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from results import Bar, report, src_path  # noqa: E402
 
 
 # rlvr's trainer keeps freed memory in the process (rlvr.runtime.keep_freed_memory); the same glibc
@@ -35,7 +39,7 @@ ALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": 
 
 
 def run(cmd: list[str], cwd: Path, summary: Path, extra_env: dict[str, str] | None = None) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), **(extra_env or {}))
+    env = dict(os.environ, PYTHONPATH=src_path(), **(extra_env or {}))
     subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return json.loads(summary.read_text())
 
@@ -46,7 +50,10 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--trl-alloc", action="store_true",
                     help="also run TRL with rlvr's allocator setting (glibc thresholds by environment)")
+    ap.add_argument("--quick", action="store_true", help="one seed, 30 steps (make bench-check)")
     args = ap.parse_args()
+    if args.quick:
+        args.seeds, args.steps = args.seeds[:1], min(args.steps, 30)
     model = BENCH / "models" / "tiny-warm"
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-bench-"))
     names = ["TRL", "rlvr"] + (["TRL+alloc"] if args.trl_alloc else [])
@@ -84,6 +91,9 @@ def main() -> None:
     if "TRL+alloc" in mean:
         print(f"rlvr / (TRL with the same allocator setting): "
               f"{r['median_step_s'] / mean['TRL+alloc']['median_step_s']:.2f}x")
+    bars = [Bar("rlvr / TRL seconds per step", r["median_step_s"] / t["median_step_s"], "<=", 0.6, "x"),
+            Bar("rlvr minus TRL held-out accuracy after the run", r["heldout_after"] - t["heldout_after"], ">=", 0.0)]
+    report("trainer_vs_trl", {"mean": mean, "runs": rows}, bars, args, quick=args.quick)
 
 
 if __name__ == "__main__":

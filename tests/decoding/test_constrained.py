@@ -232,3 +232,56 @@ def test_the_format_reward_keeps_its_weight_when_the_reasoning_tags_are_the_mode
     assert not any("format reward is constant" in str(w.message) for w in caught)
     assert trainer.rewards.weights_at(0)["format"] == 0.2
     assert trainer.constrainer.think_tag == "think"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("mode", ["full", "answer"])
+def test_no_rollout_is_cut_inside_its_answer(tiny, engine: str, mode: str) -> None:
+    """A random model writes long, nested answers: each is finished and closed before the limit."""
+    model, tok = tiny
+    c = Constrainer(tok, model.config.vocab_size, mode=mode, engine=engine)
+    open_ends = 0
+    for max_new, seed in ((24, 0), (32, 1), (40, 2), (48, 3)):
+        b = _rollouts(model, tok, c, n_prompts=8, max_new=max_new, seed=seed)
+        cut = [t for t, f in zip(b.texts, b.finish) if not (t.endswith("</answer>") and f == "eos")]
+        assert len(cut) == b.decode_stats.unclosable  # the only way to end open, and it is counted
+        open_ends += len(cut)
+        for text in b.texts:
+            if text.endswith("</answer>"):
+                assert verify_math(text, "0", strict=True).status is not Status.NO_ANSWER
+        assert b.decode_stats.metrics()["decoding/closed_forced_frac"] > 0  # the random model needed it
+    # a random model nests brackets deeper than any sane answer; even so almost every answer is closed
+    assert open_ends <= 2
+
+
+def test_the_forced_opening_is_prefilled_with_the_same_samples(tiny, monkeypatch) -> None:
+    """``full`` begins every output with the tag the grammar forces: prefilled with the prompt, not
+    decoded token by token, with the same draws; and ended rows leave the decoder as in plain sampling."""
+    import rlvr.grpo.rollout as rollout
+
+    model, tok = tiny
+    c = Constrainer(tok, model.config.vocab_size, mode="full")
+    assert tok.decode(c.lead()) == "<answer>"
+    fast = _rollouts(model, tok, c, seed=5)
+    monkeypatch.setattr(Constrainer, "lead", lambda self: [])
+    monkeypatch.setattr(rollout, "COMPACT_AT", 2.0)  # never drop ended rows
+    slow = _rollouts(model, tok, c, seed=5)
+    assert fast.texts == slow.texts
+    assert torch.allclose(fast.logprobs, slow.logprobs, atol=1e-5)
+    assert torch.equal(fast.bitmask, slow.bitmask)
+
+
+def test_under_full_the_demo_format_reward_is_flat_at_one(tmp_path) -> None:
+    """The demo decodes under ``full``: its format reward is 1.0 on every step (no format death)."""
+    from rlvr.grpo.trainer import GRPOTrainer
+
+    cfg = load_config(None, ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=4",
+                             "rollout.group_size=8", "rollout.max_new_tokens=20", "run.eval_every=0",
+                             "data.eval_size=4", "run.steps=3", f"run.out_dir={tmp_path}", "decoding.constrain=full"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        GRPOTrainer(cfg).train()
+    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    steps = [x for x in lines if "reward/format/mean" in x]
+    assert len(steps) == 3 and all(x["reward/format/mean"] == 1.0 for x in steps)
+    assert all(x["causes/no_answer"] == 0.0 for x in steps)

@@ -72,9 +72,26 @@ def test_not_a_run_folder(tmp_path: Path) -> None:
 def test_reward_components_have_mean_and_band_with_total_first(tmp_path: Path) -> None:
     comps = data.reward_components(load_run(write_run(tmp_path / "r")))
     assert list(comps) == ["total", "accuracy", "format"]
-    steps, mean, std = comps["accuracy"]
-    assert steps == [1, 2, 3, 4] and mean == pytest.approx([0.1, 0.2, 0.3, 0.4]) and std == [0.05] * 4
-    assert comps["format"][2] == [0.0] * 4  # an unknown std draws no band
+    steps, mean, lo, hi = comps["accuracy"]
+    assert steps == [1, 2, 3, 4] and mean == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    assert lo == pytest.approx([0.05, 0.15, 0.25, 0.35]) and hi == pytest.approx([0.15, 0.25, 0.35, 0.45])
+    assert comps["format"][2] == comps["format"][3] == [1.0] * 4  # an unknown std draws no band
+
+
+def test_bands_stay_inside_what_a_reward_can_take() -> None:
+    from rlvr.grpo.metrics import reward_stats
+
+    run = data.RunData(name="r", path=Path("."), steps=[
+        {"step": 1, **reward_stats("accuracy", [1.0] * 60 + [0.0] * 4), **reward_stats("cosine", [0.9, -0.5, 0.8])},
+        {"step": 2, **reward_stats("accuracy", [0.0] * 64), **reward_stats("cosine", [-0.5, -0.4])},
+    ])
+    comps = data.reward_components(run)
+    _, mean, lo, hi = comps["accuracy"]
+    assert mean == pytest.approx([60 / 64, 0.0])
+    assert all(0.0 <= a <= m <= b <= 1.0 for a, m, b in zip(lo, mean, hi))  # mean +- std would reach 1.18 and -0
+    assert lo[1] == 0.0 and 0 < hi[1] < 0.05 and hi[0] < 1.0  # a proportion's interval, not a point
+    _, mean, lo, hi = comps["cosine"]
+    assert lo[0] >= -0.5 and hi[0] <= 0.9 and lo[1] >= -0.5 and hi[1] <= -0.4  # clipped to the values seen
 
 
 def test_death_rates_and_the_cold_start_switch(tmp_path: Path) -> None:

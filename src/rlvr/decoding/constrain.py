@@ -14,8 +14,16 @@ Modes (``decoding.constrain``):
 A budget closes the reasoning in time: when a row has not opened its answer by
 ``reasoning_budget`` tokens, or by the point where only the answer's reserve of
 tokens is left, the closing ``</think>`` (if open) and ``<answer>`` are forced, one
-token per step; near the end an answer the grammar could close is closed. So no
-rollout is truncated inside its reasoning without an answer.
+token per step. Near the limit an open answer is finished in time: in the last
+``2 x closing_tokens + len(</answer>) + 1`` tokens the shortest way to end it is searched
+each step on a copy of its matcher (the grammar's forced continuation, then the single
+characters it allows, closers first, then the closing tag or the rest of a half-written
+one); meanwhile the answer may only take tokens that cannot lengthen that ending
+(digits, spaces, closers, the tag), and once the ending needs all but ``closing_tokens``
+of the tokens left it is forced. So no rollout is truncated inside its reasoning or
+inside its answer: under ``full`` a format death can only happen when no ending of at
+most ``2 x closing_tokens`` characters exists when the window opens (an answer nested
+deeper than that), counted as ``decoding/unclosable``.
 
 **The gradient.** A mask changes the sampling distribution, so the sampled log-probs
 are those of the *masked* policy (renormalised over the allowed tokens). rlvr
@@ -41,6 +49,14 @@ from rlvr.decoding.grammars import AnswerKind, answer_spec, full_spec
 Mode = Literal["none", "answer", "full"]
 
 FREE, ANSWER, END, BROKEN = 0, 1, 2, 3
+_CLOSERS = "})]\""
+#: Characters an open answer may still take near the limit: none of them can lengthen its ending.
+_WINDOW_SAFE = set("0123456789 })]\"")
+
+
+def _rank(ch: str) -> int:
+    """The ending search's order: closers, then digits, then anything else."""
+    return _CLOSERS.index(ch) if ch in _CLOSERS else 10 if ch.isdigit() else 20
 
 
 @dataclass
@@ -54,6 +70,8 @@ class DecodeStats:
     masked_mass: float = 0.0  # probability the answer-segment masks removed (summed over their tokens)
     stop_blocked: int = 0  # the policy's most likely token was the stop token before any answer
     budget_forced: int = 0  # rows whose answer was opened by the budget
+    closed_forced: int = 0  # rows whose open answer was completed and closed before the limit
+    unclosable: int = 0  # rows whose answer no short completion could close (truncated inside it)
     broken: int = 0  # rows the grammar could not follow (left unconstrained)
     rows: int = 0
 
@@ -67,6 +85,8 @@ class DecodeStats:
             "decoding/stop_blocked_frac": self.stop_blocked / self.tokens if self.tokens else 0.0,
             "decoding/masked_mass": self.masked_mass / self.masked if self.masked else 0.0,
             "decoding/budget_forced_frac": self.budget_forced / self.rows if self.rows else 0.0,
+            "decoding/closed_forced_frac": self.closed_forced / self.rows if self.rows else 0.0,
+            "decoding/unclosable": float(self.unclosable),
             "decoding/broken_frac": self.broken / self.rows if self.rows else 0.0,
         }
 
@@ -85,6 +105,8 @@ class Constrainer:
         reasoning_budget: tokens of reasoning after which the answer is opened (``None``: only
             the length limit's reserve).
         answer_tokens: tokens reserved for the answer's content before the length limit.
+        closing_tokens: slack kept for finishing an open answer before the length limit (its
+            ending is forced once it needs all but this many of the tokens left).
         max_chars: the ``text`` answer's length limit.
         engine: ``auto`` (xgrammar when installed, else llguidance), ``xgrammar`` or ``llguidance``.
     """
@@ -98,6 +120,7 @@ class Constrainer:
     answer_tag: str = "answer"
     reasoning_budget: int | None = None
     answer_tokens: int = 4
+    closing_tokens: int = 4
     max_chars: int = 200
     engine: str = "auto"
     _engine: Any = field(default=None, init=False, repr=False)
@@ -120,7 +143,64 @@ class Constrainer:
         self.close_ids = enc(self.close)
         self.think_close_ids = enc(f"</{self.think_tag}>") if self.think_tag else []
         self.words = (self.vocab_size + 31) // 32
-        self.reserve = len(self.think_close_ids) + len(self.open_ids) + self.answer_tokens + len(self.close_ids) + 1
+        # an open answer's ending is looked for once this few tokens are left
+        self.horizon = 2 * self.closing_tokens + len(self.close_ids) + 1
+        self.reserve = (len(self.think_close_ids) + len(self.open_ids) + self.answer_tokens + self.closing_tokens
+                        + len(self.close_ids) + 1)
+        special = set(getattr(self.tokenizer, "all_special_ids", []) or [])
+        # single-character tokens (the ending search moves one of them at a time), closers first
+        singles = [(p, i) for i, p in enumerate(self.pieces) if len(p) == 1 and i not in special]
+        self.single = dict(sorted(singles, key=lambda pi: (_rank(pi[0]), pi[1])))
+        self.char_ids = {ch: i for ch, i in self.single.items()}
+        # near the limit an open answer may only take these (they cannot lengthen its ending)
+        safe = [i for i, p in enumerate(self.pieces) if p and i not in special
+                and (set(p) <= _WINDOW_SAFE or self.close.startswith(p))]
+        self.safe = pack_bits(self.words, safe) if self.answer != "text" else None
+        self.close_suffix_ids = [self.close_ids] + [self.tokenizer.encode(self.close[j:], add_special_tokens=False)
+                                                    for j in range(1, len(self.close))]
+
+    def completion(self, matcher: Any, tail: str | None = None) -> list[int] | None:
+        """Tokens that end an open answer: the closing tag (or the rest of a half-written one), after
+        the shortest string the grammar accepts before it, searched breadth-first on copies of
+        ``matcher`` (its forced continuation, else the single characters it allows, closers
+        first); None when there is none of at most ``2 x closing_tokens`` characters. ``tail``: the
+        answer's last characters, when known (only a tag it has begun is then tried to finish)."""
+        eng, close = self._engine, self.close
+        for j in range(len(close)):  # the model may have begun the tag itself
+            if j and tail is not None and not tail.endswith(close[:j]):
+                continue
+            if eng.accept_string(eng.fork(matcher), close[j:]):
+                return list(self.close_suffix_ids[j])
+        frontier: list[tuple[list[int], Any]] = [([], matcher)]
+        for _ in range(2 * self.closing_tokens):
+            nxt = []
+            for toks, m in frontier:
+                if ff := eng.forced(m):
+                    moves = [(self.tokenizer.encode(ff, add_special_tokens=False), ff)]
+                else:
+                    allowed = set(unpack_bits(eng.fill([m])[0], self.vocab_size).nonzero().flatten().tolist())
+                    moves = [([i], ch) for ch, i in self.single.items() if i in allowed]
+                for ids, piece in moves:
+                    f = eng.fork(m)
+                    if not eng.accept_string(f, piece):
+                        continue
+                    if eng.accept_string(eng.fork(f), close):
+                        return toks + ids + list(self.close_ids)
+                    nxt.append((toks + ids, f))
+            frontier = nxt[:64]  # bounded: closers come first
+            if not frontier:
+                break
+        return None
+
+    def lead(self) -> list[int]:
+        """Tokens every output must begin with (``full``: the opening tag the grammar forces), which
+        sampling can prefill with the prompt instead of decoding one by one; [] when none."""
+        if self.mode != "full":
+            return []
+        m = self._engine.matcher()
+        toks = self._engine.forced_tokens(m)
+        ok = all(self._engine.accept([m], [t])[0] for t in toks)
+        return [t for t in toks if t not in self.stop_ids] if ok else []
 
     def begin(self, n: int, max_new_tokens: int) -> ConstrainedBatch:
         """State for generating ``n`` rows of at most ``max_new_tokens`` tokens."""
@@ -160,7 +240,26 @@ class ConstrainedBatch:
         self.no_stop = pack_bits(c.words, c.stop_ids, allow=False)
         self.only_stop = pack_bits(c.words, c.stop_ids)
         self.opened = [False] * n
+        self.closing = [False] * n  # the open answer is being completed and closed
+        self.atail = [""] * n  # an open answer's last characters (is the closing tag begun?)
+        self.need = [0] * n  # in the closing window: tokens its ending took when last searched (an upper bound)
         self.bits = torch.full((n, c.words), -1, dtype=torch.int32)
+        self.think_open, self.think_close = (f"<{c.think_tag}>", f"</{c.think_tag}>") if c.think_tag else ("", "")
+
+    def prime(self, lead: list[int], done: torch.Tensor) -> list[torch.Tensor]:
+        """Take the forced opening ``lead`` (:meth:`Constrainer.lead`) as already sampled by every row:
+        its masks (one allowed token each) are returned, its tokens fed to the row states."""
+        masks = []
+        for tok in lead:
+            bits = torch.zeros_like(self.bits)
+            bits[:, tok // 32] = -(2**31) if tok % 32 == 31 else 1 << (tok % 32)
+            masks.append(bits)
+            live = int((~done).sum())
+            self.stats.tokens += live
+            self.stats.masked += live
+            self.stats.forced += live
+            self.advance(torch.full((self.n,), tok, dtype=torch.long), done)
+        return masks
 
     def _open_answer(self, i: int) -> list[int]:
         """The tokens that close the reasoning (if open) and open the answer; a half-written opening
@@ -172,25 +271,28 @@ class ConstrainedBatch:
         j = next((j for j in range(len(c.open) - 1, 0, -1) if tail.endswith(c.open[:j])), 0)
         return c.tokenizer.encode(c.open[j:], add_special_tokens=False) if j else list(c.open_ids)
 
-    def mask(self, logits: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
-        """Mask ``logits [n, V]`` in place for this step; returns the packed masks ``[n, W]`` (-1 = all allowed)."""
+    def mask(self, logits: torch.Tensor, done: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Mask ``logits`` in place for this step; returns the packed masks ``[n, W]`` of every row
+        (-1 = all allowed). ``logits`` holds the rows ``rows`` (all ``n`` when None: a decoder that
+        drops ended rows passes the ones it still runs)."""
         c, t = self.c, self.steps
         left = self.max_new - t
         budget = left <= c.reserve or (c.reasoning_budget is not None and t >= c.reasoning_budget)
         live = (~done).nonzero().squeeze(-1).tolist()
-        queued, queued_tok, free, end, grammar = [], [], [], [], []
+        queued, queued_tok, free, end, grammar, window = [], [], [], [], [], []
+        phase, queue, opened = self.phase, self.queue, self.opened
         for i in live:
-            ph = self.phase[i]
-            if not self.queue[i]:
-                if budget and not self.opened[i] and (ph == FREE or (ph == ANSWER and self.in_think[i])):
-                    self.queue[i] = self._open_answer(i)  # close the reasoning, open the answer
+            ph = phase[i]
+            if not queue[i]:
+                if budget and not opened[i] and (ph == FREE or (ph == ANSWER and self.in_think[i])):
+                    queue[i] = self._open_answer(i)  # close the reasoning, open the answer
                     self.stats.budget_forced += 1
-                elif (ph == ANSWER and self.opened[i] and left <= len(c.close_ids) + 2
-                      and self._may_close(i)):  # the last chances to close before the limit
-                    self.queue[i] = list(c.close_ids)
-            if self.queue[i]:
+                elif (ph == ANSWER and opened[i] and left <= c.horizon and not self.closing[i]
+                      and self._close_answer(i, left) and c.safe is not None):
+                    window.append(i)  # finishing the open answer before the limit: only safe tokens now
+            if queue[i]:
                 queued.append(i)
-                queued_tok.append(self.queue[i][0])
+                queued_tok.append(queue[i][0])
             elif ph == FREE:
                 free.append(i)  # no ending before an answer was given
             elif ph == ANSWER:
@@ -209,27 +311,60 @@ class ConstrainedBatch:
             bits[queued, q // 32] = torch.where(q % 32 == 31, torch.tensor(-(2**31)), 1 << (q % 32)).to(torch.int32)
         if grammar:
             bits[grammar] = self.engine.fill([self.matchers[i] for i in grammar])
+        if window:
+            safe = bits[window] & c.safe
+            ok = (safe != 0).any(1).tolist()
+            bits[window] = torch.where(torch.tensor(ok)[:, None], safe, bits[window])
+            for i, fine in zip(window, ok):
+                if not fine:  # the grammar allows nothing safe here (mid-command): end the answer now
+                    self.need[i] = 0
+                    self._close_answer(i, 0, force=True)
+                    if self.queue[i]:
+                        q = self.queue[i][0]
+                        bits[i] = 0
+                        bits[i, q // 32] = -(2**31) if q % 32 == 31 else 1 << (q % 32)
         if live:
+            # each row's place in ``logits``: itself, or its place among the rows still decoded
+            at = None if rows is None else {r: k for k, r in enumerate(rows.tolist())}
+            pos = (lambda idx: idx) if at is None else (lambda idx: [at[i] for i in idx])
             self.stats.tokens += len(live)
             if free:  # the only mask there is "no stop token yet": count when it overruled the policy
-                top = logits[free].argmax(-1)
+                top = logits[pos(free)].argmax(-1)
                 self.stats.stop_blocked += int(sum(int((top == s_).sum()) for s_ in c.stop_ids))
             if rest := queued + grammar + end:
-                self._count(logits, bits, rest)
-            self.engine.apply(logits, bits)
+                self._count(logits[pos(rest)], bits[rest])
+            self.engine.apply(logits, bits if rows is None else bits[rows])
         return bits.clone()
 
-    def _may_close(self, i: int) -> bool:
-        probe = self.engine.fill([self.matchers[i]])
-        first = self.c.close_ids[0]
-        return bool((int(probe[0, first // 32]) >> (first % 32)) & 1)
+    def _close_answer(self, i: int, left: int, force: bool = False) -> bool:
+        """In the closing window: force the open answer's ending once it needs all but
+        ``closing_tokens`` of the ``left`` tokens (one more is kept for the stop token); True
+        when the row may still sample (under the window's safe tokens). A row no ending fits is
+        counted, once, and left to run. Under safe tokens the ending never grows, so the length
+        found when the window opened bounds it: it is searched again only to be forced."""
+        c = self.c
+        if not force and self.need[i] and self.need[i] + c.closing_tokens < left:
+            return True  # still room by the bound: go on sampling safe tokens
+        toks = c.completion(self.matchers[i], self.atail[i])
+        if toks is None or (not force and len(toks) + 1 > left):
+            self.closing[i] = True
+            self.stats.unclosable += 1
+            return False
+        if force or len(toks) + 1 + c.closing_tokens >= left:
+            self.closing[i] = True
+            self.queue[i] = toks
+            self.stats.closed_forced += 1
+            return False
+        self.need[i] = len(toks) + 1
+        return True
 
-    def _count(self, logits: torch.Tensor, bits: torch.Tensor, rows: list[int]) -> None:
-        """Statistics of the answer-segment masks (grammar, forced tokens, the final stop)."""
+    def _count(self, logits: torch.Tensor, bits: torch.Tensor) -> None:
+        """Statistics of the answer-segment masks (grammar, forced tokens, the final stop): ``logits``
+        and ``bits`` are those rows' own."""
         s = self.stats
-        allowed = unpack_bits(bits[rows], logits.shape[-1])
-        lg = logits[rows].float()
-        s.masked += len(rows)
+        allowed = unpack_bits(bits, logits.shape[-1])
+        lg = logits.float()
+        s.masked += len(bits)
         s.forced += int((allowed.sum(-1) == 1).sum())
         s.argmax_masked += int((~allowed.gather(-1, lg.argmax(-1, keepdim=True))).sum())
         s.masked_mass += float((torch.softmax(lg, -1) * ~allowed).sum())
@@ -249,13 +384,18 @@ class ConstrainedBatch:
                 self.queue[i].pop(0)
             if ph == ANSWER:
                 answering.append(i)
+                if self.opened[i]:
+                    self.atail[i] = (self.atail[i] + (c.pieces[tok] if tok < len(c.pieces) else ""))[-len(c.close):]
             if ph == FREE or (track_all and not self.opened[i]):
-                tail = (self.tails[i] + (c.pieces[tok] if tok < len(c.pieces) else ""))[-64:]
+                piece = c.pieces[tok] if tok < len(c.pieces) else ""
+                tail = (self.tails[i] + piece)[-64:]
                 self.tails[i] = tail
+                if ">" not in piece:  # every tag ends with ">": nothing can have opened or closed
+                    continue
                 if c.think_tag:
-                    if tail.endswith(f"<{c.think_tag}>"):
+                    if tail.endswith(self.think_open):
                         self.in_think[i] = True
-                    elif tail.endswith(f"</{c.think_tag}>"):
+                    elif tail.endswith(self.think_close):
                         self.in_think[i] = False
                 k = tail.rfind(c.open)
                 if k >= 0:
@@ -300,7 +440,17 @@ class GrammarLogitsProcessor(LogitsProcessor):
     def stats(self) -> DecodeStats:
         return self.state.stats
 
+    def prime(self, prompt_len: int, lead: list[int]) -> None:
+        """The rows begin with ``lead`` (prefilled with their prompts of ``prompt_len`` tokens)."""
+        self.start = prompt_len
+        self.masks.extend(self.state.prime(lead, self.done))
+
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        return self.masked(input_ids, scores)
+
+    def masked(self, input_ids: torch.Tensor, scores: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Mask ``scores``; ``rows``: which rows of ``input_ids`` the scores are (all when None; rlvr's
+        sampling loop passes the rows its decoder still runs once ended ones were dropped)."""
         if self.start is None:
             self.start = input_ids.shape[1]
         elif input_ids.shape[1] > self.start + self.state.steps:
@@ -309,7 +459,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
             self.done = self.done | torch.isin(last, self.stop)
         if scores.dtype != torch.float32:
             scores = scores.float()
-        self.masks.append(self.state.mask(scores, self.done))
+        self.masks.append(self.state.mask(scores, self.done, None if rows is None else rows.cpu()))
         return scores
 
 

@@ -62,6 +62,17 @@ class XGrammarEngine:
     def accept_string(self, matcher: Any, text: str) -> bool:
         return bool(matcher.accept_string(text))
 
+    def fork(self, matcher: Any) -> Any:
+        return matcher.fork()
+
+    def forced(self, matcher: Any) -> str:
+        """The continuation the grammar forces from here ('' when it allows a choice)."""
+        return str(matcher.find_jump_forward_string())
+
+    def forced_tokens(self, matcher: Any) -> list[int]:
+        """That continuation as tokens (the last one left out when a longer token could extend it)."""
+        return [int(t) for t in matcher.find_jump_forward_tokens()]
+
     def finished(self, matcher: Any) -> bool:
         return bool(matcher.is_completed() or matcher.is_terminated())
 
@@ -138,6 +149,15 @@ class LLGuidanceEngine:
     def accept_string(self, matcher: Any, text: str) -> bool:
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         return all(matcher.consume_token(t) for t in ids)
+
+    def fork(self, matcher: Any) -> Any:
+        return matcher.deep_copy()
+
+    def forced(self, matcher: Any) -> str:
+        return bytes(matcher.compute_ff_bytes()).decode("utf-8", "ignore")
+
+    def forced_tokens(self, matcher: Any) -> list[int]:
+        return [int(t) for t in matcher.compute_ff_tokens()]
 
     def finished(self, matcher: Any) -> bool:
         return bool(matcher.is_accepting() or matcher.is_stopped())

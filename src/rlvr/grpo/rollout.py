@@ -255,34 +255,45 @@ def generate(
             prompt_ids[i, tp - len(p):] = torch.tensor(p)
             prompt_mask[i, tp - len(p):] = 1
         prompt_ids, prompt_mask = prompt_ids.to(device), prompt_mask.to(device)
+        processor, lead = None, []
+        if constrain is not None:  # a transformers LogitsProcessor: fed the growing ids, it masks the logits
+            from rlvr.decoding.constrain import GrammarLogitsProcessor
+
+            processor = GrammarLogitsProcessor(constrain, n, max_new_tokens)
+            lead = constrain.lead()[: max_new_tokens - 1]  # forced for every row: prefilled with the prompts
+        pre_ids, pre_mask = prompt_ids, prompt_mask
+        if lead:
+            lead_t = torch.tensor(lead, device=device).expand(n, -1)
+            pre_ids, pre_mask = torch.cat([prompt_ids, lead_t], 1), torch.cat([prompt_mask, torch.ones_like(lead_t)], 1)
         stepper: Any
         if fast and supports(model):  # each group's prompt is prefilled once, its cache written to G rows
             stepper = FastDecoder(model, n, tp + max_new_tokens)
-            logits = stepper.prefill(prompt_ids[::group_size], prompt_mask[::group_size], repeat=group_size)
+            logits = stepper.prefill(pre_ids[::group_size], pre_mask[::group_size], repeat=group_size)
             logits = logits.repeat_interleave(group_size, 0) if group_size > 1 else logits
         else:
             stepper = _HFStepper(model)
-            logits = stepper.prefill(prompt_ids, prompt_mask)
+            logits = stepper.prefill(pre_ids, pre_mask)
         # prompts and completions in one buffer: the logits processor reads the growing ids without copies
         ids_buf = torch.full((n, tp + max_new_tokens), pad, dtype=torch.long, device=device)
         ids_buf[:, :tp] = prompt_ids
         out_tok = ids_buf[:, tp:]
         out_lp = torch.zeros((n, max_new_tokens), device=device)
         done = torch.zeros(n, dtype=torch.bool, device=device)
-        processor = None
-        if constrain is not None:  # a transformers LogitsProcessor: fed the growing ids, it masks the logits
-            from rlvr.decoding.constrain import GrammarLogitsProcessor
-
-            processor = GrammarLogitsProcessor(constrain, n, max_new_tokens)
+        if processor is not None and lead:
+            out_tok[:, : len(lead)] = torch.tensor(lead, device=device)
+            processor.prime(tp, lead)
+            for _ in lead:  # the draws those steps would have made, so the samples after them are the same
+                if temperature > 0:
+                    torch.rand(n, 1, generator=generator, device=device)
         steps = 0
         # Rows that have ended are dropped from the lean decoder once they are at least COMPACT_AT of
         # the rows it still runs (one straggler then no longer costs a full batch per token). Draws are
         # made for every row at every step, so the samples do not depend on when rows are dropped.
-        compact = isinstance(stepper, FastDecoder) and processor is None
+        compact = isinstance(stepper, FastDecoder)
         active = torch.arange(n, device=device)  # the rows the decoder still runs
-        for t in range(max_new_tokens):
-            if processor is not None:
-                logits = processor(ids_buf[:, : tp + t], logits)
+        for t in range(len(lead), max_new_tokens):
+            if processor is not None:  # told which rows the logits are, once ended ones were dropped
+                logits = processor.masked(ids_buf[:, : tp + t], logits, rows=active if len(active) < n else None)
             u = torch.rand(n, 1, generator=generator, device=device) if temperature > 0 else None
             tok, lp = _sample(logits, temperature, top_p, u[active] if u is not None else None)
             ended = done[active]  # rows still decoded after their end get the pad

@@ -36,7 +36,7 @@ from rlvr.grpo import checkpoint
 from rlvr.grpo.advantages import group_advantages, zero_std_fraction
 from rlvr.grpo.evaluate import greedy_eval
 from rlvr.grpo.loss import Normalizer, policy_loss, token_logprobs
-from rlvr.grpo.metrics import MetricsLog, RolloutLog
+from rlvr.grpo.metrics import MetricsLog, RolloutLog, reward_stats
 from rlvr.grpo.rollout import RolloutBatch, generate
 from rlvr.rewards import Total
 from rlvr.rewards.base import prompt_text
@@ -535,9 +535,8 @@ class GRPOTrainer:
         n = len(breakdowns)
         m: dict[str, Any] = {}
         for name in self.rewards.rewards:
-            vals = torch.tensor([b.components[name] for b in breakdowns if b.components[name] is not None])
-            m[f"reward/{name}/mean"] = float(vals.mean()) if len(vals) else None
-            m[f"reward/{name}/std"] = float(vals.std()) if len(vals) > 1 else None
+            vals = [b.components[name] for b in breakdowns if b.components[name] is not None]
+            m.update(reward_stats(name, vals))
         ok = totals[admit]
         m["reward/total/mean"] = float(ok.mean()) if len(ok) else None
         m.update({f"weights/{k}": v for k, v in breakdowns[0].weights.items()} if breakdowns else {})

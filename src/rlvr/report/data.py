@@ -8,6 +8,8 @@ and said (:attr:`RunData.notes`).
 
 from __future__ import annotations
 
+import math
+
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,21 +89,55 @@ def series(run: RunData, key: str) -> Series:
     return [s for s, _ in pts], [v for _, v in pts]
 
 
-def reward_components(run: RunData) -> dict[str, tuple[list[int], list[float], list[float]]]:
-    """Per reward component: ``(steps, mean, std)`` (std 0 where unknown); ``total`` first."""
+def reward_components(run: RunData) -> dict[str, tuple[list[int], list[float], list[float], list[float]]]:
+    """Per reward component: ``(steps, mean, band low, band high)``; ``total`` first.
+
+    The band never shows values the reward cannot take: for a 0/1 reward (accuracy, format) it
+    is the Wilson interval of the step's proportion (one standard error, like +-1 std); for any
+    other it is +-1 std clipped to the values the step actually had (older runs, without them,
+    to [0, 1] for 0/1-looking rewards).
+    """
     names = sorted({k.split("/")[1] for m in run.steps for k in m if k.startswith("reward/") and k.endswith("/mean")},
                    key=lambda n: (n != "total", n))
     out = {}
     for name in names:
-        steps, means, stds = [], [], []
+        steps, means, lows, highs = [], [], [], []
         for m in run.steps:
             if m.get(f"reward/{name}/mean") is None:
                 continue
+            mean, std = float(m[f"reward/{name}/mean"]), float(m.get(f"reward/{name}/std") or 0.0)
+            lo, hi = _band(m, name, mean, std)
             steps.append(m["step"])
-            means.append(float(m[f"reward/{name}/mean"]))
-            stds.append(float(m.get(f"reward/{name}/std") or 0.0))
-        out[name] = (steps, means, stds)
+            means.append(mean)
+            lows.append(lo)
+            highs.append(hi)
+        out[name] = (steps, means, lows, highs)
     return out
+
+
+def _band(m: dict[str, Any], name: str, mean: float, std: float) -> tuple[float, float]:
+    key = f"reward/{name}"
+    n = m.get(f"{key}/n")
+    if m.get(f"{key}/binary") and n:
+        return wilson(mean, int(n))
+    lo, hi = m.get(f"{key}/min"), m.get(f"{key}/max")
+    if lo is None or hi is None:  # a run from before min/max were logged
+        lo, hi = (0.0, 1.0) if 0.0 <= mean <= 1.0 and std <= 0.5 + 1e-9 else (-math.inf, math.inf)
+    return max(mean - std, float(lo)), min(mean + std, float(hi))
+
+
+def wilson(p: float, n: int, z: float = 1.0) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``p`` over ``n`` trials (always inside [0, 1]).
+
+    Example:
+        >>> [round(x, 3) for x in wilson(0.0, 64)]
+        [0.0, 0.015]
+    """
+    if n <= 0:
+        return 0.0, 1.0
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 #: The causes stacked in the deaths plot, bottom to top.

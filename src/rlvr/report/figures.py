@@ -60,7 +60,8 @@ def _label(run: RunData, runs: Sequence[RunData], what: str) -> str:
 
 
 def rewards(runs: Sequence[RunData]) -> bytes | None:
-    """Reward per component over steps: mean with a +-1 std band; ``total`` on top, bold."""
+    """Reward per component over steps: mean with a band inside the reward's range (a 0/1 reward's
+    proportion interval, else +-1 std clipped to the values seen); ``total`` on top, bold."""
     comps = [reward_components(r) for r in runs]
     names = sorted({n for c in comps for n in c}, key=lambda n: (n != "total", n))
     if not names:
@@ -71,16 +72,16 @@ def rewards(runs: Sequence[RunData]) -> bytes | None:
         for run, c, col in zip(runs, comps, _colours(len(runs))):
             if name not in c:
                 continue
-            steps, mean, std = c[name]
-            mean_s, std_s = smooth(mean), smooth(std)
+            steps, mean, lo, hi = c[name]
+            mean_s = smooth(mean)
             if len(mean_s) != len(mean) or mean_s != mean:
                 ax.plot(steps, mean, color=col, lw=0.6, alpha=0.3)
             ax.plot(steps, mean_s, color=col, lw=2.2 if name == "total" else 1.4, label=run.name)
-            ax.fill_between(steps, [m - s for m, s in zip(mean_s, std_s)], [m + s for m, s in zip(mean_s, std_s)],
-                            color=col, alpha=0.18, lw=0)
+            ax.fill_between(steps, smooth(lo), smooth(hi), color=col, alpha=0.18, lw=0)
         ax.set_ylabel("r_total" if name == "total" else name)
         ax.grid(alpha=0.3)
-    axes[0, 0].set_title("reward per component: mean, band +-1 std (rolling over long runs)")
+    axes[0, 0].set_title("reward per component: mean; band: +-1 std within the reward's range, a proportion's "
+                         "interval for 0/1 rewards (rolling over long runs)")
     if len(runs) > 1:
         axes[0, 0].legend(fontsize=8)
     axes[-1, 0].set_xlabel("step")
