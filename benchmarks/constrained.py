@@ -124,7 +124,8 @@ def main() -> None:
         bars += [Bar(f"{name}: rollouts/s vs plain", ratio, ">=", 0.85),
                  Bar(f"{name}: format deaths", summary[name]["format_death"], "<", 0.01, "%"),
                  Bar(f"{name}: accuracy where both parsed minus plain's", acc_con - acc_plain, ">=", 0.0)]
-    report("constrained", summary, bars, args, quick=args.quick)
+    report("constrained" if args.engine in ("auto", "xgrammar") else f"constrained-{args.engine}", summary, bars, args,
+           quick=args.quick)
 
 
 if __name__ == "__main__":

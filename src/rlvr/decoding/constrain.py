@@ -353,7 +353,8 @@ class ConstrainedBatch:
         if force or len(toks) + 1 + c.closing_tokens >= left:
             self.closing[i] = True
             self.queue[i] = toks
-            self.stats.closed_forced += 1
+            begun = any(self.atail[i].endswith(c.close[:j]) for j in range(1, len(c.close)))
+            self.stats.closed_forced += not begun  # a tag the model had begun is only finished
             return False
         self.need[i] = len(toks) + 1
         return True
