@@ -207,12 +207,12 @@ def test_groups_drawn_ahead_are_used_while_fresh_and_dropped_when_stale(tmp_path
         bd, tot = trainer.score([sample], batch)
         return (sample, batch, bd, tot)
 
-    trainer.buffer = [ahead(0)]  # made at step 0, used at step 3: older than max_staleness
+    trainer.ahead.put(0, ahead(0))  # made at step 0, used at step 3: older than max_staleness
     trainer.step = 3
     m = trainer.train_step()
     assert (m["failure/stale_dropped"], m["failure/buffer_used"]) == (1.0, 0.0)
     assert 0 not in seen[-1]  # the stale group never reached the loss
-    trainer.buffer = [ahead(3)]  # made at step 3, used at step 4: fresh enough
+    trainer.ahead.put(3, ahead(3))  # made at step 3, used at step 4: fresh enough
     trainer.step = 4
     m = trainer.train_step()
     assert (m["failure/stale_dropped"], m["failure/buffer_used"]) == (0.0, 1.0)

@@ -12,7 +12,6 @@ import copy
 import math
 import random
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,37 +21,17 @@ import torch
 from rlvr.config import TrainConfig, dump_config
 from rlvr.data.prompts import encode
 from rlvr.data.tasks import TASKS, Sample, addition_eval
-from rlvr.diagnostics.admission import ColdStart, admission
-from rlvr.diagnostics.alarms import (
-    FormatWithoutAccuracy,
-    answer_blocks,
-    answer_only_in_reasoning,
-    code_tamper,
-    share,
-)
-from rlvr.diagnostics.causes import Cause, cause_of
-from rlvr.diagnostics.quarantine import Quarantine
+from rlvr.diagnostics.causes import Cause
+from rlvr.diagnostics.step import DrawAhead, FailureAware, RolloutView, informative, rollout_record
 from rlvr.grpo import checkpoint
-from rlvr.grpo.advantages import group_advantages, zero_std_fraction
 from rlvr.grpo.evaluate import greedy_eval
 from rlvr.grpo.loss import Normalizer, policy_loss, token_logprobs
-from rlvr.grpo.metrics import MetricsLog, RolloutLog, reward_stats
+from rlvr.grpo.metrics import MetricsLog, RolloutLog
 from rlvr.grpo.rollout import RolloutBatch, generate
 from rlvr.rewards import Total
 from rlvr.rewards.base import prompt_text
-from rlvr.types import Status
 
 StepCallback = Callable[[int, dict[str, Any]], None]
-
-
-def _record(sample: Sample, completion: str, finish: str, version: int, cause: str, breakdown: Any,
-            advantage: float, admitted: bool, **extra: Any) -> dict[str, Any]:
-    """One line of ``rollouts.jsonl``."""
-    v = breakdown.verdict
-    return {"prompt_id": sample.id, "task": sample.task, "prompt": prompt_text(sample.prompt), "gold": sample.gold,
-            "completion": completion, "finish": finish, "policy_version": version, "cause": cause,
-            "verdict": v.to_dict() if v is not None else None, "components": breakdown.components,
-            "total": breakdown.total, "advantage": advantage, "admitted": admitted, **extra}
 
 
 def _eval_metrics(ev: dict[str, Any]) -> dict[str, float]:
@@ -209,15 +188,14 @@ class GRPOTrainer:
         self.step = 0
         self.run_dir = Path(cfg.run.out_dir)
         self._rollout_log: RolloutLog | None = None
-        self.buffer: list[tuple[Sample, RolloutBatch, list[Any], torch.Tensor]] = []  # groups drawn ahead
-        self._buffer_stats = (0, 0)
-        f = cfg.failure
-        self.cold_start = ColdStart(f.cold_start_threshold, f.cold_start_window) if f.cold_start else None
-        self.format_alarm = FormatWithoutAccuracy()
-        self.quarantine = (Quarantine(f.quarantine_consecutive, f.quarantine_total,
-                                      frozenset(Cause(c) for c in f.quarantine_causes)) if f.quarantine else None)
         fmt = self.rewards.rewards.get("format")
-        self._tags = (getattr(fmt, "think_tag", None) or "think", getattr(fmt, "answer_tag", "answer"))
+        # what decides each rollout's fate (causes, admission, advantages, quarantine): engine-neutral
+        self.fa = FailureAware(cfg.failure, group_size=cfg.rollout.group_size, scale_rewards=cfg.algo.scale_rewards,
+                               advantage_clip=cfg.algo.advantage_clip,
+                               think_tag=getattr(fmt, "think_tag", None) or "think",
+                               answer_tag=getattr(fmt, "answer_tag", "answer"), run_dir=self.run_dir)
+        self.ahead = DrawAhead(cfg.failure.max_staleness)  # groups dynamic sampling drew beyond a step's need
+        self._buffer_stats = (0, 0)
         self.constrainer = self._constrainer(fmt)
         self._prompt_cache: dict[str, list[int]] = {}
 
@@ -295,14 +273,21 @@ class GRPOTrainer:
         totals = torch.tensor([b.total if b.total is not None else float("nan") for b in breakdowns])
         return breakdowns, totals
 
+    @staticmethod
+    def _views(samples: list[Sample], batch: RolloutBatch, breakdowns: list[Any]) -> list[RolloutView]:
+        """The failure-aware step's view of each rollout."""
+        rows = [s for s in samples for _ in range(batch.group_size)]
+        return [RolloutView(s.id, b.verdict, b.total, b.components, fin, text, v, b.weights)
+                for s, b, fin, text, v in zip(rows, breakdowns, batch.finish, batch.texts, batch.versions)]
+
     def _sample_groups(self) -> tuple[list[Sample], RolloutBatch, list[Any], torch.Tensor, int]:
         """Prompts for this step, their rollouts and scores. With ``failure.dynamic_sampling``, groups
         whose binary accuracy is the same for every rollout are replaced by freshly sampled groups,
-        at most that many extra rounds (flat groups fill the batch if too few informative ones came)."""
-        q = self.quarantine
+        at most that many extra rounds (flat groups fill the batch if too few informative ones came);
+        informative groups beyond the need are kept for later steps while fresh (:class:`DrawAhead`)."""
         p = self.cfg.rollout.prompts_per_step
-        skip = (lambda s: s.id in q) if q else None
-        samples = self.data.take(p, skip=skip)
+        skip = self.fa.skip if self.fa.quarantine is not None else None
+        samples = self.data.take(p, skip=lambda s_: skip(s_.id)) if skip else self.data.take(p)
         batch = self.rollout(samples)
         breakdowns, totals = self.score(samples, batch)
         rounds = 0
@@ -310,66 +295,53 @@ class GRPOTrainer:
         if not self.cfg.failure.dynamic_sampling:
             return samples, batch, breakdowns, totals, rounds
         g = batch.group_size
+        fresh, dropped = self.ahead.take_fresh(self.step)
+        self._buffer_stats = (len(fresh), dropped)
         pool = (samples, batch, breakdowns, totals)
-        # groups drawn ahead on earlier steps come first, unless too old (then they are dropped)
-        fresh = [x for x in self.buffer if min(x[1].versions) >= self.step - self.cfg.failure.max_staleness]
-        self._buffer_stats = (len(fresh), len(self.buffer) - len(fresh))
-        self.buffer = []
-        for s_, b_, bd_, t_ in fresh:
+        for s_, b_, bd_, t_ in fresh:  # groups drawn ahead on earlier steps come first
             pool = ([s_, *pool[0]], b_.concat(pool[1], self.tok.pad_token_id), bd_ + pool[2], torch.cat([t_, pool[3]]))
-        while rounds < self.cfg.failure.dynamic_sampling:
-            informative = self._informative(pool[2], g)
-            if sum(informative) >= p:
-                break
+
+        def signal(pool: tuple) -> list[bool]:
+            return informative([RolloutView("", b.verdict, b.total) for b in pool[2]], g)
+
+        while rounds < self.cfg.failure.dynamic_sampling and sum(signal(pool)) < p:
             rounds += 1
-            more = self.data.take(p, skip=skip)
+            more = self.data.take(p, skip=lambda s_: skip(s_.id)) if skip else self.data.take(p)
             more_batch = self.rollout(more, g, (37, rounds))
             more_bd, more_tot = self.score(more, more_batch)
             pool = (pool[0] + more, pool[1].concat(more_batch, self.tok.pad_token_id), pool[2] + more_bd,
                     torch.cat([pool[3], more_tot]))
-        informative = self._informative(pool[2], g)
-        order = [k for k, ok in enumerate(informative) if ok] + [k for k, ok in enumerate(informative) if not ok]
-        keep = order[:p]
-        for k in [k for k in order[p:] if informative[k]][:p]:  # informative leftovers: kept for later steps
+        keep, later = DrawAhead.pick(signal(pool), p)
+        for k in later:  # informative leftovers: kept for later steps
             rows = [k * g + j for j in range(g)]
-            self.buffer.append((pool[0][k], pool[1].select_groups([k]), [pool[2][i] for i in rows],
-                                pool[3][torch.tensor(rows)]))
+            self.ahead.put(min(pool[1].versions[i] for i in rows),
+                           (pool[0][k], pool[1].select_groups([k]), [pool[2][i] for i in rows],
+                            pool[3][torch.tensor(rows)]))
         rows = [k * g + j for k in keep for j in range(g)]
         return ([pool[0][k] for k in keep], pool[1].select_groups(keep), [pool[2][i] for i in rows],
                 pool[3][torch.tensor(rows)], rounds)
 
-    @staticmethod
-    def _informative(breakdowns: list[Any], g: int) -> list[bool]:
-        """Per group: does binary accuracy (verdict correct or not) vary across its rollouts?"""
-        ok = [b.verdict is not None and b.verdict.correct for b in breakdowns]
-        return [len(set(ok[k * g : (k + 1) * g])) > 1 for k in range(len(ok) // g)]
-
-    def _causes(self, breakdowns: list[Any], batch: RolloutBatch) -> list[Cause]:
-        ms = self.cfg.failure.max_staleness
-        return [cause_of(b.verdict.status, fin, text=text, version=v, current_version=self.step, max_staleness=ms)
-                if b.verdict is not None else Cause.INVALID
-                for b, fin, text, v in zip(breakdowns, batch.finish, batch.texts, batch.versions)]
-
     def resample(self, samples: list[Sample], batch: RolloutBatch, breakdowns: list[Any], totals: torch.Tensor,
                  causes: list[Cause]) -> tuple[RolloutBatch, list[Any], torch.Tensor, list[Cause], list[dict]]:
-        """Replace invalid (and, with ``exclude_truncated``, truncated) rollouts by new samples of the
-        same prompts, at most ``failure.resample_tries`` rounds; returns the originals for the log."""
-        f = self.cfg.failure
-        redo = {Cause.INVALID} | ({Cause.TRUNCATED} if f.exclude_truncated else set())
+        """Redraw the rows :meth:`FailureAware.to_resample` names for the same prompts, at most
+        ``failure.resample_tries`` rounds; returns the originals for the log."""
         g = batch.group_size
         replaced: list[dict] = []
         breakdowns, causes = list(breakdowns), list(causes)
-        for attempt in range(1, f.resample_tries + 1):
-            bad = [i for i, c in enumerate(causes) if c in redo]
+        for attempt in range(1, self.cfg.failure.resample_tries + 1):
+            bad = self.fa.to_resample(causes)
             if not bad:
                 break
             rows = [samples[i // g] for i in bad]
             new = self.rollout(rows, 1, (31, attempt))
             new_bd, new_tot = self._score_rows(rows, new)
-            new_causes = self._causes(new_bd, new)
+            new_causes = self.fa.causes([RolloutView(s.id, b.verdict, b.total, b.components, fin, text, v)
+                                         for s, b, fin, text, v in zip(rows, new_bd, new.finish, new.texts,
+                                                                       new.versions)], self.step + 1)
             for j, i in enumerate(bad):
                 replaced.append({"row": i, "attempt": attempt, "completion": batch.texts[i],
-                                 "finish": batch.finish[i], "cause": causes[i].value, "breakdown": breakdowns[i]})
+                                 "finish": batch.finish[i], "cause": causes[i].value, "breakdown": breakdowns[i],
+                                 "version": batch.versions[i]})
                 breakdowns[i], totals[i], causes[i] = new_bd[j], new_tot[j], new_causes[j]
             batch = batch.replace_rows(bad, new, self.tok.pad_token_id)
         return batch, breakdowns, totals, causes, replaced
@@ -460,7 +432,7 @@ class GRPOTrainer:
                            constrain=self.constrainer if self.cfg.decoding.in_eval else None)
 
     def train_step(self) -> dict[str, Any]:
-        """One GRPO step; returns its metrics."""
+        """One GRPO step: sample, score, let the failure-aware step decide, update; returns its metrics."""
         t0 = time.perf_counter()
         if self.judge is not None:
             from rlvr.verify.judge.judged import JudgeStats
@@ -468,85 +440,47 @@ class GRPOTrainer:
             self.judge.stats = JudgeStats()  # per-step judge metrics
         samples, batch, breakdowns, totals, extra_rounds = self._sample_groups()
         t_gen = time.perf_counter()
-        causes = self._causes(breakdowns, batch)
+        step = self.step + 1  # the step these rollouts train; the policy that sampled them is version self.step
+        causes = self.fa.causes(self._views(samples, batch, breakdowns), step)
         first_causes = list(causes)  # quarantine judges what the model produced, before any resampling
         replaced: list[dict] = []
         if self.cfg.failure.resample_tries:
             batch, breakdowns, totals, causes, replaced = self.resample(samples, batch, breakdowns, totals, causes)
-        format_deaths = sum(c is Cause.NO_ANSWER for c in causes) / len(causes)
-        cold = self.cold_start.update(format_deaths, self.step + 1) if self.cold_start is not None else False
-        f = self.cfg.failure
-        admit = admission(causes, totals, batch.group_size, exclude_truncated=f.exclude_truncated, cold_start=cold,
-                          drop_flat_groups=f.drop_flat_groups)
-        adv = group_advantages(torch.nan_to_num(totals), batch.group_size, admit, scale=self.cfg.algo.scale_rewards)
-        clip = self.cfg.algo.advantage_clip
-        clipped = float(((adv.abs() > clip) & admit).sum() / admit.sum().clamp(min=1)) if clip else 0.0
-        if clip:
-            adv = adv.clamp(-clip, clip)
-        newly = []
-        if self.quarantine is not None:
-            g = batch.group_size
-            for k, s in enumerate(samples):
-                group = first_causes[k * g : (k + 1) * g]
-                fails = [{"completion": batch.texts[i][:500], "cause": causes[i].value,
-                          "reason": breakdowns[i].verdict.reason if breakdowns[i].verdict else ""}
-                         for i in range(k * g, (k + 1) * g)]
-                if self.quarantine.observe(s.id, group, self.step + 1, fails):
-                    newly.append(s.id)
-            if newly:
-                self.quarantine.write(self.run_dir)
+        views = self._views(samples, batch, breakdowns)
+        d = self.fa.decide(views, step, first_causes=first_causes)
         t_score = time.perf_counter()
-        upd = self.update(batch, adv, admit)
+        upd = self.update(batch, d.advantages, d.admit)
         t_end = time.perf_counter()
         if self._rollout_log is not None:
-            g = batch.group_size
-            self._rollout_log.log(self.step + 1, [
-                _record(samples[i // g], batch.texts[i], batch.finish[i], batch.versions[i], causes[i].value, b,
-                        float(adv[i]), bool(admit[i]))
-                for i, b in enumerate(breakdowns)] + [
-                _record(samples[o["row"] // g], o["completion"], o["finish"], self.step, o["cause"], o["breakdown"],
-                        0.0, False, replaced=True, attempt=o["attempt"])
-                for o in replaced])
-        self.step += 1
-        m = self._metrics(batch, breakdowns, totals, admit, upd, (t0, t_gen, t_score, t_end))
-        m.update({f"causes/{c.value}": sum(x is c for x in causes) / len(causes) for c in Cause})
-        m["advantages/clipped_frac"] = clipped
+            self._rollout_log.log(step, self._records(samples, batch, views, d, replaced))
+        self.step = step
+        m = {**d.metrics, **self._engine_metrics(batch, upd, (t0, t_gen, t_score, t_end))}
         m["failure/resampled"] = float(len(replaced))
         m["failure/dynamic_rounds"] = float(extra_rounds)
         m["failure/buffer_used"], m["failure/stale_dropped"] = map(float, self._buffer_stats)
-        m["groups/flat_accuracy_frac"] = 1.0 - sum(self._informative(breakdowns, batch.group_size)) / len(samples)
-        m["failure/cold_start"] = float(cold)
-        m["failure/excluded_frac"] = float((~admit).float().mean())
-        if self.cold_start is not None and self.cold_start.switched_at == self.step:
-            m["failure/cold_start_ended"] = 1.0  # the switch, marked on the step it happened
-        think, answer = self._tags
-        if self.quarantine is not None:
-            m["quarantine/size"] = float(len(self.quarantine.entries))
-        m["alarms/multiple_answers"] = share(batch.texts, lambda t: answer_blocks(t, answer) > 1)
-        m["alarms/answer_in_reasoning"] = share(batch.texts, lambda t: answer_only_in_reasoning(t, think, answer))
-        m["alarms/code_tamper"] = code_tamper([b.verdict for b in breakdowns])
-        m["alarms/format_without_accuracy"] = float(self.format_alarm.update(m.get("reward/format/mean"),
-                                                                             m.get("reward/accuracy/mean")))
         return m
 
-    def _metrics(self, batch: RolloutBatch, breakdowns: list[Any], totals: torch.Tensor, admit: torch.Tensor,
-                 upd: dict[str, float], times: tuple[float, float, float, float]) -> dict[str, Any]:
+    def _records(self, samples: list[Sample], batch: RolloutBatch, views: list[RolloutView], d: Any,
+                 replaced: list[dict]) -> list[dict[str, Any]]:
+        """``rollouts.jsonl`` lines: every rollout of the step, then the originals resampling replaced."""
+        g = batch.group_size
+        kept = [rollout_record(v, d.causes[i], samples[i // g], advantage=float(d.advantages[i]),
+                               admitted=bool(d.admit[i])) for i, v in enumerate(views)]
+        gone = [rollout_record(RolloutView(samples[o["row"] // g].id, o["breakdown"].verdict, o["breakdown"].total,
+                                           o["breakdown"].components, o["finish"], o["completion"], o["version"]),
+                               Cause(o["cause"]), samples[o["row"] // g], advantage=0.0, admitted=False,
+                               replaced=True, attempt=o["attempt"]) for o in replaced]
+        return kept + gone
+
+    def _engine_metrics(self, batch: RolloutBatch, upd: dict[str, float],
+                        times: tuple[float, float, float, float]) -> dict[str, Any]:
+        """What only this engine knows: the judge, the decoding masks, lengths, the update, timings."""
         t0, t_gen, t_score, t_end = times
-        n = len(breakdowns)
         m: dict[str, Any] = {}
-        for name in self.rewards.rewards:
-            vals = [b.components[name] for b in breakdowns if b.components[name] is not None]
-            m.update(reward_stats(name, vals))
-        ok = totals[admit]
-        m["reward/total/mean"] = float(ok.mean()) if len(ok) else None
-        m.update({f"weights/{k}": v for k, v in breakdowns[0].weights.items()} if breakdowns else {})
-        statuses = Counter(b.verdict.status.value for b in breakdowns if b.verdict is not None)
-        m.update({f"verify/{s.value}": statuses.get(s.value, 0) / n for s in Status})
         if self.judge is not None:
             m.update(self.judge.stats.metrics())
         if batch.decode_stats is not None:
             m.update(batch.decode_stats.metrics())
-        m["groups/zero_std_frac"] = zero_std_fraction(torch.nan_to_num(totals), batch.group_size, admit)
         lengths = batch.lengths.float()
         m["completions/mean_length"] = float(lengths.mean())
         m["completions/p90_length"] = float(torch.quantile(lengths, 0.9))
@@ -560,10 +494,7 @@ class GRPOTrainer:
     def state(self) -> dict[str, Any]:
         return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
                 "scheduler": self.sched.state_dict(), "step": self.step, "position": self.data.position,
-                "config": dump_config(self.cfg),
-                "cold_start": self.cold_start.state() if self.cold_start is not None else None,
-                "quarantine": self.quarantine.state() if self.quarantine is not None else None,
-                "buffer": self.buffer}
+                "config": dump_config(self.cfg), "failure": self.fa.state_dict(), "buffer": self.ahead.items}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
@@ -571,11 +502,11 @@ class GRPOTrainer:
         self.sched.load_state_dict(state["scheduler"])
         self.step = int(state["step"])
         self.data.skip_to(int(state["position"]))
-        if self.cold_start is not None and state.get("cold_start"):
-            self.cold_start.load(state["cold_start"])
-        self.buffer = list(state.get("buffer") or [])
-        if self.quarantine is not None:  # counters from the checkpoint, the quarantined set from its file
-            self.quarantine.load(state.get("quarantine") or {}, self.run_dir, self.step)
+        failure = state.get("failure") or {"cold_start": state.get("cold_start"),  # checkpoints before the step
+                                           "quarantine": state.get("quarantine")}  # component kept them apart
+        self.fa.load_state_dict(failure, self.run_dir, self.step)  # the quarantined set from its file
+        self.ahead.items = [it if isinstance(it, tuple) and len(it) == 2 and isinstance(it[0], int)
+                            else (min(it[1].versions), it) for it in state.get("buffer") or []]
 
     def train(self, *, resume: bool = False, on_step: StepCallback | None = None,
               on_eval: StepCallback | None = None) -> dict[str, Any]:

@@ -1,0 +1,295 @@
+"""The failure-aware step, engine-neutral: what to do with one step's rollouts.
+
+rlvr's own loop, TRL's ``GRPOTrainer`` (:mod:`rlvr.integrations.trl`) and verl's Ray trainer each
+call one :class:`FailureAware` once per step with what they know of every rollout (a
+:class:`RolloutView`: prompt id, verdict, reward breakdown, finish reason, policy version) and
+apply what it returns (a :class:`Decision`: causes, who is admitted to the group statistics and
+the loss, the advantages, who was quarantined, the metrics). The pieces it wires are pure and
+tested on their own (:mod:`.causes`, :mod:`.admission`, :mod:`.quarantine`, :mod:`.alarms`,
+:mod:`rlvr.grpo.advantages`); its state (the cold start, quarantine counters, alarm windows) is a
+small dict for checkpoints. Which rows to redraw (:meth:`FailureAware.to_resample`) and which
+groups carry a signal (:func:`informative`) are the engine's to act on, as is the draw-ahead
+buffer of dynamic sampling (:class:`DrawAhead`, which only decides freshness and order).
+
+Example:
+    >>> from rlvr.config import FailureConfig
+    >>> from rlvr.types import Status, Verdict
+    >>> fa = FailureAware(FailureConfig(quarantine=False), group_size=2)
+    >>> views = [RolloutView("p", Verdict(Status.CORRECT), 1.0), RolloutView("p", Verdict(Status.WRONG), 0.0)]
+    >>> d = fa.decide(views, step=1)
+    >>> [c.value for c in d.causes], d.admit.tolist(), [round(a, 2) for a in d.advantages.tolist()]
+    (['correct', 'wrong'], [True, True], [0.71, -0.71])
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlvr.config import FailureConfig
+from rlvr.diagnostics.admission import ColdStart, admission
+from rlvr.diagnostics.alarms import (
+    FormatWithoutAccuracy,
+    answer_blocks,
+    answer_only_in_reasoning,
+    code_tamper,
+    share,
+)
+from rlvr.diagnostics.causes import Cause, cause_of
+from rlvr.diagnostics.quarantine import Quarantine
+from rlvr.grpo.advantages import group_advantages, zero_std_fraction
+from rlvr.grpo.metrics import reward_stats
+from rlvr.types import Status, Verdict
+
+
+@dataclass(frozen=True)
+class RolloutView:
+    """What the failure-aware step needs of one rollout (whatever engine made it).
+
+    Attributes:
+        prompt_id: the prompt's stable id (quarantine counts per prompt).
+        verdict: the verifier's verdict (None: no reward applied; the rollout is ``invalid``).
+        total: the weighted reward (None: nothing applied, or a reward said "not applicable").
+        components: every reward component (None where it did not apply).
+        finish: ``eos``, or ``length`` (truncated).
+        text: the completion (empty text is ``invalid``; alarms read it).
+        version: the policy version that sampled it.
+        weights: the reward weights in force (logged as ``weights/<name>``).
+        unscored: a reward said it cannot score this row (TRL's ``None``): ``invalid``.
+    """
+
+    prompt_id: str
+    verdict: Verdict | None
+    total: float | None
+    components: dict[str, float | None] = field(default_factory=dict)
+    finish: str = "eos"
+    text: str = ""
+    version: int = 0
+    weights: dict[str, float] = field(default_factory=dict)
+    unscored: bool = False
+
+
+@dataclass
+class Decision:
+    """What an engine applies for one step (rows in the order they came, groups consecutive).
+
+    Attributes:
+        causes: one cause per rollout.
+        admit: ``[N]`` bool: in the group statistics and the loss (its tokens leave the loss mask
+            and the normalisers otherwise, not merely advantage 0).
+        advantages: ``[N]`` group-normalised over admitted rows, clipped; 0 for the excluded.
+        quarantined: prompt ids quarantined by this step.
+        metrics: ``causes/*``, ``verify/*``, ``failure/*``, ``reward/<name>/*``, ``weights/*``,
+            ``groups/*``, ``advantages/*``, ``quarantine/size``, ``alarms/*``.
+    """
+
+    causes: list[Cause]
+    admit: torch.Tensor
+    advantages: torch.Tensor
+    quarantined: list[str]
+    metrics: dict[str, Any]
+
+
+def informative(views: Sequence[RolloutView], group_size: int) -> list[bool]:
+    """Per group: does binary accuracy (verdict correct or not) vary across its rollouts?"""
+    ok = [v.verdict is not None and v.verdict.correct for v in views]
+    return [len(set(ok[k * group_size : (k + 1) * group_size])) > 1 for k in range(len(ok) // group_size)]
+
+
+class FailureAware:
+    """Causes, admission with the cold start, advantages with clipping, quarantine, alarms, metrics.
+
+    Args:
+        failure: the ``failure`` section of the config.
+        group_size: G, rollouts per prompt (rows of one group are consecutive).
+        scale_rewards: divide advantages by the group std (False: Dr. GRPO).
+        advantage_clip: clamp advantages to ``[-clip, clip]`` (None: no clamp).
+        think_tag / answer_tag: the format's tags (for the reward-hacking alarms).
+        run_dir: where ``quarantine.jsonl`` is written (None: kept in memory; in a multi-process
+            engine only the main process writes).
+    """
+
+    def __init__(self, failure: FailureConfig, *, group_size: int, scale_rewards: bool = True,
+                 advantage_clip: float | None = None, think_tag: str = "think", answer_tag: str = "answer",
+                 run_dir: str | Path | None = None) -> None:
+        self.cfg, self.group_size = failure, group_size
+        self.scale_rewards, self.advantage_clip = scale_rewards, advantage_clip
+        self.think_tag, self.answer_tag = think_tag, answer_tag
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        f = failure
+        self.cold_start = ColdStart(f.cold_start_threshold, f.cold_start_window) if f.cold_start else None
+        self.quarantine = (Quarantine(f.quarantine_consecutive, f.quarantine_total,
+                                      frozenset(Cause(c) for c in f.quarantine_causes)) if f.quarantine else None)
+        self.format_alarm = FormatWithoutAccuracy()
+
+    # ------------------------------------------------------------------ what an engine asks
+    def causes(self, views: Sequence[RolloutView], step: int) -> list[Cause]:
+        """One cause per rollout of ``step`` (1-based: the policy that sampled a fresh rollout is
+        version ``step - 1``, the number of updates made so far)."""
+        ms = self.cfg.max_staleness
+        return [cause_of(v.verdict.status, v.finish, text=v.text, version=v.version, current_version=step - 1,
+                         max_staleness=ms) if v.verdict is not None and not v.unscored else Cause.INVALID
+                for v in views]
+
+    def to_resample(self, causes: Sequence[Cause]) -> list[int]:
+        """Rows to redraw for the same prompt: ``invalid`` ones (and ``truncated`` with
+        ``exclude_truncated``); the engine keeps the originals as ``replaced`` in its log."""
+        redo = {Cause.INVALID} | ({Cause.TRUNCATED} if self.cfg.exclude_truncated else set())
+        return [i for i, c in enumerate(causes) if c in redo]
+
+    def skip(self, prompt_id: str) -> bool:
+        """True for a quarantined prompt (engines leave it out of their prompt stream)."""
+        return self.quarantine is not None and prompt_id in self.quarantine
+
+    def decide(self, views: Sequence[RolloutView], step: int, *,
+               first_causes: Sequence[Cause] | None = None) -> Decision:
+        """The step's decision over all of its rollouts (gathered from every process first).
+
+        ``first_causes``: the causes before any resampling (quarantine judges what the model
+        produced, not what resampling replaced it with).
+        """
+        g = self.group_size
+        if len(views) % g:
+            raise ValueError(f"{len(views)} rollouts do not split into groups of {g}")
+        causes = self.causes(views, step)
+        totals = torch.tensor([v.total if v.total is not None else float("nan") for v in views], dtype=torch.float32)
+        format_deaths = sum(c is Cause.NO_ANSWER for c in causes) / max(len(causes), 1)
+        cold = self.cold_start.update(format_deaths, step) if self.cold_start is not None else False
+        f = self.cfg
+        admit = admission(causes, totals, g, exclude_truncated=f.exclude_truncated, cold_start=cold,
+                          drop_flat_groups=f.drop_flat_groups)
+        adv = group_advantages(torch.nan_to_num(totals), g, admit, scale=self.scale_rewards)
+        clip = self.advantage_clip
+        clipped = float(((adv.abs() > clip) & admit).sum() / admit.sum().clamp(min=1)) if clip else 0.0
+        if clip:
+            adv = adv.clamp(-clip, clip)
+        newly = self._observe(views, list(first_causes or causes), causes, step)
+        m = self._metrics(views, causes, totals, admit, cold, step)
+        m["advantages/clipped_frac"] = clipped
+        return Decision(causes, admit, adv, newly, m)
+
+    # ------------------------------------------------------------------ pieces
+    def _observe(self, views: Sequence[RolloutView], first: list[Cause], causes: list[Cause], step: int) -> list[str]:
+        if self.quarantine is None:
+            return []
+        g, newly = self.group_size, []
+        for k in range(len(views) // g):
+            rows = range(k * g, (k + 1) * g)
+            fails = [{"completion": views[i].text[:500], "cause": causes[i].value,
+                      "reason": views[i].verdict.reason if views[i].verdict else ""} for i in rows]
+            if self.quarantine.observe(views[k * g].prompt_id, [first[i] for i in rows], step, fails):
+                newly.append(views[k * g].prompt_id)
+        if newly and self.run_dir is not None:
+            self.quarantine.write(self.run_dir)
+        return newly
+
+    def _metrics(self, views: Sequence[RolloutView], causes: list[Cause], totals: torch.Tensor,
+                 admit: torch.Tensor, cold: bool, step: int) -> dict[str, Any]:
+        n, g = len(views), self.group_size
+        m: dict[str, Any] = {}
+        names = sorted({k for v in views for k in v.components})
+        for name in names:
+            m.update(reward_stats(name, [v.components[name] for v in views if v.components.get(name) is not None]))
+        ok = totals[admit]
+        m["reward/total/mean"] = float(ok.mean()) if len(ok) else None
+        if views and views[0].weights:
+            m.update({f"weights/{k}": w for k, w in views[0].weights.items()})
+        statuses = Counter(v.verdict.status.value for v in views if v.verdict is not None)
+        m.update({f"verify/{s.value}": statuses.get(s.value, 0) / n for s in Status})
+        m.update({f"causes/{c.value}": sum(x is c for x in causes) / n for c in Cause})
+        m["groups/zero_std_frac"] = zero_std_fraction(torch.nan_to_num(totals), g, admit)
+        m["groups/flat_accuracy_frac"] = 1.0 - sum(informative(views, g)) / max(n // g, 1)
+        m["failure/cold_start"] = float(cold)
+        if self.cold_start is not None and self.cold_start.switched_at == step:
+            m["failure/cold_start_ended"] = 1.0  # the switch, marked on the step it happened
+        m["failure/excluded_frac"] = float((~admit).float().mean())
+        if self.quarantine is not None:
+            m["quarantine/size"] = float(len(self.quarantine.entries))
+        texts = [v.text for v in views]
+        m["alarms/multiple_answers"] = share(texts, lambda t: answer_blocks(t, self.answer_tag) > 1)
+        m["alarms/answer_in_reasoning"] = share(
+            texts, lambda t: answer_only_in_reasoning(t, self.think_tag, self.answer_tag))
+        m["alarms/code_tamper"] = code_tamper([v.verdict for v in views])
+        m["alarms/format_without_accuracy"] = float(self.format_alarm.update(m.get("reward/format/mean"),
+                                                                             m.get("reward/accuracy/mean")))
+        return m
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        """The checkpointable state (the quarantined set itself lives in ``quarantine.jsonl``)."""
+        fa = self.format_alarm
+        return {"cold_start": self.cold_start.state() if self.cold_start is not None else None,
+                "quarantine": self.quarantine.state() if self.quarantine is not None else None,
+                "format_alarm": {"fmt": list(fa.fmt), "acc": list(fa.acc)}}
+
+    def load_state_dict(self, state: dict[str, Any], run_dir: str | Path | None, step: int) -> None:
+        """Back to a checkpoint taken at ``step`` (quarantine entries read from ``run_dir`` up to it)."""
+        if self.cold_start is not None and state.get("cold_start"):
+            self.cold_start.load(state["cold_start"])
+        if self.quarantine is not None:
+            self.quarantine.load(state.get("quarantine") or {}, Path(run_dir or "."), step)
+        alarm = state.get("format_alarm") or {}
+        self.format_alarm.fmt.extend(alarm.get("fmt", []))
+        self.format_alarm.acc.extend(alarm.get("acc", []))
+
+
+def rollout_record(view: RolloutView, cause: Cause, sample: Any = None, *, prompt: Any = None, gold: Any = None,
+                   task: str | None = None, advantage: float = 0.0, admitted: bool = False,
+                   **extra: Any) -> dict[str, Any]:
+    """One line of ``rollouts.jsonl``, the same for every engine (``rlvr causes`` and ``rlvr report``
+    read it): prompt id, task, prompt, gold, completion, finish, policy version, cause, verdict,
+    components, total, advantage, admitted, and what the engine adds (``rank``, ``replaced``...).
+    ``sample``: a row with ``prompt``/``gold``/``task`` attributes, instead of passing them."""
+    from rlvr.rewards.base import prompt_text
+
+    if sample is not None:
+        prompt, gold, task = sample.prompt, sample.gold, sample.task
+    v = view.verdict
+    return {"prompt_id": view.prompt_id, "task": task, "prompt": prompt_text(prompt), "gold": gold,
+            "completion": view.text, "finish": view.finish, "policy_version": view.version, "cause": cause.value,
+            "verdict": v.to_dict() if v is not None else None, "components": view.components, "total": view.total,
+            "advantage": advantage, "admitted": admitted, **extra}
+
+
+@dataclass
+class DrawAhead:
+    """The draw-ahead buffer of dynamic sampling: informative groups drawn beyond a step's need,
+    kept for the next steps while their policy version is at most ``max_staleness`` old.
+
+    The items are the engine's own (a group's rollouts in whatever form it keeps them); this
+    class only decides which are still fresh and which of a step's groups to train on now.
+    """
+
+    max_staleness: int
+    items: list[tuple[int, Any]] = field(default_factory=list)  # (policy version, item)
+
+    def take_fresh(self, step: int) -> tuple[list[Any], int]:
+        """Empty the buffer: ``(the items still fresh at step, how many were too old and dropped)``."""
+        fresh = [it for v, it in self.items if v >= step - self.max_staleness]
+        dropped = len(self.items) - len(fresh)
+        self.items = []
+        return fresh, dropped
+
+    def put(self, version: int, item: Any) -> None:
+        self.items.append((version, item))
+
+    @staticmethod
+    def pick(informative_groups: Sequence[bool], need: int) -> tuple[list[int], list[int]]:
+        """``(groups to train on now, informative groups to keep for later)``: informative first,
+        in order, then flat ones to fill the step if too few informative ones came."""
+        good = [k for k, ok in enumerate(informative_groups) if ok]
+        flat = [k for k, ok in enumerate(informative_groups) if not ok]
+        order = good + flat
+        keep = order[:need]
+        return keep, [k for k in good if k not in keep][:need]
+
+    def __iter__(self) -> Iterable[tuple[int, Any]]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
