@@ -165,6 +165,8 @@ class RunConfig(_Strict):
     wandb: bool = False
     log_rollouts: bool = True
     """Write every rollout (completion, cause, verdict, components, advantage) to rollouts.jsonl."""
+    processes: int = Field(1, ge=1)
+    """Processes to train with (``engine: trl``; torchrun starts them: gloo on CPU, one per GPU)."""
 
 
 class DecodingConfig(_Strict):
@@ -186,6 +188,23 @@ class DecodingConfig(_Strict):
     """Length limit of ``text`` answers."""
     in_eval: bool = True
     """Decode held-out evaluations under the same constraint."""
+
+
+class TrlConfig(_Strict):
+    """``engine: trl``: what TRL's ``GRPOTrainer`` does that rlvr's engine does not."""
+
+    use_vllm: bool = False
+    """Generate with vLLM (needs a GPU and vLLM); ``decoding.constrain: full`` then becomes vLLM's
+    structured output."""
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    gradient_checkpointing: bool = False
+    steps_per_generation: int | None = Field(None, ge=1)
+    """Optimizer steps each generation batch is split into (TRL's own default: the accumulation)."""
+    logging_steps: int = Field(1, ge=1)
+    report_to: list[str] = []
+    """TRL's loggers (``tensorboard``, ``wandb``...); rlvr's run folder is written either way."""
+    args: dict[str, Any] = {}
+    """Any other ``GRPOConfig`` field, passed as is (e.g. ``{deepspeed: ds.json}``, ``{fsdp: full_shard}``)."""
 
 
 class JudgeConfig(_Strict):
@@ -220,6 +239,10 @@ class TrainConfig(_Strict):
     decoding: DecodingConfig = DecodingConfig()
     judge: JudgeConfig | None = None
     """Set to add an LLM judge for the rows rules cannot decide (their ``uncertain`` rows are invalid)."""
+    engine: Literal["rlvr", "trl"] = "rlvr"
+    """``rlvr``: rlvr's own single-process loop; ``trl``: TRL's ``GRPOTrainer`` with rlvr's
+    failure-aware step (accelerate, DeepSpeed / FSDP, vLLM, many processes)."""
+    trl: TrlConfig = TrlConfig()
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainConfig:
@@ -230,6 +253,25 @@ class TrainConfig(_Strict):
                              f"(rollout.prompts_per_step x rollout.group_size)")
         if self.algo.epsilon_high is not None and self.algo.epsilon_high < self.algo.epsilon:
             raise ValueError("algo.epsilon_high must be >= algo.epsilon (it widens the upper clip)")
+        if self.engine == "rlvr":
+            if self.run.processes > 1:
+                raise ValueError(f"run.processes {self.run.processes} needs engine: trl (rlvr's own loop is one "
+                                 "process); set engine=trl, or run.processes=1")
+            return self
+        procs = self.run.processes
+        if n % procs:
+            raise ValueError(f"engine trl: the {n} rollouts per step (rollout.prompts_per_step x rollout.group_size) "
+                             f"do not split over run.processes {procs}: make prompts_per_step x group_size a "
+                             f"multiple of {procs}")
+        if mb is not None and (n // procs) % mb:
+            raise ValueError(f"engine trl: algo.micro_batch {mb} must divide the {n // procs} rollouts each of the "
+                             f"{procs} processes trains on")
+        if self.judge is not None:
+            raise ValueError("judge: the LLM judge runs with engine: rlvr only; drop the judge section or use "
+                             "engine=rlvr")
+        if self.trl.use_vllm and self.decoding.constrain == "answer":
+            raise ValueError("decoding.constrain answer with trl.use_vllm: vLLM's structured output takes one pattern "
+                             "for the whole output; use decoding.constrain=full, or trl.use_vllm=false")
         return self
 
 

@@ -132,3 +132,9 @@ def test_one_record_layout_for_every_engine() -> None:
     assert set(r) >= {"prompt_id", "completion", "finish", "policy_version", "cause", "components", "total",
                       "advantage", "admitted"}
     assert torch.is_tensor(FailureAware(FC(), group_size=1).decide([view("p", OK)], 1).advantages)
+
+
+def test_an_engine_that_cannot_redraw_filters_flat_groups_out() -> None:
+    rows = [view("a", OK), view("a", BAD), view("b", BAD), view("b", BAD)]
+    d = FailureAware(FC(quarantine=False), group_size=2).decide(rows, 1, drop_uninformative=True)
+    assert d.admit.tolist() == [True, True, False, False] and d.metrics["failure/flat_dropped"] == 0.5

@@ -27,39 +27,108 @@ def train(
     config: Annotated[Path | None, typer.Argument(help="YAML config (defaults: the tiny addition demo).")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Override: key.sub=value (repeatable).")] = [],  # noqa: B006
     resume: Annotated[Path | None, typer.Option(help="Continue the run in this folder from its last checkpoint.")] = None,
+    processes: Annotated[int | None, typer.Option(
+        min=1, help="Processes (engine trl): torchrun starts them, gloo on CPU, one per GPU.")] = None,
 ) -> None:
-    """Train with GRPO. Metrics go to RUN_DIR/metrics.jsonl; checkpoints to RUN_DIR/checkpoints."""
-    from rlvr.cli.app import abort, console
+    """Train with GRPO (engine rlvr or trl). Metrics go to RUN_DIR/metrics.jsonl, rollouts to rollouts.jsonl."""
+    import os
+
+    from rlvr.cli.app import abort
     from rlvr.config import load_config
     from rlvr.errors import ConfigError, DataError
-    from rlvr.grpo.trainer import GRPOTrainer
 
     overrides = list(set_)
     if resume is not None:
         if config is None and (resume / "config.yaml").exists():
             config = resume / "config.yaml"
         overrides.append(f"run.out_dir={resume}")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if processes is not None:
+        overrides.append(f"run.processes={processes}")
+    elif world > 1:  # started by torchrun / accelerate launch: as many processes as they started
+        overrides.append(f"run.processes={world}")
     try:
-        cfg = load_config(config, overrides)
-        trainer = GRPOTrainer(cfg)
+        cfg = load_config(config, overrides)  # refused here, before any model loads
+    except ConfigError as e:
+        abort(str(e))
+    if cfg.engine == "trl" and cfg.run.processes > 1 and world == 1:
+        raise typer.Exit(_launch(cfg.run.processes, config, overrides, resume))
+    if world > 1 and world != cfg.run.processes:
+        abort(f"run.processes is {cfg.run.processes} but {world} processes were started")
+    try:
+        if cfg.engine == "trl":
+            result = _train_trl(cfg, resume is not None)
+        else:
+            result = _train_rlvr(cfg, resume is not None)
     except (ConfigError, DataError) as e:
         abort(str(e))
+    if int(os.environ.get("RANK", "0")) == 0:
+        _summary(cfg, result)
+
+
+def _launch(n: int, config: Path | None, overrides: list[str], resume: Path | None) -> int:
+    """Start ``n`` processes of this same command with torchrun (CPU: gloo on the loopback interface)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:  # a free port for the rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={n}", "--master_addr=127.0.0.1",
+           f"--master_port={port}", "-m", "rlvr", "train"]
+    if config is not None:
+        cmd.append(str(config))
+    for o in overrides:
+        if not o.startswith("run.out_dir=") or resume is None:
+            cmd += ["--set", o]
+    if resume is not None:
+        cmd += ["--resume", str(resume)]
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    return subprocess.call(cmd, env=env)
+
+
+def _train_rlvr(cfg: Any, resume: bool) -> dict[str, Any]:
+    from rlvr.grpo.trainer import GRPOTrainer
+
+    trainer = GRPOTrainer(cfg)
     with _progress(cfg.run.steps) as bar:
         task = bar.add_task("grpo", total=cfg.run.steps, info="")
 
         def on_step(step: int, m: dict[str, Any]) -> None:
-            acc = m.get("reward/accuracy/mean")
-            info = (f"reward {m['reward/total/mean']:.3f}" if m.get("reward/total/mean") is not None else "") + (
-                f"  acc {acc:.2f}" if acc is not None else "") + (
-                f"  no_answer {m['verify/no_answer']:.2f}  wrong {m['verify/wrong']:.2f}")
-            if "eval/accuracy" in m:
-                info += f"  held-out {m['eval/accuracy']:.3f}"
-            bar.update(task, completed=step, info=info)
+            bar.update(task, completed=step, info=_info(m))
 
-        try:
-            result = trainer.train(resume=resume is not None, on_step=on_step)
-        except (ConfigError, DataError) as e:
-            abort(str(e))
+        return trainer.train(resume=resume, on_step=on_step)
+
+
+def _train_trl(cfg: Any, resume: bool) -> dict[str, Any]:
+    import os
+
+    from rlvr.integrations.trl.from_config import train_trl
+
+    if int(os.environ.get("RANK", "0")) != 0:
+        return train_trl(cfg, resume=resume)
+    with _progress(cfg.run.steps) as bar:
+        task = bar.add_task("grpo (trl)", total=cfg.run.steps, info="")
+        return train_trl(cfg, resume=resume, on_log=lambda step, m: bar.update(task, completed=step, info=_info(m)))
+
+
+def _info(m: dict[str, Any]) -> str:
+    acc = m.get("reward/accuracy/mean")
+    info = (f"reward {m['reward/total/mean']:.3f}" if m.get("reward/total/mean") is not None else "") + (
+        f"  acc {acc:.2f}" if acc is not None else "")
+    if m.get("verify/no_answer") is not None:
+        info += f"  no_answer {m['verify/no_answer']:.2f}  wrong {m['verify/wrong']:.2f}"
+    if "eval/accuracy" in m:
+        info += f"  held-out {m['eval/accuracy']:.3f}"
+    return info
+
+
+def _summary(cfg: Any, result: dict[str, Any]) -> None:
+    from rlvr.cli.app import console
+
     before = result.get("before", {}).get("accuracy")
     after = result.get("after", {}).get("accuracy")
     line = f"trained {result['steps']} steps -> {cfg.run.out_dir}"

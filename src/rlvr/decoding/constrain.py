@@ -421,6 +421,32 @@ class ConstrainedBatch:
         self.steps += 1
 
 
+def from_config(decoding: Any, tokenizer: Any, vocab_size: int, rewards: Any = None) -> Constrainer | None:
+    """The constrainer a ``decoding`` config asks for (None for ``none``), with the tags of the
+    ``rewards``' format reward. Where it forces the whole format (``full``, or ``answer`` with an
+    answer-only format) the format reward is constant, so it leaves the advantage (weight 0; still
+    computed and logged): every engine builds its constrainer here, so they all agree on that."""
+    d = decoding
+    if d.constrain == "none":
+        return None
+    import warnings
+
+    from rlvr.rewards.schedule import Schedule
+
+    fmt = rewards.rewards.get("format") if rewards is not None else None
+    think = getattr(fmt, "think_tag", None) if fmt is not None else None
+    # the whole shape is forced in `full` mode, and in `answer` mode when the format is the answer alone
+    forced = d.constrain == "full" or think is None
+    if forced and rewards is not None and "format" in rewards.schedules and any(
+            rewards.weights_at(s).get("format") for s in (0, 10**9)):
+        warnings.warn("decoding.constrain forces the output format, so the format reward is constant: it is "
+                      "dropped from the advantage (weight 0) and still logged", stacklevel=3)
+        rewards.schedules["format"] = Schedule.parse(0.0)
+    return Constrainer(tokenizer, vocab_size, mode=d.constrain, answer=d.answer, schema=d.json_schema, think_tag=think,
+                       answer_tag=getattr(fmt, "answer_tag", "answer"), reasoning_budget=d.reasoning_budget,
+                       answer_tokens=d.answer_tokens, max_chars=d.max_chars, engine=d.engine)
+
+
 class GrammarLogitsProcessor(LogitsProcessor):
     """The constraint as a transformers ``LogitsProcessor``: ``processor(input_ids, scores) -> scores``.
 

@@ -112,3 +112,23 @@ def full_grammar(kind: AnswerKind, *, answer_tag: str = "answer", think_tag: str
 
     return xgrammar_grammar(full_spec(kind, answer_tag=answer_tag, think_tag=think_tag, schema=schema,
                                       max_chars=max_chars))
+
+
+#: The math answer as a regex (the grammar above, flattened to what a regex can say: no nesting).
+MATH_REGEX = r" ?-?[0-9a-z\\{}()\[\],.^/*+=% -]{1,80}"
+
+
+def output_regex(kind: AnswerKind, *, think_tag: str | None = "think", answer_tag: str = "answer",
+                 max_chars: int = 200) -> str:
+    """The whole output as one regular expression, for engines whose structured output takes a regex
+    (vLLM through TRL's ``vllm_structured_outputs_regex``): reasoning free of ``<``, then the answer.
+
+    Example:
+        >>> output_regex("text", think_tag=None)
+        '<answer>[^<]{0,200}</answer>'
+    """
+    import re
+
+    answer = {"math": MATH_REGEX, "text": f"[^<]{{0,{max_chars}}}", "json": r"[^<]{1,%d}" % max_chars}[kind]
+    head = f"{re.escape(f'<{think_tag}>')}[^<]*{re.escape(f'</{think_tag}>')}\\s*" if think_tag else ""
+    return f"{head}{re.escape(f'<{answer_tag}>')}{answer}{re.escape(f'</{answer_tag}>')}"

@@ -146,12 +146,14 @@ class FailureAware:
         """True for a quarantined prompt (engines leave it out of their prompt stream)."""
         return self.quarantine is not None and prompt_id in self.quarantine
 
-    def decide(self, views: Sequence[RolloutView], step: int, *,
-               first_causes: Sequence[Cause] | None = None) -> Decision:
+    def decide(self, views: Sequence[RolloutView], step: int, *, first_causes: Sequence[Cause] | None = None,
+               drop_uninformative: bool = False) -> Decision:
         """The step's decision over all of its rollouts (gathered from every process first).
 
         ``first_causes``: the causes before any resampling (quarantine judges what the model
-        produced, not what resampling replaced it with).
+        produced, not what resampling replaced it with). ``drop_uninformative``: groups whose
+        binary accuracy does not vary leave the loss (dynamic sampling's filter, for an engine
+        that cannot draw replacement groups).
         """
         g = self.group_size
         if len(views) % g:
@@ -163,6 +165,11 @@ class FailureAware:
         f = self.cfg
         admit = admission(causes, totals, g, exclude_truncated=f.exclude_truncated, cold_start=cold,
                           drop_flat_groups=f.drop_flat_groups)
+        flat = 0
+        if drop_uninformative:
+            signal = torch.tensor(informative(views, g)).repeat_interleave(g)
+            flat = int((admit & ~signal).sum())
+            admit = admit & signal
         adv = group_advantages(torch.nan_to_num(totals), g, admit, scale=self.scale_rewards)
         clip = self.advantage_clip
         clipped = float(((adv.abs() > clip) & admit).sum() / admit.sum().clamp(min=1)) if clip else 0.0
@@ -171,6 +178,8 @@ class FailureAware:
         newly = self._observe(views, list(first_causes or causes), causes, step)
         m = self._metrics(views, causes, totals, admit, cold, step)
         m["advantages/clipped_frac"] = clipped
+        if drop_uninformative:
+            m["failure/flat_dropped"] = flat / max(len(views), 1)
         return Decision(causes, admit, adv, newly, m)
 
     # ------------------------------------------------------------------ pieces

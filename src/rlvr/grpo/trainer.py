@@ -196,34 +196,13 @@ class GRPOTrainer:
                                answer_tag=getattr(fmt, "answer_tag", "answer"), run_dir=self.run_dir)
         self.ahead = DrawAhead(cfg.failure.max_staleness)  # groups dynamic sampling drew beyond a step's need
         self._buffer_stats = (0, 0)
-        self.constrainer = self._constrainer(fmt)
+        from rlvr.decoding.constrain import from_config
+
+        self.constrainer = from_config(cfg.decoding, self.tok, model.get_output_embeddings().weight.shape[0],
+                                       self.rewards)
         self._prompt_cache: dict[str, list[int]] = {}
 
     # ------------------------------------------------------------------ pieces
-    def _constrainer(self, fmt: Any) -> Any:
-        """The answer-segment constrainer (``decoding.constrain``). Where it forces the whole format
-        (``full``, or ``answer`` with an answer-only format) the format reward is constant, so it
-        leaves the advantage (weight 0; still computed and logged)."""
-        d = self.cfg.decoding
-        if d.constrain == "none":
-            return None
-        import warnings
-
-        from rlvr.decoding.constrain import Constrainer
-        from rlvr.rewards.schedule import Schedule
-
-        think = getattr(fmt, "think_tag", None) if fmt is not None else None
-        # the whole shape is forced in `full` mode, and in `answer` mode when the format is the answer alone
-        forced = d.constrain == "full" or think is None
-        if forced and "format" in self.rewards.schedules and any(
-                self.rewards.weights_at(s).get("format") for s in (0, 10**9)):
-            warnings.warn("decoding.constrain forces the output format, so the format reward is constant: it is "
-                          "dropped from the advantage (weight 0) and still logged", stacklevel=2)
-            self.rewards.schedules["format"] = Schedule.parse(0.0)
-        vocab = self.model.get_output_embeddings().weight.shape[0]
-        return Constrainer(self.tok, vocab, mode=d.constrain, answer=d.answer, schema=d.json_schema, think_tag=think,
-                           answer_tag=getattr(fmt, "answer_tag", "answer"), reasoning_budget=d.reasoning_budget,
-                           answer_tokens=d.answer_tokens, max_chars=d.max_chars, engine=d.engine)
 
     def _autocast(self) -> Any:
         import contextlib

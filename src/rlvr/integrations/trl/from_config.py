@@ -1,0 +1,127 @@
+"""``rlvr train --set engine=trl``: an rlvr config run on TRL's ``GRPOTrainer``, into rlvr's run folder.
+
+The config's sections map onto TRL's ``GRPOConfig`` (:func:`grpo_args`; one generation batch of
+``prompts_per_step x group_size`` rollouts per optimizer step, split over the processes), the
+data onto a ``datasets.Dataset`` (synthetic tasks materialised for ``run.steps``), the rewards onto
+one rlvr ``Total`` (its components still logged apart), and the ``failure`` and ``decoding``
+sections onto :class:`FailureAwareGRPOTrainer`. Every process runs this same function (torchrun
+starts them); the main one writes the run folder and the final model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rlvr.config import TrainConfig, dump_config
+
+
+def grpo_args(cfg: TrainConfig, *, use_cpu: bool) -> Any:
+    """TRL's ``GRPOConfig`` for an rlvr config (``trl.args`` may add or override any field)."""
+    from trl import GRPOConfig
+
+    r, a, o, run = cfg.rollout, cfg.algo, cfg.optim, cfg.run
+    per_process = r.prompts_per_step * r.group_size // run.processes
+    micro = a.micro_batch or per_process
+    fields: dict[str, Any] = {
+        "output_dir": run.out_dir, "max_steps": run.steps, "seed": run.seed, "data_seed": run.seed,
+        "per_device_train_batch_size": micro, "gradient_accumulation_steps": per_process // micro,
+        "num_generations": r.group_size, "max_completion_length": r.max_new_tokens, "temperature": r.temperature,
+        "top_p": r.top_p, "learning_rate": o.lr, "weight_decay": o.weight_decay, "adam_beta1": o.betas[0],
+        "adam_beta2": o.betas[1], "max_grad_norm": o.grad_clip, "lr_scheduler_type": o.schedule,
+        "warmup_steps": o.warmup_steps, "beta": a.beta, "epsilon": a.epsilon, "epsilon_high": a.epsilon_high,
+        "num_iterations": a.num_iterations, "loss_type": a.loss, "scale_rewards": "group" if a.scale_rewards else "none",
+        "save_strategy": "steps", "save_steps": run.save_every, "logging_steps": cfg.trl.logging_steps,
+        "report_to": cfg.trl.report_to or "none", "use_cpu": use_cpu, "bf16": cfg.model.autocast == "bf16",
+        "gradient_checkpointing": cfg.trl.gradient_checkpointing, "use_vllm": cfg.trl.use_vllm,
+        "vllm_mode": cfg.trl.vllm_mode, "mask_truncated_completions": False, "log_completions": False,
+        "remove_unused_columns": False, "disable_tqdm": True,
+    }
+    if cfg.trl.steps_per_generation:
+        fields["steps_per_generation"] = cfg.trl.steps_per_generation
+    if use_cpu and run.processes > 1:
+        fields["ddp_backend"] = "gloo"
+    if a.epsilon_high is None:
+        fields.pop("epsilon_high")
+    fields.update(cfg.trl.args)
+    return GRPOConfig(**fields)
+
+
+def _dataset(cfg: TrainConfig, tokenizer: Any) -> tuple[Any, list[Any]]:
+    """The training rows as a ``datasets.Dataset`` (chat prompts kept as messages when the tokenizer
+    has a template, else rendered as rlvr renders them) and the held-out rows."""
+    from datasets import Dataset
+
+    from rlvr.data.prompts import render
+    from rlvr.grpo.trainer import DataStream, default_data
+
+    rows, held = default_data(cfg)
+    if rows is None:  # a synthetic stream: the rows the run will use, in its order
+        stream = DataStream(cfg, None)
+        rows = stream.take(cfg.run.steps * cfg.rollout.prompts_per_step * 2)
+    chat = bool(getattr(tokenizer, "chat_template", None))
+    keys = sorted({k for s in rows for k in s.extra})
+    return Dataset.from_list([{"prompt": s.prompt if chat or isinstance(s.prompt, str) else render(tokenizer, s.prompt),
+                               "gold": s.gold, "task": s.task, "prompt_id": s.id or str(i),
+                               **{k: s.extra.get(k) for k in keys}} for i, s in enumerate(rows)]), held
+
+
+def train_trl(cfg: TrainConfig, *, resume: bool = False,
+              on_log: Callable[[int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Train ``cfg`` on TRL (see the module docstring); returns the held-out accuracy before/after."""
+    import torch
+    from transformers import TrainerCallback
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from rlvr.errors import ConfigError
+    from rlvr.grpo.trainer import setup_torch
+    from rlvr.integrations.trl.runfolder import checkpoint_step
+    from rlvr.integrations.trl.trainer import FailureAwareGRPOTrainer
+    from rlvr.models.load import load_model
+    from rlvr.rewards import Total
+
+    setup_torch(cfg.run.threads, cfg.run.seed)
+    out = Path(cfg.run.out_dir)
+    ckpt = get_last_checkpoint(str(out)) if resume and out.is_dir() else None
+    if resume and ckpt is None:
+        raise ConfigError(f"--resume: {out} has no TRL checkpoint (checkpoint-N) to continue")
+    model, tok = load_model(cfg.model, cfg.run.seed)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    dataset, held = _dataset(cfg, tok)
+    total = Total(dict(cfg.rewards.weights), options=cfg.rewards.active_options())
+    fmt = total.rewards.get("format")
+    tags = (getattr(fmt, "think_tag", None), getattr(fmt, "answer_tag", "answer"))
+    if cfg.decoding.constrain != "none":  # the format reward's weight as rlvr's engine sets it under constraints
+        from rlvr.decoding.constrain import from_config
+
+        from_config(cfg.decoding, tok, model.get_output_embeddings().weight.shape[0], total)
+    args = grpo_args(cfg, use_cpu=not torch.cuda.is_available())
+    callbacks = []
+    if on_log is not None:
+        class Progress(TrainerCallback):
+            def on_log(self, a: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **k: Any) -> None:
+                on_log(state.global_step, dict(logs or {}))
+
+        callbacks.append(Progress())
+    trainer = FailureAwareGRPOTrainer(
+        model=model, processing_class=tok, reward_funcs=[total], args=args, train_dataset=dataset,
+        callbacks=callbacks, failure=cfg.failure, constrain=cfg.decoding, advantage_clip=cfg.algo.advantage_clip,
+        run_dir=out, eval_rows=held, eval_every=cfg.run.eval_every, log_rollouts=cfg.run.log_rollouts, tags=tags)
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    for cb in (PrinterCallback, ProgressCallback):  # rlvr's CLI shows its own progress; the run folder has the rest
+        trainer.remove_callback(cb)
+    if trainer.accelerator.is_main_process:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.yaml").write_text(dump_config(cfg))
+    trainer.run_folder.resume_step = checkpoint_step(ckpt) if ckpt else None
+    trainer.train(resume_from_checkpoint=ckpt)
+    trainer.save_model(str(out / "model"))
+    if trainer.accelerator.is_main_process:
+        tok.save_pretrained(out / "model")
+    result = dict(trainer.run_folder.result)
+    result["steps"] = trainer.state.global_step
+    result["resumed_from"] = checkpoint_step(ckpt) if ckpt else None
+    return result

@@ -1,0 +1,186 @@
+"""Failure-aware GRPO on TRL's GRPOTrainer: a real TRL run, in one process and across two (torchrun, gloo)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+trl = pytest.importorskip("trl")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from rlvr.cli.app import app  # noqa: E402
+from rlvr.config import DecodingConfig, FailureConfig, load_config  # noqa: E402
+from rlvr.errors import ConfigError  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=4", "rollout.group_size=4",
+        "rollout.max_new_tokens=10", "data.eval_size=8", "run.eval_every=0"]
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "src")}
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+@pytest.mark.slow
+def test_two_processes_agree_exclude_without_loss_and_write_one_run_folder(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
+           f"--master_port={_port()}", str(ROOT / "tests" / "integrations" / "trl_two_process.py"), str(out)]
+    res = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    ranks = [json.loads((out / f"rank{k}.json").read_text()) for k in (0, 1)]
+    assert ranks[0]["world"] == 2
+    # one quarantine set, one cold-start switch: decided on gathered data, identically everywhere
+    assert ranks[0]["quarantined"] == ranks[1]["quarantined"] and "dies" in ranks[0]["quarantined"]
+    assert ranks[0]["cold_start"] == ranks[1]["cold_start"]
+    # excluded rows carry no loss token; the normaliser counts every process's admitted tokens, only those
+    for a, b in zip(ranks[0]["loss_inputs"], ranks[1]["loss_inputs"], strict=True):
+        for side in (a, b):
+            assert all(m == 0 for m, ok in zip(side["mask"], side["admit"]) if not ok)
+        assert a["items"] == b["items"] == sum(a["mask"]) + sum(b["mask"])
+    # the run folder: every step, every rollout of both processes, the quarantine, the model
+    steps = [m for m in _lines(out / "metrics.jsonl") if "reward/total/mean" in m]
+    assert [m["step"] for m in steps] == [1, 2, 3, 4]
+    assert "loss/policy" in steps[0] and "causes/invalid" in steps[0] and "failure/resampled" in steps[0]
+    rollouts = _lines(out / "rollouts.jsonl")
+    assert {r["rank"] for r in rollouts} == {0, 1}
+    causes = {r["cause"] for r in rollouts}
+    assert {"bad_gold", "invalid"} <= causes
+    dies = [r for r in rollouts if r["prompt_id"] == "dies"]
+    assert dies and all(r["cause"] == "invalid" and not r["admitted"] for r in dies)
+    assert any(r.get("replaced") for r in dies)  # invalid rows were redrawn before being given up
+    assert "dies" in [e["prompt_id"] for e in _lines(out / "quarantine.jsonl")]
+    assert all(r["prompt_id"] != "dies" for r in rollouts if r["step"] > 1)  # never sampled again
+    assert (out / "model" / "config.json").exists()
+    runner = CliRunner()
+    r = runner.invoke(app, ["causes", str(out)])
+    assert r.exit_code == 0 and "bad_gold" in r.output, r.output
+    r = runner.invoke(app, ["report", str(out)])
+    assert r.exit_code == 0 and (out / "report.html").exists(), r.output
+
+
+@pytest.mark.slow
+def test_rlvr_train_with_engine_trl_on_two_processes_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "cli"
+    base = [sys.executable, "-m", "rlvr", "train", "--processes", "2", "--set", "engine=trl",
+            *[x for o in TINY for x in ("--set", o)], "--set", "failure.exclude_truncated=true"]
+    first = subprocess.run([*base, "--set", f"run.out_dir={out}", "--set", "run.steps=2", "--set", "run.save_every=2"],
+                           env=_env(), capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "trained 2 steps" in first.stdout and (out / "checkpoint-2" / "rlvr_failure.json").exists()
+    again = subprocess.run([*base, "--resume", str(out), "--set", "run.steps=3"], env=_env(), capture_output=True,
+                           text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    steps = [m["step"] for m in _lines(out / "metrics.jsonl") if "reward/total/mean" in m]
+    assert steps == [1, 2, 3]  # the resumed run continued at step 3, the first two kept
+    assert {r["rank"] for r in _lines(out / "rollouts.jsonl")} == {0, 1}
+    assert (out / "config.yaml").exists() and (out / "model" / "config.json").exists()
+
+
+def _trainer(tmp_path: Path, rows: list[dict], rewards: list, **kw):
+    from datasets import Dataset
+
+    from rlvr.integrations.trl import FailureAwareGRPOTrainer
+    from rlvr.models.tiny import build_model, build_tokenizer
+
+    torch.manual_seed(0)
+    tok = build_tokenizer()
+    model = build_model(tok, hidden=32, layers=1, heads=2, seed=1)
+    args = trl.GRPOConfig(output_dir=str(tmp_path), max_steps=kw.pop("steps", 1), per_device_train_batch_size=8,
+                          num_generations=4, max_completion_length=kw.pop("max_new", 12), learning_rate=1e-3,
+                          logging_steps=1, report_to="none", use_cpu=True, bf16=False, gradient_checkpointing=False,
+                          save_strategy="no", seed=0, beta=0.0, disable_tqdm=True,
+                          num_iterations=kw.pop("num_iterations", 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return FailureAwareGRPOTrainer(model=model, processing_class=tok, reward_funcs=rewards, args=args,
+                                       train_dataset=Dataset.from_list(rows), **kw)
+
+
+ROWS = [{"prompt": [{"role": "user", "content": f"{a}+{a}"}], "answer": str(2 * a)} for a in range(8)]
+
+
+def test_masks_are_applied_again_in_trl_own_forward_so_the_first_ratio_is_one(tmp_path: Path) -> None:
+    from rlvr.decoding.constrain import unpack_bits
+    from rlvr.rewards import build_reward
+
+    trainer = _trainer(tmp_path, ROWS, [build_reward("accuracy")], constrain=DecodingConfig(constrain="full"),
+                       num_iterations=2, tags=(None, "answer"))
+    trainer.model.train()
+    batch = [dict(r, prompt_id=str(i)) for i, r in enumerate(ROWS[:2]) for _ in range(4)]
+    out = trainer._generate_and_score_completions(batch)
+    texts = trainer.processing_class.batch_decode(out["completion_ids"], skip_special_tokens=True)
+    assert all(t.startswith("<answer>") for t in texts)  # sampled under the grammar, on TRL's generation path
+    bits, ids, mask = out["rlvr_bitmask"], out["completion_ids"], out["completion_mask"].bool()
+    allowed = unpack_bits(bits, trainer.model.config.vocab_size).gather(-1, ids[..., None]).squeeze(-1)
+    assert bool(allowed[mask].all())  # every sampled token was allowed by its own mask
+    old = out["old_per_token_logps"]  # computed by TRL (num_iterations=2) under the masks
+    inp = torch.cat([out["prompt_ids"], ids], 1)
+    am = torch.cat([out["prompt_mask"], out["completion_mask"]], 1)
+    trainer._pending_bits = bits
+    new, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, inp, am, ids.shape[1])
+    trainer._pending_bits = None
+    plain, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, inp, am, ids.shape[1])
+    ratio = (new - old)[mask].abs()
+    assert float(ratio.max()) < 1e-4  # the first update's ratio is 1 for every kept token
+    forced = (unpack_bits(bits, trainer.model.config.vocab_size).sum(-1) == 1) & mask
+    assert bool(forced.any()) and float(new[forced].abs().max()) < 1e-5  # a forced token: log-prob 0, no gradient
+    assert float((plain - old)[mask].abs().max()) > 0.5  # without the masks the ratio would be far from 1
+
+
+def test_a_reward_that_declines_makes_a_row_invalid_and_bad_golds_are_named(tmp_path: Path) -> None:
+    from rlvr.rewards import build_reward
+
+    def declines(completions, **kw):
+        return [None] * 4 + [0.0] * (len(completions) - 4)
+
+    rows = [dict(ROWS[0], answer="\\frac{")] + ROWS[1:]
+    trainer = _trainer(tmp_path, rows, [build_reward("accuracy"), declines], failure=FailureConfig(resample_tries=0))
+    trainer.model.train()
+    batch = [dict(rows[k], prompt_id=str(k)) for k in (0, 1) for _ in range(4)]
+    out = trainer._generate_and_score_completions(batch)
+    d = trainer._gen.decision
+    assert [c.value for c in d.causes[:4]] == ["invalid"] * 4  # declined by a user reward
+    assert all(c.value != "bad_gold" for c in d.causes[4:])
+    assert not bool(out["rlvr_admit"][:4].any()) and float(out["advantages"][:4].abs().sum()) == 0.0
+    batch = [dict(rows[0], prompt_id="0")] * 4 + [dict(rows[1], prompt_id="1")] * 4
+    trainer._generate_and_score_completions(batch[4:] + batch[:4])  # the bad gold now in the second group
+    assert [c.value for c in trainer._gen.decision.causes[4:]] == ["bad_gold"] * 4
+
+
+def test_a_dataset_without_gold_is_refused_before_training(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="gold column"):
+        _trainer(tmp_path, [{"prompt": "1+1"}] * 8, [lambda completions, **k: [0.0] * len(completions)])
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["run.processes=2"], "needs engine: trl"),
+    (["engine=trl", "run.processes=3"], "do not split over run.processes 3"),
+    (["engine=trl", "run.processes=2", "algo.micro_batch=8", "rollout.prompts_per_step=3"], "micro_batch 8"),
+    (["engine=trl", "trl.use_vllm=true", "decoding.constrain=answer"], "vLLM's structured output"),
+    (["engine=trl", "judge={base_url: 'http://127.0.0.1:9/v1'}"], "engine: rlvr only"),
+])
+def test_configs_trl_cannot_run_are_refused_before_any_model_loads(overrides, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, overrides)
+    r = CliRunner().invoke(app, ["train", *[x for o in overrides for x in ("--set", o)]])
+    assert r.exit_code == 2 and message.split()[0] in r.output
