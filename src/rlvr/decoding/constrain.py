@@ -55,8 +55,11 @@ _WINDOW_SAFE = set("0123456789 })]\"")
 
 
 def _rank(ch: str) -> int:
-    """The ending search's order: closers, then digits, then anything else."""
-    return _CLOSERS.index(ch) if ch in _CLOSERS else 10 if ch.isdigit() else 20
+    """The ending search's order: closers, a separator (an interval or a pair needs its second part),
+    a digit (one completes any expression), then the rest."""
+    if ch in _CLOSERS:
+        return _CLOSERS.index(ch)
+    return {",": 5, "1": 6}.get(ch, 10 if ch.isdigit() else 20)
 
 
 @dataclass
@@ -187,7 +190,7 @@ class Constrainer:
                     if eng.accept_string(eng.fork(f), close):
                         return toks + ids + list(self.close_ids)
                     nxt.append((toks + ids, f))
-            frontier = nxt[:64]  # bounded: closers come first
+            frontier = nxt[:256]  # bounded: closers come first
             if not frontier:
                 break
         return None
