@@ -10,7 +10,8 @@ Each set runs through rlvr's verifier with ``--jobs`` workers. The peer, measure
 in the same run on the same programs, is a bare ``subprocess.run`` of the same
 program and tests with a timeout and no isolation at all (hostile programs are
 left out of it: a fork bomb with no limits takes the machine down): ratio =
-rlvr's rate / the peer's, i.e. what the sandbox and verdicts cost. Prints runs/s, the ratio, the verdict table by kind, and checks
+rlvr's rate / the peer's, i.e. what the sandbox and verdicts cost. Prints runs/s, the ratio, the
+verdict table by kind, and checks
 that no sandbox process or directory is left afterwards. Then the forgery table
 (``tests/verify/code/test_forgery.py``: wrong solutions that try to fake their report, in every
 spec form): how many scored ``correct`` (bar: 0).
@@ -37,14 +38,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import Bar, drop_worktree, report, run_child, src_path, worktree  # noqa: E402
+from results import Bar, drop_worktree, report, run_child, src_path, worktree
 
 sys.path.insert(0, src_path())
 
-from rlvr.data import humaneval  # noqa: E402
-from rlvr.verify.code import sandbox  # noqa: E402
-from rlvr.verify.code.languages import get_language  # noqa: E402
-from rlvr.verify.code.verifier import verify_code_batch  # noqa: E402
+from rlvr.data import humaneval
+from rlvr.verify.code import sandbox
+from rlvr.verify.code.languages import get_language
+from rlvr.verify.code.verifier import verify_code_batch
 
 # name -> (right body, wrong body, entry point, [(args, result)])
 PROBLEMS = {

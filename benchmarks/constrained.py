@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import Bar, report, src_path  # noqa: E402
+from results import Bar, report, src_path
 
 sys.path.insert(0, src_path())
 
@@ -103,7 +103,8 @@ def main() -> None:
             "accuracy": sum(v.correct for v in vs) / len(vs),
         }
     print(f"\n{n} rollouts x {args.reps} reps ({args.prompts} prompts x {args.group}, {args.max_new} new tokens)")
-    print(f"{'':<8}{'rollouts/s':>12}{'tokens/s':>10}{'length':>8}{'format death':>14}{'truncated':>11}{'accuracy':>10}")
+    print(f"{'':<8}{'rollouts/s':>12}{'tokens/s':>10}{'length':>8}{'format death':>14}{'truncated':>11}"
+          f"{'accuracy':>10}")
     for name, s in summary.items():
         print(f"{name:<8}{s['rollouts_per_s']:>12.0f}{s['tokens_per_s']:>10.0f}{s['mean_length']:>8.1f}"
               f"{s['format_death']:>14.2%}{s['truncated']:>11.2%}{s['accuracy']:>10.3f}")

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import Bar, report, src_path  # noqa: E402
+from results import Bar, report, src_path
 
 sys.path.insert(0, src_path())
 
@@ -53,7 +53,8 @@ def warm_model(out: Path, seed: int) -> Path:
     model = build_model(tok, seed=seed)
     rng = random.Random(seed)
     res = sft(model, tok, addition_train(seed + 10_000), steps=1000, eval_rows=addition_eval(200),
-              target_accuracy=0.3, completion_of=lambda s: f"the sum is {s.gold}" if rng.random() < 1 / 3 else f"<answer>{s.gold}</answer>")
+              target_accuracy=0.3,
+              completion_of=lambda s: f"the sum is {s.gold}" if rng.random() < 1 / 3 else f"<answer>{s.gold}</answer>")
     model.save_pretrained(out)
     tok.save_pretrained(out)
     print(f"warm-up: {res['steps']} SFT steps, held-out accuracy {res['accuracy']:.3f} (lenient)", flush=True)

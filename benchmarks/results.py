@@ -46,7 +46,8 @@ class Bar:
 
     def line(self, bench: str) -> str:
         fmt = (lambda v: f"{v:.2%}") if self.unit == "%" else (lambda v: f"{v:.3g}{self.unit}")
-        return f"{'PASS' if self.met else 'FAIL'} {bench}: {self.name} = {fmt(self.value)} (bar {self.op} {fmt(self.target)})"
+        verdict = "PASS" if self.met else "FAIL"
+        return f"{verdict} {bench}: {self.name} = {fmt(self.value)} (bar {self.op} {fmt(self.target)})"
 
 
 def provenance() -> dict[str, Any]:

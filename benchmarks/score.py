@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import Bar, report, src_path  # noqa: E402
+from results import Bar, report, src_path
 
 sys.path.insert(0, src_path())
 

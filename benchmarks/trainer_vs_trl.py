@@ -30,8 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT.parent / "shared" / "bench" / "trainer"
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from results import Bar, report, src_path  # noqa: E402
-
+from results import Bar, report, src_path
 
 # rlvr's trainer keeps freed memory in the process (rlvr.runtime.keep_freed_memory); the same glibc
 # setting by environment, for a TRL run with it too (--trl-alloc)
@@ -58,7 +57,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-bench-"))
     names = ["TRL", "rlvr"] + (["TRL+alloc"] if args.trl_alloc else [])
     rows: dict[str, list[dict]] = {n: [] for n in names}
-    print(f"{'run':<13} {'s/step':>7} {'wall/st':>7} {'tok/s':>7} {'RSS MB':>7} {'acc before':>10} {'acc after':>9}  load")
+    print(f"{'run':<13} {'s/step':>7} {'wall/st':>7} {'tok/s':>7} {'RSS MB':>7} {'acc before':>10} "
+          f"{'acc after':>9}  load")
     for seed in args.seeds:
         for name in names:
             log = tmp / f"{name}-{seed}"

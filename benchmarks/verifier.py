@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
-from results import Bar, report, src_path  # noqa: E402
+from results import Bar, report, src_path
 
 HARNESS = ROOT.parent / "shared" / "bench" / "verifier"
 ADAPTER = ROOT / "benchmarks" / "adapters" / "rlvr_adapter.py"

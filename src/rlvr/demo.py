@@ -18,7 +18,8 @@ from rlvr.config import load_config
 
 
 def run_demo(out: Path, *, warm_target: float = 0.3, grpo_steps: int = 1500, grpo_minutes: float = 3.0,
-             seed: int = 0, lr: float = 1e-4, temperature: float = 1.0, on_sft: Callable[[int, float, float], None] | None = None,
+             seed: int = 0, lr: float = 1e-4, temperature: float = 1.0,
+             on_sft: Callable[[int, float, float], None] | None = None,
              on_step: Callable[[int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run the whole demo into ``out``; returns the accuracies, timings and file paths."""
     from rlvr.data.tasks import addition_eval, addition_train

@@ -42,7 +42,8 @@ def test_demo_runs_and_shows_both_deaths() -> None:
 def test_code_and_instruction_tasks_take_a_json_gold_or_a_file(tmp_path) -> None:
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"entry_point": "f", "cases": [{"args": [3], "result": 9}]}))
-    r = runner.invoke(app, ["verify", "--task", "code", "--gold", f"@{spec}", "--json", "```python\ndef f(x): return x*x\n```"])
+    program = "```python\ndef f(x): return x*x\n```"
+    r = runner.invoke(app, ["verify", "--task", "code", "--gold", f"@{spec}", "--json", program])
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     assert d["status"] == "correct" and d["method"] == "execution" and d["details"]["passed"] == 1

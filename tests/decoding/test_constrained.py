@@ -11,14 +11,14 @@ import pytest
 torch = pytest.importorskip("torch")
 xgr = pytest.importorskip("xgrammar")
 
-from rlvr.config import load_config  # noqa: E402
-from rlvr.decoding.constrain import Constrainer, masked_logprobs, pack_bits, unpack_bits  # noqa: E402
-from rlvr.decoding.grammars import answer_grammar, full_grammar  # noqa: E402
-from rlvr.grpo.loss import token_logprobs  # noqa: E402
-from rlvr.grpo.rollout import generate  # noqa: E402
-from rlvr.models.tiny import build_model, build_tokenizer  # noqa: E402
-from rlvr.types import Status  # noqa: E402
-from rlvr.verify.math import verify_math  # noqa: E402
+from rlvr.config import load_config
+from rlvr.decoding.constrain import Constrainer, masked_logprobs, pack_bits, unpack_bits
+from rlvr.decoding.grammars import answer_grammar, full_grammar
+from rlvr.grpo.loss import token_logprobs
+from rlvr.grpo.rollout import generate
+from rlvr.models.tiny import build_model, build_tokenizer
+from rlvr.types import Status
+from rlvr.verify.math import verify_math
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +168,8 @@ def test_batches_keep_their_masks_through_select_concat_and_replace(tiny) -> Non
     sel = a.select_groups([1])
     assert torch.equal(sel.bitmask, a.bitmask[2:4])
     swapped = a.replace_rows([0], free.select_groups([0]), tok.pad_token_id)
-    assert bool((swapped.bitmask[0] == -1).all()) and torch.equal(swapped.bitmask[1, : a.bitmask.shape[1]], a.bitmask[1])
+    assert bool((swapped.bitmask[0] == -1).all())
+    assert torch.equal(swapped.bitmask[1, : a.bitmask.shape[1]], a.bitmask[1])
 
 
 def test_trainer_drops_the_constant_format_reward_and_logs_the_masks(tmp_path) -> None:

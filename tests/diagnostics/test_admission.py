@@ -10,11 +10,11 @@ from rlvr.diagnostics.admission import ColdStart, admission
 from rlvr.diagnostics.causes import Cause
 from rlvr.grpo.advantages import group_advantages
 
-C, W, N, T, I = Cause.CORRECT, Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cause.INVALID
+C, W, N, T, INV = Cause.CORRECT, Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cause.INVALID
 
 
 def test_invalid_is_out_and_changes_the_statistics_as_by_hand():
-    causes = [C, W, W, I]
+    causes = [C, W, W, INV]
     rewards = torch.tensor([1.0, 0.0, 0.0, 0.0])
     mask = admission(causes, rewards, 4)
     assert mask.tolist() == [True, True, True, False]

@@ -9,27 +9,27 @@ from rlvr.cli.app import app
 from rlvr.diagnostics import quarantine as q
 from rlvr.diagnostics.causes import Cause
 
-I, W, T = Cause.INVALID, Cause.WRONG, Cause.TRUNCATED
+INV, W, T = Cause.INVALID, Cause.WRONG, Cause.TRUNCATED
 
 
 def test_consecutive_and_total_rules():
     qu = q.Quarantine(consecutive=2, total=3)
-    assert not qu.observe("a", [I, I], 1)
-    assert not qu.observe("a", [I, W], 2)  # one live rollout: the streak resets
-    assert not qu.observe("a", [I, I], 3)
-    assert qu.observe("a", [I, I], 4) and "a" in qu and qu.entries["a"]["reason"] == "2 dead groups in a row"
+    assert not qu.observe("a", [INV, INV], 1)
+    assert not qu.observe("a", [INV, W], 2)  # one live rollout: the streak resets
+    assert not qu.observe("a", [INV, INV], 3)
+    assert qu.observe("a", [INV, INV], 4) and "a" in qu and qu.entries["a"]["reason"] == "2 dead groups in a row"
     qu2 = q.Quarantine(consecutive=9, total=2)
-    qu2.observe("b", [I], 1)
+    qu2.observe("b", [INV], 1)
     qu2.observe("b", [W], 2)
-    assert qu2.observe("b", [I], 3) and qu2.entries["b"]["reason"] == "2 dead groups in total"
+    assert qu2.observe("b", [INV], 3) and qu2.entries["b"]["reason"] == "2 dead groups in total"
     assert not q.Quarantine(consecutive=1).observe("c", [T, T], 1)  # truncated is not 'dying' by default
     assert q.Quarantine(consecutive=1, dying=frozenset({T})).observe("c", [T, T], 1)
 
 
 def test_file_round_trip_and_readmit(tmp_path):
     qu = q.Quarantine(consecutive=1)
-    qu.observe("a", [I], 3, [{"completion": "", "cause": "invalid"}])
-    qu.observe("b", [I], 5)
+    qu.observe("a", [INV], 3, [{"completion": "", "cause": "invalid"}])
+    qu.observe("b", [INV], 5)
     qu.write(tmp_path)
     again = q.Quarantine()
     again.load({}, tmp_path, upto_step=4)  # resuming from step 4: b was quarantined after it

@@ -12,7 +12,8 @@ from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.step import DrawAhead, FailureAware, RolloutView, informative, rollout_record
 from rlvr.types import Status, Verdict
 
-def FC(**kw) -> FailureConfig:  # noqa: N802 - the config, with rollouts never stale unless a test says so
+
+def FC(**kw) -> FailureConfig:
     return FailureConfig(**{"max_staleness": 100, **kw})
 
 

@@ -31,7 +31,7 @@ def test_two_token_example_by_hand():
 def test_clip_higher_upper_side():
     logp, old = [[0.0]], [[-0.5]]  # ratio e^0.5 = 1.65
     sym, s1 = _loss(logp, old, [1.0], [[1]])
-    hi, s2 = _loss(logp, old, [1.0], [[1]], epsilon_high=0.28)
+    hi, _s2 = _loss(logp, old, [1.0], [[1]], epsilon_high=0.28)
     assert sym.item() == pytest.approx(-1.2) and s1.clipfrac == 1.0
     assert hi.item() == pytest.approx(-1.28)
 

@@ -229,7 +229,8 @@ def test_a_down_judge_makes_rows_uncertain_which_are_invalid_and_resampled(tmp_p
     trainer.rollout = _with_answers(trainer.rollout)
     trainer.train()
     rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
-    assert rows and all(r["verdict"]["status"] == "uncertain" and r["cause"] == "invalid" and not r["admitted"] for r in rows)
+    assert rows
+    assert all(r["verdict"]["status"] == "uncertain" and r["cause"] == "invalid" and not r["admitted"] for r in rows)
     assert any(r.get("replaced") for r in rows)  # uncertain rows were resampled
     m = next(json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines() if "judge/rows" in x)
     assert m["judge/judged"] == m["judge/rows"] > 0 and m["judge/uncertain_rate"] == 1.0

@@ -15,11 +15,11 @@ import pytest
 torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl")
 
-from typer.testing import CliRunner  # noqa: E402
+from typer.testing import CliRunner
 
-from rlvr.cli.app import app  # noqa: E402
-from rlvr.config import DecodingConfig, FailureConfig, load_config  # noqa: E402
-from rlvr.errors import ConfigError  # noqa: E402
+from rlvr.cli.app import app
+from rlvr.config import DecodingConfig, FailureConfig, load_config
+from rlvr.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=4", "rollout.group_size=4",

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
-from typer.testing import CliRunner  # noqa: E402
+from typer.testing import CliRunner
 
-from rlvr.cli.app import app  # noqa: E402
-from rlvr.config import load_config  # noqa: E402
-from rlvr.grpo.trainer import GRPOTrainer  # noqa: E402
-from rlvr.report import build_report  # noqa: E402
+from rlvr.cli.app import app
+from rlvr.config import load_config
+from rlvr.grpo.trainer import GRPOTrainer
+from rlvr.report import build_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 TINY = ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2", "rollout.group_size=4",

@@ -17,7 +17,7 @@ def _parse_weights(rewards: str, weights: list[str]) -> dict[str, float]:
     names = [r.strip() for r in rewards.split(",") if r.strip()]
     if not names:
         abort("--rewards is empty; name at least one reward (e.g. accuracy,format)")
-    out = {n: 1.0 for n in names}
+    out = dict.fromkeys(names, 1.0)
     for w in weights:
         name, sep, value = w.partition("=")
         if not sep or name not in out:
@@ -74,7 +74,8 @@ def score(
             summary = score_file(
                 rollouts, out, total, completion_field=completion_field, gold_field=gold_field, resume=resume,
                 on_rows=lambda k: bar.advance(task, k),
-                on_bad_line=lambda b: err_console.print(f"[yellow]{rollouts}:{b.line}: skipped: {b.problem}[/]", soft_wrap=True),
+                on_bad_line=lambda b: err_console.print(f"[yellow]{rollouts}:{b.line}: skipped: {b.problem}[/]",
+                                                        soft_wrap=True),
             )
         except ConfigError as e:
             abort(str(e))

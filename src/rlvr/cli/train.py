@@ -26,7 +26,8 @@ def _progress(total: int, start: int = 0) -> Any:
 def train(
     config: Annotated[Path | None, typer.Argument(help="YAML config (defaults: the tiny addition demo).")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Override: key.sub=value (repeatable).")] = [],  # noqa: B006
-    resume: Annotated[Path | None, typer.Option(help="Continue the run in this folder from its last checkpoint.")] = None,
+    resume: Annotated[Path | None, typer.Option(
+        help="Continue the run in this folder from its last checkpoint.")] = None,
     processes: Annotated[int | None, typer.Option(
         min=1, help="Processes (engine trl): torchrun starts them, gloo on CPU, one per GPU.")] = None,
 ) -> None:
@@ -165,7 +166,8 @@ def sft(
         t = bar.add_task("sft", total=steps, info="")
         res = run_sft(model, tok, TASKS[task](seed + 10_000, **opts), steps=steps, lr=lr, eval_rows=eval_rows,
                       target_accuracy=target,
-                      on_eval=lambda s, acc, loss: bar.update(t, completed=s, info=f"loss {loss:.3f}  held-out {acc:.3f}"))
+                      on_eval=lambda s, acc, loss: bar.update(t, completed=s,
+                                                              info=f"loss {loss:.3f}  held-out {acc:.3f}"))
     model.save_pretrained(out)
     tok.save_pretrained(out)
     console.print(f"sft: {res['steps']} steps, {res['seconds']:.0f} s, held-out greedy accuracy "

@@ -154,7 +154,7 @@ class Constrainer:
         # single-character tokens (the ending search moves one of them at a time), closers first
         singles = [(p, i) for i, p in enumerate(self.pieces) if len(p) == 1 and i not in special]
         self.single = dict(sorted(singles, key=lambda pi: (_rank(pi[0]), pi[1])))
-        self.char_ids = {ch: i for ch, i in self.single.items()}
+        self.char_ids = dict(self.single.items())
         # near the limit an open answer may only take these (they cannot lengthen its ending)
         safe = [i for i, p in enumerate(self.pieces) if p and i not in special
                 and (set(p) <= _WINDOW_SAFE or self.close.startswith(p))]

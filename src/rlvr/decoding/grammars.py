@@ -129,6 +129,6 @@ def output_regex(kind: AnswerKind, *, think_tag: str | None = "think", answer_ta
     """
     import re
 
-    answer = {"math": MATH_REGEX, "text": f"[^<]{{0,{max_chars}}}", "json": r"[^<]{1,%d}" % max_chars}[kind]
+    answer = {"math": MATH_REGEX, "text": f"[^<]{{0,{max_chars}}}", "json": f"[^<]{{1,{max_chars}}}"}[kind]
     head = f"{re.escape(f'<{think_tag}>')}[^<]*{re.escape(f'</{think_tag}>')}\\s*" if think_tag else ""
     return f"{head}{re.escape(f'<{answer_tag}>')}{answer}{re.escape(f'</{answer_tag}>')}"

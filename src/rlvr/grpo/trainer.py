@@ -246,8 +246,8 @@ class GRPOTrainer:
         for key in {k for s in rows for k in s.extra}:
             cols[key] = [s.extra.get(key) for s in rows]
         if self.judge is not None:
-            cols["verdicts"] = self.judge.verify_many(batch.texts, cols["gold"], [prompt_text(p) for p in cols["prompt"]],
-                                                      cols["task"])
+            questions = [prompt_text(p) for p in cols["prompt"]]
+            cols["verdicts"] = self.judge.verify_many(batch.texts, cols["gold"], questions, cols["task"])
         breakdowns = self.rewards.breakdown(batch.texts, step=self.step, **cols)
         totals = torch.tensor([b.total if b.total is not None else float("nan") for b in breakdowns])
         return breakdowns, totals
@@ -332,7 +332,8 @@ class GRPOTrainer:
         logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=tc + 1).logits[:, :-1]
         return self._token_logprobs(logits, completion, bits)
 
-    def _token_logprobs(self, logits: torch.Tensor, completion: torch.Tensor, bits: torch.Tensor | None) -> torch.Tensor:
+    def _token_logprobs(self, logits: torch.Tensor, completion: torch.Tensor,
+                        bits: torch.Tensor | None) -> torch.Tensor:
         """Log-probs of the sampled tokens; positions sampled under a constraint mask get it again."""
         from rlvr.decoding.constrain import masked_logprobs
 
@@ -401,7 +402,8 @@ class GRPOTrainer:
         k = len(stats)
         trained = sum(len(sl) for sl, _ in parts)
         return {"loss/policy": sum(s.policy for s in stats) / a.num_iterations, "train/rows": trained,
-                "loss/clipfrac": sum(s.clipfrac for s in stats) / k, "loss/approx_kl": sum(s.approx_kl for s in stats) / k,
+                "loss/clipfrac": sum(s.clipfrac for s in stats) / k,
+                "loss/approx_kl": sum(s.approx_kl for s in stats) / k,
                 "loss/kl": sum(s.kl for s in stats) / k, "grad_norm": grad_norm, "lr": lr}
 
     # ------------------------------------------------------------------ the loop

@@ -31,7 +31,8 @@ def supports(model: Any) -> bool:
         return False
     if hasattr(model, "peft_config") or any("lora_" in n for n, _ in model.named_parameters()):
         return False  # adapters live in wrapped modules this path does not call
-    if getattr(cfg, "use_sliding_window", False) or getattr(cfg, "sliding_window", None) and cfg.model_type == "mistral":
+    sliding = getattr(cfg, "sliding_window", None) and cfg.model_type == "mistral"
+    if getattr(cfg, "use_sliding_window", False) or sliding:
         return False
     if getattr(cfg, "hidden_act", "silu") != "silu" or getattr(cfg, "mlp_bias", False):
         return False
@@ -158,15 +159,17 @@ class FastDecoder:
         causal = torch.ones(t, t, dtype=torch.bool, device=ids.device).tril()
         # a padded query may see only itself (an all-masked row would give NaN); its output is never used
         mask = ((causal & am[:, None, :]) | torch.eye(t, dtype=torch.bool, device=ids.device))[:, None]
-        self.bias[:t].view(t, p, repeat, nkv).copy_(torch.where(am, 0.0, float("-inf")).t()[:, :, None, None].expand(t, p, repeat, nkv))
+        visible = torch.where(am, 0.0, float("-inf")).t()[:, :, None, None]  # [T, P, 1, 1]
+        self.bias[:t].view(t, p, repeat, nkv).copy_(visible.expand(t, p, repeat, nkv))
         x = self.inner.embed_tokens(ids)
         cos, sin = self.inner.rotary_emb(x, pos)
         cos, sin = cos[:, :, None], signed_sin(sin)[:, :, None]  # [P, T, 1, D]: broadcast over heads
         for i in range(len(self.layers)):
             q, k, v = self._qkv(i, x, cos, sin)  # [P, T, heads, D]
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2).to(q.dtype)
-            self.k[i][:t].view(t, p, repeat, nkv, hd).copy_(k.permute(2, 0, 1, 3)[:, :, None].expand(t, p, repeat, nkv, hd))
-            self.v[i][:t].view(t, p, repeat, nkv, hd).copy_(v.permute(2, 0, 1, 3)[:, :, None].expand(t, p, repeat, nkv, hd))
+            for cache, new in ((self.k[i], k), (self.v[i], v)):  # each prompt's rows written `repeat` times
+                rows = new.permute(2, 0, 1, 3)[:, :, None]  # [T, P, 1, nkv, D]
+                cache[:t].view(t, p, repeat, nkv, hd).copy_(rows.expand(t, p, repeat, nkv, hd))
             o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=nkv != self.n_heads)
             x = self._mlp(i, x, o.transpose(1, 2).reshape(p, t, -1))
         self.length = t

@@ -78,13 +78,13 @@ def build_model(
     )
 
     torch.manual_seed(seed)
-    common = dict(
-        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=ffn or 4 * hidden,
-        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads or heads,
-        max_position_embeddings=max_positions, tie_word_embeddings=True, rope_theta=10000.0,
-        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
+    common = {
+        "vocab_size": len(tokenizer), "hidden_size": hidden, "intermediate_size": ffn or 4 * hidden,
+        "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": kv_heads or heads,
+        "max_position_embeddings": max_positions, "tie_word_embeddings": True, "rope_theta": 10000.0,
+        "pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+    }
     cfg = Qwen2Config(**common) if arch == "qwen2" else LlamaConfig(**common)
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
     model.generation_config = GenerationConfig(

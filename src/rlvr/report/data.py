@@ -9,7 +9,6 @@ and said (:attr:`RunData.notes`).
 from __future__ import annotations
 
 import math
-
 import random
 from dataclasses import dataclass, field
 from pathlib import Path

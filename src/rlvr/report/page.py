@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +68,7 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
                         "data": base64.b64encode(png).decode("ascii")})
     page = _environment().get_template("report.html.j2").render(
         runs=[_run_context(r, per_cause) for r in runs], figures=figures, causes=[c.value for c in Cause],
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         title=" vs ".join(r.name for r in runs))
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(page, encoding="utf-8")

@@ -148,7 +148,8 @@ class Total(Reward):
             comps.append(got[1])
         return verdicts, comps
 
-    def breakdown(self, completions: Sequence[Any], *, step: int | None = None, **columns: Any) -> list[RewardBreakdown]:
+    def breakdown(self, completions: Sequence[Any], *, step: int | None = None,
+                  **columns: Any) -> list[RewardBreakdown]:
         """Every component, the weights in force and the verdict, per row."""
         from rlvr.rewards.base import completion_text
 

@@ -3,8 +3,8 @@
 Stricter than the seeds' regex in two ways that matter for RL: each tag must occur
 exactly once, so ``<answer>1</answer><answer>2</answer>`` (two answers, hedging)
 does not pass; and the answer block must not be empty (a tiny model under GRPO
-learnt to emit ``<answer></answer>`` for the format reward alone). When it fails, ``info["problem"]`` says why: that is the format
-death's cause, logged rather than thrown away.
+learnt to emit ``<answer></answer>`` for the format reward alone). When it fails,
+``info["problem"]`` says why: that is the format death's cause, logged rather than thrown away.
 """
 
 from __future__ import annotations

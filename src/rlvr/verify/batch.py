@@ -83,7 +83,8 @@ class _Slot:
         return (k, self.progress[1]) if k >= 0 else (0, self.sent)
 
     def kill(self) -> None:
-        for target in (lambda: os.killpg(self.proc.pid, signal.SIGKILL), lambda: os.kill(self.proc.pid, signal.SIGKILL)):
+        pid = self.proc.pid
+        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
             try:
                 target()
                 break

@@ -36,9 +36,10 @@ _OPT = r"(?:option|choice|letter)?\s*:?\s*"
 _STATEMENTS = [re.compile(p, flags) for p, flags in (
     (rf"(?:final\s+|correct\s+|best\s+)?answer\s*(?:is|would\s+be|must\s+be|:|=)\s*{_OPT}(?=(?P<x>.{{0,80}}))",
      re.IGNORECASE),
-    (rf"(?:the\s+)?(?:correct|right|best|final)\s+(?:option|choice|answer|letter)\s+(?:is|would\s+be|must\s+be|:)"
-     rf"\s*(?=(?P<x>.{{0,80}}))", re.IGNORECASE),
-    (rf"\bI(?:\s+would|'d|\s+will|'ll)?\s+(?:choose|pick|select|go\s+with)\s+{_OPT}(?=(?P<x>.{{0,80}}))", re.IGNORECASE),
+    (r"(?:the\s+)?(?:correct|right|best|final)\s+(?:option|choice|answer|letter)\s+(?:is|would\s+be|must\s+be|:)"
+     r"\s*(?=(?P<x>.{0,80}))", re.IGNORECASE),
+    (rf"\bI(?:\s+would|'d|\s+will|'ll)?\s+(?:choose|pick|select|go\s+with)\s+{_OPT}(?=(?P<x>.{{0,80}}))",
+     re.IGNORECASE),
     (rf"\b(?:it\s+is|it's|it\s+must\s+be|it\s+should\s+be|so\s+it's)\s+{_OPT}(?=(?P<x>.{{0,80}}))", re.IGNORECASE),
     (rf"\b(?:option|choice)\s+(?P<x>{_LETTER})\s+(?:is|seems|appears)\s+(?:to\s+be\s+)?(?:the\s+)?"
      rf"(?:correct|right|best|answer)", re.IGNORECASE),
@@ -167,7 +168,8 @@ def final_choice(completion: str, options: Mapping[str, str] | None = None) -> C
     if not found:  # the whole output may be the choice: "B", "(C)", "D) 12"
         bare = _content(body, "bare", options) if len(body.strip()) <= 40 else None
         dressed = bare is not None and re.match(r"\s*\(?[A-Ja-j]\s*(?:$|[).:])", _undress(body))
-        if bare is None or not (bare.letter is None or dressed or _same_text(bare.text, options.get(bare.letter, "\0"))):
+        named = bare is not None and bare.letter is not None and _same_text(bare.text, options.get(bare.letter, "\0"))
+        if bare is None or not (bare.letter is None or dressed or named):
             return Choice(None, "none", "no option was chosen")
         found.append((0, len(body) - len(bare.text), bare))
     found.sort(key=lambda f: (f[0], f[1]))

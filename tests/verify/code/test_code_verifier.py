@@ -19,7 +19,8 @@ PY = get_language("python")
 ADD = {"tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"
                 "    assert candidate(-1, 1) == 0\n", "entry_point": "add"}
 IO = {"cases": [{"input": "1 2\n", "output": "3\n"}, {"input": "10 5\n", "output": "15"}]}
-CALL = {"entry_point": "sq", "cases": [{"args": [2], "result": 4}, {"args": [3], "result": 9}, {"args": [0.5], "result": 0.25}]}
+CALL = {"entry_point": "sq",
+        "cases": [{"args": [2], "result": 4}, {"args": [3], "result": 9}, {"args": [0.5], "result": 0.25}]}
 
 
 def fence(code: str, lang: str = "python") -> str:

@@ -56,7 +56,7 @@ def test_answer_is_after_box_wins_but_not_words() -> None:
 
 def test_boxes_with_deep_nesting_scan_without_recursion() -> None:
     deep = "\\boxed{" + "{" * 5000 + "1" + "}" * 5000 + "}"
-    (start, end, content) = find_boxes(deep)[0]
+    (_start, end, content) = find_boxes(deep)[0]
     assert content.count("{") == 5000 and end == len(deep)
 
 

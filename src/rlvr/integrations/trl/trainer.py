@@ -100,9 +100,9 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         super().__init__(*args, **kwargs)
         self._prompt_ids = list(self.train_dataset["prompt_id"]) if self.train_dataset is not None else []
         think, answer = tags
-        self.fa = FailureAware(self.failure, group_size=self.num_generations, scale_rewards=self.scale_rewards != "none",
-                               advantage_clip=advantage_clip, think_tag=think or "think", answer_tag=answer,
-                               run_dir=None)
+        self.fa = FailureAware(self.failure, group_size=self.num_generations,
+                               scale_rewards=self.scale_rewards != "none", advantage_clip=advantage_clip,
+                               think_tag=think or "think", answer_tag=answer, run_dir=None)
         self.run_dir = Path(run_dir or self.args.output_dir)
         if self.accelerator.is_main_process:
             self.fa.run_dir = self.run_dir  # quarantine.jsonl: one writer

@@ -277,7 +277,7 @@ def watch(modules):
 def main():
     spec = json.loads(sys.stdin.read())
     sys.stdin.close()
-    sys.stdin = open(os.devnull)
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - the solution reads an empty stdin for the whole run
     fd = int(sys.argv[1])
     nonce = spec.pop("nonce")
     write, dumps, exit_now, str_ = os.write, json.dumps, os._exit, str

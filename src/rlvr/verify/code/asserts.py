@@ -131,8 +131,8 @@ class _Compiler:
     def _close(self, left: ast.expr, op: ast.cmpop, right: ast.expr, source: str) -> Check | None:
         """``abs(R - y) < tol`` (or ``math.fabs``, either order of the difference)."""
         f = left.func if isinstance(left, ast.Call) else None
-        is_abs = (isinstance(f, ast.Name) and f.id == "abs") or (
-            isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "math" and f.attr == "fabs")
+        is_abs = (isinstance(f, ast.Name) and f.id == "abs") or (isinstance(f, ast.Attribute) and isinstance(
+            f.value, ast.Name) and f.value.id == "math" and f.attr == "fabs")
         if not (is_abs and len(left.args) == 1 and isinstance(left.args[0], ast.BinOp)
                 and isinstance(left.args[0].op, ast.Sub) and type(op) in (ast.Lt, ast.LtE)):
             return None

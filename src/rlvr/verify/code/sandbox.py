@@ -159,7 +159,7 @@ def _set_limits(limits: Limits, uid: int | None) -> None:
         pass
 
 
-def _rlimits_child(limits: Limits, uid: int | None):  # noqa: ANN202 - preexec closure
+def _rlimits_child(limits: Limits, uid: int | None):
     def pre() -> None:
         _set_limits(limits, uid)
         if uid is not None:
@@ -266,7 +266,8 @@ def run(
                     os.chmod(os.path.join(dirpath, n), 0o644)
             if level == "rlimits":
                 os.chown(host_dir, uid, uid)
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": _WORKDIR if level == "namespaces" else host_dir,
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+               "HOME": _WORKDIR if level == "namespaces" else host_dir,
                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
         if level == "namespaces":
             assert uid is not None  # namespaces require root

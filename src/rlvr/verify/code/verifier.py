@@ -248,7 +248,8 @@ def _harness_run(code: str, order: dict[str, Any], lang: Language, limits: sandb
     nonce = secrets.token_hex(8)
     argv = [lang.run[0], "-I", _HARNESS, "{result_fd}"]
     run = sandbox.run(argv, {lang.source: code, _HARNESS: _harness_source()},
-                      stdin=json.dumps({"nonce": nonce, "source": lang.source, **order}), limits=_limits(limits, budget))
+                      stdin=json.dumps({"nonce": nonce, "source": lang.source, **order}),
+                      limits=_limits(limits, budget))
     if run.error:
         return Verdict(Status.ERROR, extracted=code[:2000], method=Method.EXECUTION, reason=run.error)
     rep = _Report(run=run, level=run.isolation)

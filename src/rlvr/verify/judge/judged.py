@@ -196,7 +196,8 @@ class JudgedVerifier:
         for i, v in enumerate(rules):
             if self._needs_judge(v, tasks[i] in self.open_tasks, completions[i]):
                 to_judge.append(i)
-            elif v.status in (Status.CORRECT, Status.WRONG) and self.audit_rate and self._rng.random() < self.audit_rate:
+            elif (v.status in (Status.CORRECT, Status.WRONG) and self.audit_rate
+                  and self._rng.random() < self.audit_rate):
                 audit.append(i)
         with self._lock:
             self.stats.rows += n
@@ -204,8 +205,8 @@ class JudgedVerifier:
             self.stats.judged += len(to_judge)
         if not to_judge and not audit:
             return out
-        keys = {i: (str(questions[i] or ""), self._answer(completions[i], rules[i]), self._gold_text(golds[i], rules[i]))
-                for i in to_judge + audit}
+        keys = {i: (str(questions[i] or ""), self._answer(completions[i], rules[i]),
+                    self._gold_text(golds[i], rules[i])) for i in to_judge + audit}
         replies = self._judge_all(sorted(set(keys.values())))
         for i in to_judge:
             out[i] = self._verdict(rules[i], keys[i], replies[keys[i]])
@@ -258,12 +259,12 @@ class JudgedVerifier:
         if not todo:
             return result
         if self.judge is None:
-            return result | {k: "no judge configured" for k in todo}
+            return result | dict.fromkeys(todo, "no judge configured")
         end = time.monotonic() + self.deadline
         state = {"fails_in_a_row": 0}
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo)), thread_name_prefix="rlvr-judge")
         futures = {pool.submit(self._judge_one, k, end, state): k for k in todo}
-        done, pending = wait_futures(futures, timeout=max(0.0, end - time.monotonic()) + 0.5)
+        done, _pending = wait_futures(futures, timeout=max(0.0, end - time.monotonic()) + 0.5)
         pool.shutdown(wait=False, cancel_futures=True)  # nothing waits on a judge past the deadline
         for f, k in futures.items():
             if f in done and f.exception() is None:
@@ -292,7 +293,7 @@ class JudgedVerifier:
                 reply = parse_reply(text)
             except ReplyError as e:  # garbage: asking again rarely helps, but a sampling judge may recover
                 why = str(e)
-            except Exception as e:  # noqa: BLE001 - down, refused, timed out: all become "uncertain"
+            except Exception as e:
                 why = f"{type(e).__name__}: {e}"
             else:
                 with self._lock:
@@ -309,7 +310,7 @@ class JudgedVerifier:
         return why
 
     def _verdict(self, rule: Verdict, key: tuple[str, str, str], got: JudgeReply | str) -> Verdict:
-        question, answer, gold = key
+        _question, answer, gold = key
         details = {"rule": {"status": rule.status.value, "reason": rule.reason}, "judged": True}
         if isinstance(got, str):
             with self._lock:

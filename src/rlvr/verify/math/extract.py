@@ -242,7 +242,7 @@ def solutions_candidate(text: str) -> Candidate | None:
     last = None
     for m in _SOLUTIONS.finditer(tail):
         last = m
-    if last is None or tail[last.end():].strip(" .!\n") and re.search(r"\d", tail[last.end():]):
+    if last is None or (tail[last.end():].strip(" .!\n") and re.search(r"\d", tail[last.end():])):
         return None  # values written after it: the list is not the final statement
     pairs = _PAIR.findall(last.group(0))
     if len({name for name, _ in pairs}) != 1 or len(pairs) < 2:

@@ -34,11 +34,13 @@ _FRAC_VARIANTS = re.compile(r"\\[dtc]frac\b")
 _DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ\b|\\circ\b|\\degree\b|\bdegrees?\b")
 _TRIG_DEGREES = re.compile(
     r"\\(sin|cos|tan|sec|csc|cot)\s*\(?\s*([-+]?\d+(?:\.\d+)?)\s*(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ\b|\\degree\b)\s*\)?")
-_TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mbox|operatorname|mathit)\s*\{([^{}]*)\}")
+_TEXT_CMD = re.compile(
+    r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mbox|operatorname|mathit)\s*\{([^{}]*)\}")
 _PERCENT = re.compile(r"\\%|\s*\b(?:percentage|percent|pct)\b\.?")
 _THOUSANDS_MARKED = re.compile(r"(\d)(?:,\\!\s*|\{,\}|\\,|\\!)(?=\d{3}(?!\d))")
 # Not "(12,102)": a pair in brackets is an interval or a tuple, not a number.
-_THOUSANDS_PLAIN = re.compile(r"(?<![\d.,])(?<![(\[]\s)(?<![(\[])[1-9]\d{0,2}(?:,\d{3})+(?![\d,])(?!\s?[)\]])(?:\.\d+)?")
+_THOUSANDS_PLAIN = re.compile(
+    r"(?<![\d.,])(?<![(\[]\s)(?<![(\[])[1-9]\d{0,2}(?:,\d{3})+(?![\d,])(?!\s?[)\]])(?:\.\d+)?")
 _SPACED_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _DOLLAR_WORD = re.compile(r"\\\$")
 # Trailing units after a quantity: "35 cm", "125 miles", "15 cm^2", "50 km/h", "7 \mathrm{m}^2",

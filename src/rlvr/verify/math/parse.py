@@ -280,7 +280,8 @@ def _simple_interval(parts: list[str], ops: list[str]) -> Expr | None:
         return v if v is not None and not v.free_symbols else None
 
     def flip(op: str) -> str:
-        return {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, op.replace("l", "G").replace("g", "l").replace("G", "g"))
+        swapped = op.replace("l", "G").replace("g", "l").replace("G", "g")  # \\le <-> \\ge
+        return {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, swapped)
 
     if len(parts) == 2 and _plain_name(parts[0]) and (c := const(parts[1])) is not None:
         op = ops[0]
@@ -338,7 +339,7 @@ def _relation_alts(s: str) -> Alts:
 
 
 def _equation_alts(s: str) -> Alts:
-    parts = [p for p in split_top(s, ("=",))]
+    parts = list(split_top(s, ("=",)))
     if len(parts) < 2 or not all(parts):
         return ()
     value = parts[-1]
