@@ -16,7 +16,11 @@ Prints held-out accuracy every ``--eval-every`` steps and the format / verificat
 both, and how many steps the failure-aware run needed to reach the plain run's final accuracy
 (the bar: at most 70% of the steps).
 
-    .venv/bin/python benchmarks/failure_aware.py [--steps 150] [--seeds 0 1] [--variants ...] [--quick]
+``--engine trl`` runs the same three on TRL's GRPOTrainer (``FailureAwareGRPOTrainer``, the same config
+through ``rlvr train --set engine=trl``); there dynamic sampling filters flat groups out of the loss
+(TRL's batch has a fixed shape: no replacement groups are drawn).
+
+    .venv/bin/python benchmarks/failure_aware.py [--steps 150] [--seeds 0 1] [--variants ...] [--engine rlvr|trl]
 """
 
 from __future__ import annotations
@@ -61,16 +65,26 @@ def warm_model(out: Path, seed: int) -> Path:
     return out
 
 
-def run(warm: Path, out: Path, seed: int, steps: int, every: int, extra: list[str]) -> list[dict]:
+def run(warm: Path, out: Path, seed: int, steps: int, every: int, extra: list[str], engine: str = "rlvr") -> list[dict]:
     from rlvr.config import load_config
     from rlvr.grpo.metrics import read_metrics
-    from rlvr.grpo.trainer import GRPOTrainer
 
     cfg = load_config(None, [f"model.name={warm}", f"run.out_dir={out}", f"run.steps={steps}", f"run.seed={seed}",
-                             f"run.eval_every={every}", f"run.save_every={steps}",
+                             f"run.eval_every={every}", f"run.save_every={steps}", f"engine={engine}",
                              "rewards.options={accuracy: {strict: true}, format: {think_tag: null}}", *extra])
-    GRPOTrainer(cfg).train()
-    return read_metrics(out)
+    if engine == "trl":
+        import warnings
+
+        from rlvr.integrations.trl.from_config import train_trl
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            train_trl(cfg)
+    else:
+        from rlvr.grpo.trainer import GRPOTrainer
+
+        GRPOTrainer(cfg).train()
+    return [m for m in read_metrics(out) if "eval/accuracy" in m or "verify/no_answer" in m]
 
 
 def main() -> None:
@@ -79,6 +93,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--eval-every", type=int, default=25)
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--engine", default="rlvr", choices=["rlvr", "trl"])
     ap.add_argument("--quick", action="store_true", help="one seed, 60 steps, plain vs aware (make bench-check)")
     args = ap.parse_args()
     if args.quick:
@@ -91,7 +106,7 @@ def main() -> None:
     for seed in args.seeds:
         for name in names:
             extra = VARIANTS[name]
-            m = run(warm, tmp / f"{name}-{seed}", seed, args.steps, args.eval_every, extra)
+            m = run(warm, tmp / f"{name}-{seed}", seed, args.steps, args.eval_every, extra, args.engine)
             curve = [(x["step"], x["eval/accuracy"]) for x in m if "eval/accuracy" in x]
             curves[name].append(curve)
             steps = [x for x in m if "verify/no_answer" in x]
@@ -117,7 +132,7 @@ def main() -> None:
         share = (reached if reached is not None else 2 * args.steps) / args.steps
         figures[f"{name}_reached_share"] = share
         bars.append(Bar(f"{name}: share of the steps to reach plain's final accuracy", share, "<=", 0.7, "%"))
-    report("failure_aware", figures, bars, args, quick=args.quick)
+    report("failure_aware" if args.engine == "rlvr" else "failure_aware-trl", figures, bars, args, quick=args.quick)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,14 @@ shared baseline script unchanged (``trl_grpo_baseline.py``); rlvr runs
 
 Prints per run and on average: median seconds per step, whole-run wall time per step (logging and
 saves included), completion tokens per second, peak RSS, held-out accuracy before/after; then the
-ratio of seconds per step (rlvr / TRL). ``--trl-alloc`` adds TRL runs with the allocator setting
-rlvr's trainer makes for itself (``rlvr.runtime``), to show what that setting alone is worth.
+ratio of seconds per step (rlvr / TRL). A third trainer, ``rlvr-on-TRL``, is the same baseline script
+with its trainer swapped for ``FailureAwareGRPOTrainer`` with the failure features off
+(``benchmarks/adapters/rlvr_on_trl.py``): the cost of rlvr's layer on TRL. ``--trl-alloc`` adds TRL
+runs with the allocator setting rlvr's trainer makes for itself (``rlvr.runtime``), to show what that
+setting alone is worth.
 
-Bars: rlvr / TRL seconds per step <= 0.6x; held-out accuracy after the run at least TRL's.
+Bars: rlvr / TRL seconds per step <= 0.6x; held-out accuracy after the run at least TRL's;
+rlvr-on-TRL / TRL seconds per step <= 1.10x with TRL's accuracy after the run (same seeds).
 
     .venv/bin/python benchmarks/trainer_vs_trl.py [--seeds 0 1 2] [--steps 100] [--trl-alloc] [--quick]
 """
@@ -55,15 +59,17 @@ def main() -> None:
         args.seeds, args.steps = args.seeds[:1], min(args.steps, 30)
     model = BENCH / "models" / "tiny-warm"
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-bench-"))
-    names = ["TRL", "rlvr"] + (["TRL+alloc"] if args.trl_alloc else [])
+    names = ["TRL", "rlvr", "rlvr-on-TRL"] + (["TRL+alloc"] if args.trl_alloc else [])
     rows: dict[str, list[dict]] = {n: [] for n in names}
-    print(f"{'run':<13} {'s/step':>7} {'wall/st':>7} {'tok/s':>7} {'RSS MB':>7} {'acc before':>10} "
+    print(f"{'run':<16} {'s/step':>7} {'wall/st':>7} {'tok/s':>7} {'RSS MB':>7} {'acc before':>10} "
           f"{'acc after':>9}  load")
     for seed in args.seeds:
         for name in names:
             log = tmp / f"{name}-{seed}"
-            if name.startswith("TRL"):
-                cmd = [sys.executable, str(BENCH / "trl_grpo_baseline.py"), "--model", str(model), "--out",
+            if name.startswith("TRL") or name == "rlvr-on-TRL":
+                script = BENCH / "trl_grpo_baseline.py" if name.startswith("TRL") else \
+                    ROOT / "benchmarks" / "adapters" / "rlvr_on_trl.py"
+                cmd = [sys.executable, str(script), "--model", str(model), "--out",
                        str(log / "model"), "--log-dir", str(log), "--steps", str(args.steps), "--seed", str(seed)]
             else:
                 cmd = [sys.executable, str(ROOT / "benchmarks" / "adapters" / "rlvr_grpo.py"), "--model", str(model),
@@ -71,7 +77,7 @@ def main() -> None:
             s = run(cmd, BENCH, log / "summary.json", ALLOC_ENV if name == "TRL+alloc" else None)
             s["wall_per_step_s"] = s["train_wall_s"] / s["steps_done"]
             rows[name].append(s)
-            print(f"{name + ' s' + str(seed):<13} {s['median_step_s']:7.3f} {s['wall_per_step_s']:7.3f} "
+            print(f"{name + ' s' + str(seed):<16} {s['median_step_s']:7.3f} {s['wall_per_step_s']:7.3f} "
                   f"{s['completion_tokens_per_s_train']:7.0f} "
                   f"{s['ru_maxrss_mb']:7.0f} {s['heldout_before']['acc']:10.3f} {s['heldout_after']['acc']:9.3f}  "
                   f"{os.getloadavg()[0]:.1f}", flush=True)
@@ -81,7 +87,7 @@ def main() -> None:
                           "heldout_after")}
             for n, rs in rows.items()}
     for n, m in mean.items():
-        print(f"{n:<9} mean: {m['median_step_s']:.3f} s/step (median), {m['wall_per_step_s']:.3f} s/step (wall), "
+        print(f"{n:<12} mean: {m['median_step_s']:.3f} s/step (median), {m['wall_per_step_s']:.3f} s/step (wall), "
               f"{m['completion_tokens_per_s_train']:.0f} tok/s, {m['ru_maxrss_mb']:.0f} MB, "
               f"held-out after {args.steps} steps {m['heldout_after']:.3f}")
     r, t = mean["rlvr"], mean["TRL"]
@@ -91,8 +97,14 @@ def main() -> None:
     if "TRL+alloc" in mean:
         print(f"rlvr / (TRL with the same allocator setting): "
               f"{r['median_step_s'] / mean['TRL+alloc']['median_step_s']:.2f}x")
+    o = mean["rlvr-on-TRL"]
+    print(f"rlvr-on-TRL / TRL seconds per step: {o['median_step_s'] / t['median_step_s']:.2f}x (bar: <= 1.10x); "
+          f"accuracy after: {o['heldout_after']:.3f} vs TRL {t['heldout_after']:.3f} (bar: the same)")
     bars = [Bar("rlvr / TRL seconds per step", r["median_step_s"] / t["median_step_s"], "<=", 0.6, "x"),
-            Bar("rlvr minus TRL held-out accuracy after the run", r["heldout_after"] - t["heldout_after"], ">=", 0.0)]
+            Bar("rlvr minus TRL held-out accuracy after the run", r["heldout_after"] - t["heldout_after"], ">=", 0.0),
+            Bar("rlvr-on-TRL / TRL seconds per step", o["median_step_s"] / t["median_step_s"], "<=", 1.10, "x"),
+            Bar("rlvr-on-TRL minus TRL held-out accuracy, absolute", abs(o["heldout_after"] - t["heldout_after"]),
+                "<=", 0.005)]
     report("trainer_vs_trl", {"mean": mean, "runs": rows}, bars, args, quick=args.quick)
 
 

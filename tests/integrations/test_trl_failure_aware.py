@@ -184,3 +184,26 @@ def test_configs_trl_cannot_run_are_refused_before_any_model_loads(overrides, me
         load_config(None, overrides)
     r = CliRunner().invoke(app, ["train", *[x for o in overrides for x in ("--set", o)]])
     assert r.exit_code == 2 and message.split()[0] in r.output
+
+
+@pytest.mark.parametrize("template", ["current", "without bos"])
+def test_trl_sees_the_prompt_ids_rlvr_engine_would(tmp_path: Path, template: str) -> None:
+    """A model trained on rlvr's engine must see the same prompt ids under TRL: tiny tokenizers saved
+    with a template that leaves out <bos> get their prompts rendered as text for TRL."""
+    from rlvr.data.prompts import encode
+    from rlvr.integrations.trl.from_config import _dataset
+    from rlvr.models.tiny import CHAT_TEMPLATE, build_tokenizer
+
+    tok = build_tokenizer()
+    if template == "without bos":
+        tok.chat_template = CHAT_TEMPLATE.replace("{{ bos_token }}", "")
+    cfg = load_config(None, [*TINY, "engine=trl", f"run.out_dir={tmp_path}", "run.steps=1"])
+    dataset, _ = _dataset(cfg, tok)
+    trainer = _trainer(tmp_path, [dict(r) for r in dataset.select(range(8))],
+                       [lambda completions, **k: [0.0] * len(completions)])
+    trainer.processing_class.chat_template = tok.chat_template
+    prompts = dataset["prompt"][:4]
+    ids, _, _ = trainer._tokenize_prompts(prompts)
+    assert ids[0][0] == tok.bos_token_id
+    assert [list(x) for x in ids] == [encode(tok, p) for p in prompts]
+    assert isinstance(prompts[0], list) == (template == "current")

@@ -17,7 +17,7 @@ def test_saved_tiny_folder_round_trips(tmp_path):
     m2, t2 = load_model(ModelConfig(name=str(tmp_path)))
     text = "Q: 12+7="
     assert t2(text)["input_ids"] == tok(text)["input_ids"]  # the space survives the reload
-    assert t2.apply_chat_template([{"role": "user", "content": "1+2"}], tokenize=False) == "Q:1+2="
+    assert t2.apply_chat_template([{"role": "user", "content": "1+2"}], tokenize=False) == "<bos>Q:1+2="
     for k, v in model.state_dict().items():
         assert torch.equal(v, m2.state_dict()[k])
 

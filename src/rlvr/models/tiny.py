@@ -20,8 +20,10 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
+# the template writes <bos> itself, as Llama's does: engines that tokenize the rendered chat without
+# adding specials (TRL, vLLM) then see the same ids as rlvr's own ``encode``
 CHAT_TEMPLATE = (
-    "{% for m in messages %}"
+    "{{ bos_token }}{% for m in messages %}"
     "{% if m['role'] == 'user' %}Q:{{ m['content'] }}="
     "{% elif m['role'] == 'assistant' %}{{ m['content'] }}<eos>"
     "{% endif %}{% endfor %}"

@@ -61,11 +61,24 @@ def _dataset(cfg: TrainConfig, tokenizer: Any) -> tuple[Any, list[Any]]:
     if rows is None:  # a synthetic stream: the rows the run will use, in its order
         stream = DataStream(cfg, None)
         rows = stream.take(cfg.run.steps * cfg.rollout.prompts_per_step * 2)
-    chat = bool(getattr(tokenizer, "chat_template", None))
+    chat = bool(getattr(tokenizer, "chat_template", None)) and not _template_drops_bos(tokenizer)
     keys = sorted({k for s in rows for k in s.extra})
     return Dataset.from_list([{"prompt": s.prompt if chat or isinstance(s.prompt, str) else render(tokenizer, s.prompt),
                                "gold": s.gold, "task": s.task, "prompt_id": s.id or str(i),
                                **{k: s.extra.get(k) for k in keys}} for i, s in enumerate(rows)]), held
+
+
+def _template_drops_bos(tokenizer: Any) -> bool:
+    """Whether the chat template leaves out the <bos> the tokenizer adds to text. TRL tokenizes chat
+    prompts through the template alone, rlvr's engine (:func:`rlvr.data.prompts.encode`) adds the
+    <bos>: a model trained on one would see prompts it never saw on the other (the tiny models saved
+    before their template wrote <bos> are such). Those prompts go to TRL rendered as text, which TRL
+    tokenizes with the tokenizer's specials, as rlvr does."""
+    from rlvr.data.prompts import encode
+
+    probe = [{"role": "user", "content": "1+1"}]
+    ids = tokenizer.apply_chat_template(probe, tokenize=True, add_generation_prompt=True, return_dict=True)
+    return list(ids["input_ids"]) != encode(tokenizer, probe)
 
 
 def train_trl(cfg: TrainConfig, *, resume: bool = False,
