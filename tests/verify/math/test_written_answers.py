@@ -46,6 +46,10 @@ UNFINISHED = [
     ("42", "<think>it is 42</think><answer>42", "no_answer"),
     ("42", r"\boxed{42}", "correct"),
     ("42", r"<answer>\boxed{42}</answer>", "correct"),
+    # a closing tag begun, however misspelt, ends the answer's content (the format reward judges the tag)
+    ("83", "<answer>83</answe:", "correct"),
+    ("159", "<answer>15</ans", "wrong"),
+    ("159", "<answer>15", "no_answer"),  # cut off: 15 may be the start of 159
 ]
 
 NUMBER_WORDS = [

@@ -73,8 +73,10 @@ _ANSWER_CLOSE = re.compile(r"</answer\s*>", re.IGNORECASE)
 def unfinished_answer(text: str) -> str | None:
     """Why the completion's final answer is unfinished, or None when it is not.
 
-    Unfinished: the last ``<answer>`` has no ``</answer>`` after it, or the last ``\\boxed{``
-    never closes its brace. Reasoning inside ``<think>`` does not count.
+    Unfinished: the last ``<answer>`` has no closing tag begun after it (``</``: a misspelt
+    ``</answe:`` still ends the answer's content, which is what matters here; the format reward
+    judges the tag), or the last ``\\boxed{`` never closes its brace. Reasoning inside ``<think>``
+    does not count.
 
     Example:
         >>> unfinished_answer(r"so it is \\boxed{42")
@@ -88,7 +90,7 @@ def unfinished_answer(text: str) -> str | None:
     if body is None:
         return None
     opens = [m.end() for m in _ANSWER_OPEN.finditer(body)]
-    if opens and not _ANSWER_CLOSE.search(body, opens[-1]):
+    if opens and not _ANSWER_CLOSE.search(body, opens[-1]) and "</" not in body[opens[-1]:]:
         return "the final <answer> was never closed (an unfinished answer)"
     starts = list(_BOX_START.finditer(body))
     if starts:
