@@ -66,11 +66,15 @@ def provenance() -> dict[str, Any]:
             "python": sys.version.split()[0]}
 
 
+#: the tree as the benchmark started (a later edit while it runs does not make its figures "dirty")
+STARTED = provenance()
+
+
 def report(name: str, figures: dict[str, Any], bars: list[Bar], args: Any = None, *, quick: bool = False) -> Path:
     """Print the bar lines and write the results file; returns its path."""
     out = (RESULTS / "quick" if quick else RESULTS) / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    record = {"benchmark": name, "quick": quick, **provenance(),
+    record = {"benchmark": name, "quick": quick, **STARTED, "finished": provenance()["date"],
               "args": vars(args) if args is not None and hasattr(args, "__dict__") else args,
               "figures": figures, "bars": [{**asdict(b), "met": b.met} for b in bars]}
     tmp = out.with_suffix(".tmp")
