@@ -38,12 +38,27 @@ class ModelConfig(_Strict):
     layers: int = Field(2, ge=1)
     heads: int = Field(4, ge=1)
     lora: LoraConfig | None = None
-    fast_decode: bool = True
-    """Use the lean KV-cache decoder for rollouts when the architecture allows it."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """The weights' dtype. ``bfloat16`` (with ``lora``) halves the frozen base's memory; the adapters
+    (the trained part, and so AdamW's state) stay float32. Full fine-tuning in bfloat16 is refused:
+    AdamW's small updates round away in bfloat16 weights; use ``autocast: bf16`` there."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass (less memory, ~30% more compute per update)."""
+    fast_decode: bool | None = None
+    """rlvr's lean KV-cache decoder and grouped forward (where the architecture allows them);
+    ``null``: on CPU only (on a GPU the model's own forward with SDPA is the better default)."""
     autocast: Literal["none", "bf16"] = "none"
     """Run matrix products in bfloat16 (rollouts and the training forward/backward); weights,
     optimizer state, log-probs and the loss stay float32. "none" by default (exact float32)."""
 
+
+    @model_validator(mode="after")
+    def _sound_dtype(self) -> ModelConfig:
+        if self.dtype == "bfloat16" and self.lora is None:
+            raise ValueError("model.dtype bfloat16 trains every weight in bfloat16, where AdamW's small updates "
+                             "round away: set model.lora (adapters stay float32 over a bfloat16 base), or keep "
+                             "float32 weights with model.autocast=bf16 (bfloat16 matmuls)")
+        return self
 
 class DataConfig(_Strict):
     """Training and held-out rows."""
@@ -167,6 +182,9 @@ class RunConfig(_Strict):
     """Write every rollout (completion, cause, verdict, components, advantage) to rollouts.jsonl."""
     processes: int = Field(1, ge=1)
     """Processes to train with (``engine: trl``; torchrun starts them: gloo on CPU, one per GPU)."""
+    device: str = Field("auto", pattern=r"^(auto|cpu|mps|cuda(:\d+)?)$")
+    """``auto`` (CUDA when present, else CPU), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``: the policy,
+    the reference model, rollouts, the update, evaluation and a local judge."""
 
 
 class DecodingConfig(_Strict):
@@ -197,7 +215,6 @@ class TrlConfig(_Strict):
     """Generate with vLLM (needs a GPU and vLLM); ``decoding.constrain: full`` then becomes vLLM's
     structured output."""
     vllm_mode: Literal["colocate", "server"] = "colocate"
-    gradient_checkpointing: bool = False
     steps_per_generation: int | None = Field(None, ge=1)
     """Optimizer steps each generation batch is split into (TRL's own default: the accumulation)."""
     logging_steps: int = Field(1, ge=1)

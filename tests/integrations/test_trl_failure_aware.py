@@ -76,6 +76,8 @@ def test_two_processes_agree_exclude_without_loss_and_write_one_run_folder(tmp_p
     assert r.exit_code == 0 and "bad_gold" in r.output, r.output
     r = runner.invoke(app, ["report", str(out)])
     assert r.exit_code == 0 and (out / "report.html").exists(), r.output
+    r = runner.invoke(app, ["quarantine", str(out)])
+    assert r.exit_code == 0 and "dies" in r.output, r.output
 
 
 @pytest.mark.slow

@@ -54,9 +54,10 @@ def latest(run_dir: Path) -> Path | None:
     return path if (path / "state.pt").exists() else None
 
 
-def load(path: Path) -> dict[str, Any]:
-    """A checkpoint's state; restores the global RNGs as they were when it was saved."""
-    state = torch.load(path / "state.pt", weights_only=False)
-    torch.set_rng_state(state["rng"]["torch"])
+def load(path: Path, map_location: Any = None) -> dict[str, Any]:
+    """A checkpoint's state (its tensors on ``map_location``, default where they were saved);
+    restores the global RNGs as they were when it was saved."""
+    state = torch.load(path / "state.pt", weights_only=False, map_location=map_location)
+    torch.set_rng_state(state["rng"]["torch"].cpu())
     random.setstate(state["rng"]["python"])
     return state

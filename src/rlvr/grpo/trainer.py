@@ -160,11 +160,17 @@ class GRPOTrainer:
                  rewards: Total | None = None) -> None:
         setup_torch(cfg.run.threads, cfg.run.seed)
         self.cfg = cfg
+        from rlvr.models.device import lean_paths, resolve_device
+
+        self.device = resolve_device(cfg.run.device)  # refused here, before any model loads
         if model is None:
             from rlvr.models.load import load_model
 
-            model, tokenizer = load_model(cfg.model, cfg.run.seed)
+            model, tokenizer = load_model(cfg.model, cfg.run.seed, self.device)
+        else:
+            model = model.to(self.device)
         self.model, self.tok = model, tokenizer
+        self.fast = lean_paths(cfg.model.fast_decode, self.device)  # rlvr's lean paths: on CPU by default
         if train_rows is None and eval_rows is None:
             train_rows, eval_rows = default_data(cfg)
         self.data = DataStream(cfg, train_rows)
@@ -174,7 +180,7 @@ class GRPOTrainer:
         if cfg.judge is not None:  # two-level verification: the judge sees only what rules cannot decide
             from rlvr.verify.judge.judged import from_config
 
-            self.judge = from_config(cfg.judge, seed=cfg.run.seed)
+            self.judge = from_config(cfg.judge, seed=cfg.run.seed, device=self.device)
         params = [p for p in model.parameters() if p.requires_grad]
         o = cfg.optim
         fused = all(p.dtype == torch.float32 for p in params)  # one kernel per step instead of a loop of ops
@@ -227,12 +233,12 @@ class GRPOTrainer:
         """
         r = self.cfg.rollout
         base = self.cfg.run.seed * 1_000_003 + self.step
-        gen = torch.Generator().manual_seed(base * draw[0] + draw[1])
+        gen = torch.Generator(device=self.device).manual_seed(base * draw[0] + draw[1])
         with self._autocast():
             return generate(self.model, self.tok, [self._encode(s) for s in samples],
                             group_size=group_size or r.group_size, max_new_tokens=r.max_new_tokens,
                             temperature=r.temperature, top_p=r.top_p, generator=gen, policy_version=self.step,
-                            fast=self.cfg.model.fast_decode, constrain=self.constrainer)
+                            fast=self.fast, constrain=self.constrainer)
 
     def score(self, samples: list[Sample], batch: RolloutBatch) -> tuple[list[Any], torch.Tensor]:
         """Every rollout's :class:`RewardBreakdown` and total (NaN where nothing applied)."""
@@ -347,6 +353,7 @@ class GRPOTrainer:
 
         a = self.cfg.algo
         g = batch.group_size
+        advantages, admit = advantages.to(self.device), admit.to(self.device)
         ids = torch.cat([batch.prompt_ids, batch.completion_ids], 1)
         mask = torch.cat([batch.prompt_mask, batch.completion_mask], 1)
         loss_mask = batch.completion_mask * admit[:, None].long()
@@ -357,11 +364,11 @@ class GRPOTrainer:
         n = ids.shape[0]
         mb = a.micro_batch or n
         # Whole groups go through the shared-prompt forward (each prompt computed once per group).
-        grouped = self.cfg.model.fast_decode and supports(self.model) and mb % g == 0
+        grouped = self.fast and supports(self.model) and mb % g == 0
         if grouped:
             groups = live.view(-1, g).any(1).nonzero().squeeze(-1)
             chunks = [groups[i : i + mb // g] for i in range(0, len(groups), mb // g)]
-            parts = [((c[:, None] * g + torch.arange(g)).reshape(-1), c * g) for c in chunks]
+            parts = [((c[:, None] * g + torch.arange(g, device=c.device)).reshape(-1), c * g) for c in chunks]
         else:
             rows = live.nonzero().squeeze(-1)
             parts = [(rows[i : i + mb], None) for i in range(0, len(rows), mb)]
@@ -409,7 +416,7 @@ class GRPOTrainer:
     # ------------------------------------------------------------------ the loop
     def evaluate(self) -> dict[str, Any]:
         return greedy_eval(self.model, self.tok, self.eval_rows, max_new_tokens=self.cfg.rollout.max_new_tokens,
-                           fast=self.cfg.model.fast_decode,
+                           fast=self.fast,
                            constrain=self.constrainer if self.cfg.decoding.in_eval else None)
 
     def train_step(self) -> dict[str, Any]:
@@ -504,7 +511,7 @@ class GRPOTrainer:
 
             raise ConfigError(f"--resume: {self.run_dir} has no checkpoint to continue")
         if ckpt is not None:
-            self.restore(checkpoint.load(ckpt))
+            self.restore(checkpoint.load(ckpt, map_location=self.device))
         elif (self.run_dir / "quarantine.jsonl").exists():  # a fresh run starts with nobody quarantined
             (self.run_dir / "quarantine.jsonl").unlink()
         resume_step = self.step if ckpt is not None else None

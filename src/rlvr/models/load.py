@@ -32,29 +32,64 @@ def _gguf_file(package: str, stem: str) -> Path:
     return next((f for f in found if stem.lower() in f.name.lower()), found[0])
 
 
+#: Bumped when the conversion changes; a cached folder written by another version is redone.
+CONVERSION = 2
+_MARK = "rlvr_conversion.json"
+
+
+def _converted(out: Path) -> bool:
+    """Whether ``out`` is a finished conversion of this version: a plain model, no GGUF metadata.
+    Folders from older rlvr kept GGUF's ``quantization_config``, so transformers loaded them as a
+    quantized model that neither saves nor fine-tunes."""
+    import json
+
+    try:
+        mark = json.loads((out / _MARK).read_text())
+        config = json.loads((out / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return mark.get("version") == CONVERSION and "quantization_config" not in config
+
+
 def materialize_named(name: str) -> Path:
-    """Convert a named GGUF model to a normal ``save_pretrained`` folder once, and return it."""
+    """Convert a named GGUF model to a plain ``save_pretrained`` folder once (cached), and return it."""
+    import json
+    import shutil
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     package, stem = NAMED[name]
     out = cache_dir() / name
-    if (out / "config.json").exists():
+    if _converted(out):
         return out
     gguf = _gguf_file(package, stem)
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    # a GGUF-loaded model cannot be saved as is: copy its (de-quantized) weights into a plain one
-    model = AutoModelForCausalLM.from_config(quantized.config, dtype=torch.float32)
-    model.load_state_dict(quantized.state_dict())
-    model.generation_config = quantized.generation_config
-    tmp = out.with_name(out.name + ".tmp")
-    import shutil
+    from rich.console import Console
 
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    tmp.rename(out)  # atomic: a half-written folder is never mistaken for a finished one
+    console = Console(stderr=True)
+    with console.status(f"converting {gguf.name} to a transformers folder (once; kept in {out})"):
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        # a GGUF-loaded model is marked quantized (it cannot be saved or fine-tuned as is): copy its
+        # de-quantized weights into a plain model of the same config, without the GGUF metadata
+        config = quantized.config
+        for attr in ("quantization_config", "_pre_quantization_dtype"):
+            if hasattr(config, attr):
+                delattr(config, attr)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        missing, unexpected = model.load_state_dict(quantized.state_dict(), strict=False)
+        if unexpected or [k for k in missing if "lm_head" not in k]:  # lm_head is tied to the embeddings
+            raise RuntimeError(f"converting {gguf}: weights do not match (missing {missing}, unexpected {unexpected})")
+        model.tie_weights()
+        model.generation_config = quantized.generation_config
+        tmp = out.with_name(out.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        (tmp / _MARK).write_text(json.dumps({"version": CONVERSION, "source": gguf.name}))
+        shutil.rmtree(out, ignore_errors=True)  # an older conversion
+        tmp.rename(out)  # atomic: a half-written folder is never mistaken for a finished one
+    console.print(f"converted {name} -> {out}")
     return out
 
 
@@ -73,31 +108,59 @@ def _tokenizer(path: Path) -> Any:
     return AutoTokenizer.from_pretrained(path)
 
 
-def load_model(cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` for a :class:`ModelConfig`, in float32 on CPU (``.to()`` it after)."""
+def load_model(cfg: ModelConfig | str, seed: int = 0, device: Any = None) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` for a :class:`ModelConfig` (or a model name), in ``cfg.dtype``, on
+    ``device`` (a torch device or spec; default CPU), with gradient checkpointing and LoRA as configured.
+
+    Raises:
+        ConfigError: the name is neither ``tiny``, a named model nor a folder (the message says what
+            to run when it is the warm-up folder the example configs expect).
+    """
     import torch
     from transformers import AutoModelForCausalLM
 
+    from rlvr.models.device import resolve_device, torch_dtype
+
+    if isinstance(cfg, str):
+        cfg = ModelConfig(name=cfg)
+    dtype = torch_dtype(cfg.dtype)
     if cfg.name == "tiny":
         from rlvr.models.tiny import build_model, build_tokenizer
 
         tok = build_tokenizer()
         model = build_model(tok, arch=cfg.arch, hidden=cfg.hidden, layers=cfg.layers, heads=cfg.heads, seed=seed)
+        model = model.to(dtype)
     else:
         path = materialize_named(cfg.name) if cfg.name in NAMED else Path(cfg.name)
         if not Path(path).exists():
+            hint = ""
+            if Path(cfg.name).name == "warm" or "warm" in Path(cfg.name).parts:
+                hint = f"; it is made by the warm-up: run `rlvr sft {cfg.name}` first"
             raise ConfigError(f"model.name {cfg.name!r} is neither 'tiny', a named model "
-                              f"({', '.join(NAMED)}), nor an existing folder")
+                              f"({', '.join(NAMED)}), nor an existing folder{hint}")
         tok = _tokenizer(Path(path))
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
         tok.padding_side = "left"
+    if device is not None:
+        model = model.to(device if isinstance(device, torch.device) else resolve_device(device))
+    if cfg.gradient_checkpointing:
+        enable = getattr(model, "activation_checkpointing_enable", None)  # transformers >= 5.20's name
+        if enable is not None:
+            enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if cfg.lora is not None:
         from peft import LoraConfig as PeftLora
         from peft import get_peft_model
 
+        # adapters in float32 over a bfloat16 base (peft's autocast_adapter_dtype): the trained part,
+        # and so AdamW's state, keeps full precision
         model = get_peft_model(model, PeftLora(r=cfg.lora.r, lora_alpha=cfg.lora.alpha,
                                                lora_dropout=cfg.lora.dropout,
-                                               target_modules=list(cfg.lora.target_modules), task_type="CAUSAL_LM"))
+                                               target_modules=list(cfg.lora.target_modules), task_type="CAUSAL_LM"),
+                               autocast_adapter_dtype=True)
+        if cfg.gradient_checkpointing:
+            model.enable_input_require_grads()  # checkpointed blocks need a grad-carrying input
     return model, tok

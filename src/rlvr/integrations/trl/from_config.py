@@ -34,8 +34,9 @@ def grpo_args(cfg: TrainConfig, *, use_cpu: bool) -> Any:
         "num_iterations": a.num_iterations, "loss_type": a.loss,
         "scale_rewards": "group" if a.scale_rewards else "none",
         "save_strategy": "steps", "save_steps": run.save_every, "logging_steps": cfg.trl.logging_steps,
-        "report_to": cfg.trl.report_to or "none", "use_cpu": use_cpu, "bf16": cfg.model.autocast == "bf16",
-        "gradient_checkpointing": cfg.trl.gradient_checkpointing, "use_vllm": cfg.trl.use_vllm,
+        "report_to": cfg.trl.report_to or "none", "use_cpu": use_cpu,
+        "bf16": cfg.model.autocast == "bf16" and cfg.model.dtype == "float32",
+        "gradient_checkpointing": cfg.model.gradient_checkpointing, "use_vllm": cfg.trl.use_vllm,
         "vllm_mode": cfg.trl.vllm_mode, "mask_truncated_completions": False, "log_completions": False,
         "remove_unused_columns": False, "disable_tqdm": True,
     }
@@ -84,7 +85,6 @@ def _template_drops_bos(tokenizer: Any) -> bool:
 def train_trl(cfg: TrainConfig, *, resume: bool = False,
               on_log: Callable[[int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Train ``cfg`` on TRL (see the module docstring); returns the held-out accuracy before/after."""
-    import torch
     from transformers import TrainerCallback
     from transformers.trainer_utils import get_last_checkpoint
 
@@ -100,7 +100,11 @@ def train_trl(cfg: TrainConfig, *, resume: bool = False,
     ckpt = get_last_checkpoint(str(out)) if resume and out.is_dir() else None
     if resume and ckpt is None:
         raise ConfigError(f"--resume: {out} has no TRL checkpoint (checkpoint-N) to continue")
-    model, tok = load_model(cfg.model, cfg.run.seed)
+    from rlvr.models.device import resolve_device
+
+    device = resolve_device(cfg.run.device)  # refused here, before the model loads
+    # TRL places the model (accelerate) and sets up gradient checkpointing from its args
+    model, tok = load_model(cfg.model.model_copy(update={"gradient_checkpointing": False}), cfg.run.seed)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     dataset, held = _dataset(cfg, tok)
@@ -111,7 +115,7 @@ def train_trl(cfg: TrainConfig, *, resume: bool = False,
         from rlvr.decoding.constrain import from_config
 
         from_config(cfg.decoding, tok, model.get_output_embeddings().weight.shape[0], total)
-    args = grpo_args(cfg, use_cpu=not torch.cuda.is_available())
+    args = grpo_args(cfg, use_cpu=device.type == "cpu")
     callbacks = []
     if on_log is not None:
         class Progress(TrainerCallback):

@@ -74,13 +74,14 @@ class TransformersJudge:
         model: a causal LM, or a name/folder for :func:`rlvr.models.load.load_model`.
         tokenizer: its tokenizer (loaded with the model when ``model`` is a name).
         max_new_tokens: reply length limit.
+        device: where a model loaded by name runs (default CPU).
     """
 
-    def __init__(self, model: Any, tokenizer: Any = None, *, max_new_tokens: int = 128) -> None:
+    def __init__(self, model: Any, tokenizer: Any = None, *, max_new_tokens: int = 128, device: Any = None) -> None:
         if isinstance(model, str):
             from rlvr.models.load import load_model
 
-            model, tokenizer = load_model(model)
+            model, tokenizer = load_model(model, device=device)
         self.model, self.tokenizer, self.max_new_tokens = model, tokenizer, max_new_tokens
         self._lock = threading.Lock()  # generate() is not re-entrant on one model
 
@@ -91,9 +92,11 @@ class TransformersJudge:
         with self._lock:
             ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
                                                      return_dict=True)
-            input_ids = ids["input_ids"]
+            input_ids = ids["input_ids"].to(self.model.device)
+            mask = ids.get("attention_mask")
+            mask = None if mask is None else mask.to(input_ids.device)
             with torch.no_grad():
-                out = self.model.generate(input_ids=input_ids, attention_mask=ids.get("attention_mask"),
+                out = self.model.generate(input_ids=input_ids, attention_mask=mask,
                                           max_new_tokens=self.max_new_tokens, do_sample=False,
                                           stopping_criteria=StoppingCriteriaList([MaxTimeCriteria(timeout)]),
                                           pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)

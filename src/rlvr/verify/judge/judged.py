@@ -328,8 +328,8 @@ class JudgedVerifier:
                        details=details)
 
 
-def from_config(cfg: Any, *, seed: int = 0) -> JudgedVerifier:
-    """A :class:`JudgedVerifier` from a :class:`rlvr.config.JudgeConfig`."""
+def from_config(cfg: Any, *, seed: int = 0, device: Any = None) -> JudgedVerifier:
+    """A :class:`JudgedVerifier` from a :class:`rlvr.config.JudgeConfig` (a local judge on ``device``)."""
     import os
 
     from rlvr.verify.judge.backends import HTTPJudge, TransformersJudge
@@ -340,7 +340,7 @@ def from_config(cfg: Any, *, seed: int = 0) -> JudgedVerifier:
             from rlvr.errors import ConfigError
 
             raise ConfigError("judge.backend local needs judge.model (a model name or folder)")
-        backend: Any = TransformersJudge(model)
+        backend: Any = TransformersJudge(model, device=device)
     else:
         backend = HTTPJudge(cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env))
     return JudgedVerifier(backend, open_tasks=cfg.open_tasks, timeout=cfg.timeout, retries=cfg.retries,
