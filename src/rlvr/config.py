@@ -90,6 +90,11 @@ class RolloutConfig(_Strict):
     max_new_tokens: int = Field(32, ge=1)
     temperature: float = Field(1.0, gt=0)
     top_p: float = Field(1.0, gt=0, le=1)
+    dtype: Literal["model", "bfloat16"] = "model"
+    """The precision rollouts are sampled in. ``bfloat16``: the lean decoder keeps a bfloat16 copy of
+    the weights (matrix products ~4x faster on CPUs with AVX512-BF16 / AMX, and on GPUs); the update
+    still runs in the model's precision, the sampler's log-probs acting as the behaviour policy of
+    the importance ratio (``rollout/logprob_gap`` logs how far apart the two are). Engine rlvr only."""
 
 
 class AlgoConfig(_Strict):
@@ -283,6 +288,9 @@ class TrainConfig(_Strict):
         if mb is not None and (n // procs) % mb:
             raise ValueError(f"engine trl: algo.micro_batch {mb} must divide the {n // procs} rollouts each of the "
                              f"{procs} processes trains on")
+        if self.rollout.dtype != "model":
+            raise ValueError("rollout.dtype bfloat16 is rlvr's own decoder (engine: rlvr); on TRL sample with vLLM "
+                             "(trl.use_vllm) or set rollout.dtype=model")
         if self.judge is not None:
             raise ValueError("judge: the LLM judge runs with engine: rlvr only; drop the judge section or use "
                              "engine=rlvr")

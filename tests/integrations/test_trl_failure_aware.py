@@ -180,6 +180,7 @@ def test_a_dataset_without_gold_is_refused_before_training(tmp_path: Path) -> No
     (["engine=trl", "run.processes=2", "algo.micro_batch=8", "rollout.prompts_per_step=3"], "micro_batch 8"),
     (["engine=trl", "trl.use_vllm=true", "decoding.constrain=answer"], "vLLM's structured output"),
     (["engine=trl", "judge={base_url: 'http://127.0.0.1:9/v1'}"], "engine: rlvr only"),
+    (["engine=trl", "rollout.dtype=bfloat16"], "rollout.dtype bfloat16 is rlvr's own decoder"),
 ])
 def test_configs_trl_cannot_run_are_refused_before_any_model_loads(overrides, message) -> None:
     with pytest.raises(ConfigError, match=message):

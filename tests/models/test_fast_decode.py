@@ -5,8 +5,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 
+@pytest.mark.parametrize("attention", ["multiply-and-sum", "batched matmuls"])
 @pytest.mark.parametrize("arch", ["qwen2", "llama"])
-def test_prefill_and_steps_match_hf_forward(arch):
+def test_prefill_and_steps_match_hf_forward(arch, attention, monkeypatch):
+    from rlvr.models import fast_decode
+
+    monkeypatch.setattr(fast_decode, "BMM_AT", 0 if attention == "batched matmuls" else 10**9)
     from rlvr.models.fast_decode import FastDecoder, supports
     from rlvr.models.tiny import build_model, build_tokenizer
 
@@ -71,3 +75,39 @@ def test_prefill_once_per_group_and_dropping_rows_keep_the_logits():
         torch.testing.assert_close(b, a[rows], atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="does not fill"):
         full.prefill(enc.input_ids, enc.attention_mask, repeat=2)
+
+
+def test_bfloat16_decoding_stays_near_the_float32_forward():
+    """The bfloat16 weight copy decodes what the float32 model computes, to bfloat16's precision, and
+    the sampler's distribution is float32 (log-probs handed to training)."""
+    from rlvr.models.fast_decode import FastDecoder
+    from rlvr.models.tiny import build_model, build_tokenizer
+
+    torch.manual_seed(0)
+    tok = build_tokenizer()
+    model = build_model(tok, arch="llama", hidden=64, layers=2, heads=4, kv_heads=2, seed=2).eval()
+    enc = tok(["Q: 1+2=", "Q: 123+456="], return_tensors="pt", padding=True)
+    new = torch.randint(4, len(tok), (2, 6))
+    exact = FastDecoder(model, batch=2, max_len=enc.input_ids.shape[1] + 6)
+    half = FastDecoder(model, batch=2, max_len=enc.input_ids.shape[1] + 6, dtype=torch.bfloat16)
+    assert half.weights[0][0].dtype == torch.bfloat16 and half.k[0].dtype == torch.float32  # the cache stays
+    want = [exact.prefill(enc.input_ids, enc.attention_mask)] + [exact.step(new[:, i]) for i in range(6)]
+    got = [half.prefill(enc.input_ids, enc.attention_mask)] + [half.step(new[:, i]) for i in range(6)]
+    for w, g in zip(want, got, strict=True):
+        assert g.dtype == torch.float32
+        p, q = torch.log_softmax(w, -1), torch.log_softmax(g, -1)
+        assert float((p.exp() * (p - q)).sum(-1).max()) < 1e-3  # KL(float32 || bfloat16) per position
+    assert not torch.equal(want[-1], got[-1])  # it did decode in bfloat16
+
+
+def test_sampling_in_bfloat16_is_logged_as_the_gap_to_the_training_log_probs(tmp_path):
+    from rlvr.config import load_config
+    from rlvr.grpo.trainer import GRPOTrainer
+
+    base = ["model.hidden=32", "model.layers=1", "model.heads=2", "model.arch=llama", "rollout.prompts_per_step=2",
+            "rollout.group_size=4", "rollout.max_new_tokens=8", "run.eval_every=0", "data.eval_size=4",
+            "rewards.weights={cosine: 1.0}", f"run.out_dir={tmp_path}"]
+    exact = GRPOTrainer(load_config(None, base)).train_step()
+    half = GRPOTrainer(load_config(None, [*base, "rollout.dtype=bfloat16"])).train_step()
+    assert exact["rollout/logprob_gap"] < 1e-5  # float32 sampling: the first ratio is 1
+    assert 1e-5 < half["rollout/logprob_gap"] < 0.05

@@ -178,10 +178,16 @@ def _sample(logits: torch.Tensor, temperature: float, top_p: float, u: torch.Ten
 
 
 class _HFStepper:
-    """The model's own forward with its KV cache (any causal LM)."""
+    """The model's own forward with its KV cache (any causal LM); under autocast for a ``dtype``
+    other than the weights'."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, dtype: torch.dtype | None = None) -> None:
+        import contextlib
+
         self.model = model
+        p = next(model.parameters())
+        self.precision = (torch.autocast(p.device.type, dtype=dtype) if dtype is not None and dtype != p.dtype
+                          else contextlib.nullcontext())
         self.cache: Any = None
         self.mask: torch.Tensor | None = None
         self.next_pos: torch.Tensor | None = None
@@ -197,19 +203,21 @@ class _HFStepper:
         # transformers 5 renamed past_key_values to cache; accept either spelling of the model's forward
         self.key = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
         pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
-                         **{self.key: self.cache})
+        with self.precision:
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
+                             **{self.key: self.cache})
         self.mask, self.next_pos = mask, pos[:, -1:] + 1
-        return out.logits[:, -1]
+        return out.logits[:, -1].float()
 
     @torch.no_grad()
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         assert self.mask is not None and self.next_pos is not None
         self.mask = torch.cat([self.mask, torch.ones_like(self.mask[:, :1])], 1)
-        out = self.model(input_ids=tokens[:, None], attention_mask=self.mask, position_ids=self.next_pos,
-                         use_cache=True, **{self.key: self.cache})
+        with self.precision:
+            out = self.model(input_ids=tokens[:, None], attention_mask=self.mask, position_ids=self.next_pos,
+                             use_cache=True, **{self.key: self.cache})
         self.next_pos = self.next_pos + 1
-        return out.logits[:, -1]
+        return out.logits[:, -1].float()
 
 
 def generate(
@@ -225,6 +233,7 @@ def generate(
     policy_version: int = 0,
     fast: bool = True,
     constrain: Any = None,
+    dtype: torch.dtype | None = None,
 ) -> RolloutBatch:
     """Sample ``group_size`` completions for each tokenised prompt.
 
@@ -235,6 +244,8 @@ def generate(
         fast: use the lean decoder when the architecture allows it.
         constrain: a :class:`rlvr.decoding.constrain.Constrainer` to mask tokens with (the masks are
             kept in the batch so training can apply them again).
+        dtype: decode in this precision (``torch.bfloat16``: the lean decoder's bfloat16 weight copy,
+            or the model's own forward under autocast); default the model's.
 
     Sampling runs under ``torch.inference_mode`` (less per-op bookkeeping than ``no_grad``); the
     returned tensors are copied out of it so training can use them.
@@ -267,11 +278,11 @@ def generate(
             pre_ids, pre_mask = torch.cat([prompt_ids, lead_t], 1), torch.cat([prompt_mask, torch.ones_like(lead_t)], 1)
         stepper: Any
         if fast and supports(model):  # each group's prompt is prefilled once, its cache written to G rows
-            stepper = FastDecoder(model, n, tp + max_new_tokens)
+            stepper = FastDecoder(model, n, tp + max_new_tokens, dtype=dtype)
             logits = stepper.prefill(pre_ids[::group_size], pre_mask[::group_size], repeat=group_size)
             logits = logits.repeat_interleave(group_size, 0) if group_size > 1 else logits
         else:
-            stepper = _HFStepper(model)
+            stepper = _HFStepper(model, dtype)
             logits = stepper.prefill(pre_ids, pre_mask)
         # prompts and completions in one buffer: the logits processor reads the growing ids without copies
         ids_buf = torch.full((n, tp + max_new_tokens), pad, dtype=torch.long, device=device)

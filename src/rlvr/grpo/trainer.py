@@ -171,6 +171,7 @@ class GRPOTrainer:
             model = model.to(self.device)
         self.model, self.tok = model, tokenizer
         self.fast = lean_paths(cfg.model.fast_decode, self.device)  # rlvr's lean paths: on CPU by default
+        self.rollout_dtype = torch.bfloat16 if cfg.rollout.dtype == "bfloat16" else None
         if train_rows is None and eval_rows is None:
             train_rows, eval_rows = default_data(cfg)
         self.data = DataStream(cfg, train_rows)
@@ -238,7 +239,7 @@ class GRPOTrainer:
             return generate(self.model, self.tok, [self._encode(s) for s in samples],
                             group_size=group_size or r.group_size, max_new_tokens=r.max_new_tokens,
                             temperature=r.temperature, top_p=r.top_p, generator=gen, policy_version=self.step,
-                            fast=self.fast, constrain=self.constrainer)
+                            fast=self.fast, constrain=self.constrainer, dtype=self.rollout_dtype)
 
     def score(self, samples: list[Sample], batch: RolloutBatch) -> tuple[list[Any], torch.Tensor]:
         """Every rollout's :class:`RewardBreakdown` and total (NaN where nothing applied)."""
@@ -375,7 +376,8 @@ class GRPOTrainer:
         self.model.train()
         stats: list[Any] = []
         grad_norm = 0.0
-        for _ in range(a.num_iterations if parts else 0):
+        gap = torch.zeros((), device=self.device)  # |training - sampling| log-prob, before any update
+        for it in range(a.num_iterations if parts else 0):
             for sl, prompt_rows in parts:
                 comp = batch.completion_ids[sl]
                 bits = batch.bitmask[sl] if batch.bitmask is not None else None
@@ -391,6 +393,8 @@ class GRPOTrainer:
                 if self.ref is not None:
                     with torch.no_grad():
                         ref = self._logprobs(self.ref, ids[sl], mask[sl], comp, bits)
+                if it == 0:
+                    gap += ((logp.detach() - batch.logprobs[sl]).abs() * loss_mask[sl]).sum()
                 loss, st = policy_loss(logp, batch.logprobs[sl], advantages[sl], loss_mask[sl], norm,
                                        aggregation=a.loss, epsilon=a.epsilon, epsilon_high=a.epsilon_high,
                                        beta=a.beta, ref_logp=ref)
@@ -408,7 +412,9 @@ class GRPOTrainer:
         self.sched.step()
         k = len(stats)
         trained = sum(len(sl) for sl, _ in parts)
+        tokens = sum(int(loss_mask[sl].sum()) for sl, _ in parts)
         return {"loss/policy": sum(s.policy for s in stats) / a.num_iterations, "train/rows": trained,
+                "rollout/logprob_gap": float(gap) / max(tokens, 1),
                 "loss/clipfrac": sum(s.clipfrac for s in stats) / k,
                 "loss/approx_kl": sum(s.approx_kl for s in stats) / k,
                 "loss/kl": sum(s.kl for s in stats) / k, "grad_norm": grad_norm, "lr": lr}
