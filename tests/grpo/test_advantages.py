@@ -46,3 +46,26 @@ def test_clip_and_shape_errors():
 def test_zero_std_fraction():
     r = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 0.0])
     assert zero_std_fraction(r, 2) == pytest.approx(2 / 3)
+
+
+def test_indexed_groups_in_any_order_equal_the_contiguous_layout():
+    from rlvr.grpo.advantages import indexed_group_advantages
+
+    torch.manual_seed(0)
+    rewards = torch.rand(12)
+    mask = torch.rand(12) > 0.25
+    want = group_advantages(rewards, 4, mask, eps=1e-6, clip=1.5)
+    perm = torch.randperm(12)  # the groups split and interleaved across the batch
+    index = [f"uid{int(i) // 4}" for i in perm]
+    got = indexed_group_advantages(rewards[perm], index, mask[perm], eps=1e-6, clip=1.5)
+    torch.testing.assert_close(got, want[perm])
+    assert float(got[~mask[perm]].abs().sum()) == 0.0  # excluded rows: no advantage
+
+
+def test_indexed_groups_dr_grpo_and_bad_lengths():
+    from rlvr.grpo.advantages import indexed_group_advantages
+
+    got = indexed_group_advantages(torch.tensor([1.0, 0.0, 3.0]), ["a", "a", "b"], scale=False)
+    assert got.tolist() == [0.5, -0.5, 0.0]  # "b" alone: no baseline
+    with pytest.raises(ValueError, match="3 rewards but 2 group ids"):
+        indexed_group_advantages(torch.tensor([1.0, 0.0, 3.0]), ["a", "b"])

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-import rlvr.integrations.verl as verl_mod
+import rlvr.integrations.verl.score as verl_mod
 from rlvr.integrations.verl import compute_score
 
 

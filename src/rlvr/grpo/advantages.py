@@ -9,6 +9,8 @@ the group statistics.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
+
 import torch
 
 
@@ -71,3 +73,42 @@ def zero_std_fraction(rewards: torch.Tensor, group_size: int, mask: torch.Tensor
                       tol: float = 1e-6) -> float:
     """Share of groups in :func:`flat_groups`."""
     return float(flat_groups(rewards, group_size, mask, tol).float().mean())
+
+
+def indexed_group_advantages(
+    rewards: torch.Tensor,
+    index: Sequence[Hashable],
+    mask: torch.Tensor | None = None,
+    *,
+    scale: bool = True,
+    eps: float = 1e-6,
+    clip: float | None = None,
+) -> torch.Tensor:
+    """:func:`group_advantages` for rows grouped by an id (verl's ``uid``) in any order: a group may
+    be split across the batch. Same rules: only admitted rows enter a group's mean and std, excluded
+    rows and groups with fewer than two admitted rows get 0.
+
+    Example:
+        >>> indexed_group_advantages(torch.tensor([1.0, 1.0, 0.0, 1.0]), ["a", "b", "a", "b"]).tolist()
+        [0.7071..., 0.0, -0.7071..., 0.0]
+    """
+    n = rewards.numel()
+    if len(index) != n:
+        raise ValueError(f"{n} rewards but {len(index)} group ids")
+    ids: dict[Hashable, int] = {}
+    gid = torch.tensor([ids.setdefault(k, len(ids)) for k in index], dtype=torch.long, device=rewards.device)
+    mask = torch.ones(n, dtype=torch.bool, device=rewards.device) if mask is None else mask.bool()
+    m = mask.to(rewards.dtype)
+    r = torch.where(mask, rewards, torch.zeros_like(rewards))
+    zeros = torch.zeros(len(ids), dtype=rewards.dtype, device=rewards.device)
+    count = zeros.index_add(0, gid, m)
+    mean = zeros.index_add(0, gid, r * m) / count.clamp(min=1)
+    centred = (r - mean[gid]) * m
+    adv = centred
+    if scale:
+        var = zeros.index_add(0, gid, centred**2) / (count - 1).clamp(min=1)
+        adv = centred / (var.sqrt()[gid] + eps)
+    adv = torch.where(count[gid] >= 2, adv, torch.zeros_like(adv))
+    if clip is not None:
+        adv = adv.clamp(-clip, clip)
+    return adv * m

@@ -1,10 +1,12 @@
 """verl's custom reward function: ``compute_score(data_source, solution_str, ground_truth, extra_info)``.
 
-Point verl at it in the trainer config::
+Point verl at it in the trainer config (with verl's own reward managers; rlvr's ``rlvr`` reward
+manager, :mod:`rlvr.integrations.verl.manager`, goes further)::
 
-    custom_reward_function:
-      path: <site-packages>/rlvr/integrations/verl.py
-      name: compute_score
+    reward:
+      custom_reward_function:
+        path: pkg://rlvr.integrations.verl.score     # or the file path of this module
+        name: compute_score
 
 It returns verl's dict form: ``score`` (the weighted total) plus every component,
 ``acc`` and the verdict ``status``, which verl's reward manager collects into

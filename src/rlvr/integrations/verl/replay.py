@@ -1,0 +1,148 @@
+"""rlvr's replay buffer for verl's v1 trainer: the failure-aware step where verl samples its batch.
+
+verl's v1 trainer takes each training batch from a ``ReplayBuffer`` (over TransferQueue) before any
+log-prob, reference or update work. :class:`RlvrReplayBuffer` is that buffer with rlvr's step added:
+
+* groups of quarantined prompts are evicted as they finish and refilled (verl's own refill path), so
+  they never reach training;
+* on the sampled batch, :class:`rlvr.diagnostics.step.FailureAware` decides from the causes the
+  ``rlvr`` reward manager wrote (cold start, admission, quarantine counters, alarms, metrics);
+* excluded rows get an all-zero ``response_mask`` written back to TransferQueue, so they leave the
+  group baseline (``rlvr_grpo``) and every loss token and normaliser of verl's update;
+* rlvr's metrics (``causes/*``, ``verify/*``, ``failure/*``, ``reward/<name>/*``, ``alarms/*``) are
+  returned as the sample's metrics, which verl merges into its step metrics and loggers;
+* the run folder (``metrics.jsonl``, ``rollouts.jsonl``, ``quarantine.jsonl``) is written from the
+  driver, so ``rlvr causes`` / ``rlvr report`` / ``rlvr quarantine`` read a verl run.
+
+Turn it on with rlvr's trainer (``trainer.v1.trainer_mode: rlvr``, which also checks the config), or
+with verl's sync trainer and ``trainer.v1.sampler.custom_sampler.{path: pkg://rlvr.integrations.verl.replay,
+name: RlvrReplayBuffer}`` and the ``rlvr`` section passed as ``trainer.v1.sampler.sampler_kwargs.rlvr``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+import transfer_queue as tq
+from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+
+from rlvr.diagnostics.step import FailureAware
+from rlvr.integrations.verl.batch import Row, decide_rows
+from rlvr.integrations.verl.settings import VerlSettings, settings_of
+
+_FIELDS = ["extra_fields", "extra_info", "response_mask", "data_source", "reward_model"]
+
+
+def prompt_id_of(extra_info: Any, raw_prompt: Any = None) -> str:
+    """A prompt's stable id: ``extra_info.prompt_id`` / ``extra_info.index`` (verl's preprocessing
+    scripts write the row index there), else a hash of the prompt."""
+    info = extra_info if isinstance(extra_info, dict) else {}
+    for key in ("prompt_id", "index", "id"):
+        if info.get(key) is not None:
+            return str(info[key])
+    return hashlib.sha1(json.dumps(raw_prompt, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _data(value: Any) -> Any:
+    return getattr(value, "data", value)  # tensordict's NonTensorData
+
+
+class RlvrReplayBuffer(ReplayBuffer):
+    """verl's sync ``ReplayBuffer`` + rlvr's failure-aware step (see the module docstring).
+
+    Args:
+        rlvr: the validated ``rlvr`` section (rlvr's trainer passes it); otherwise it is read from
+            ``sampler_kwargs["rlvr"]``.
+        run_dir: the run folder (default ``rlvr.run_dir``).
+        *args, **kwargs: verl's ``ReplayBuffer`` arguments.
+    """
+
+    def __init__(self, *args: Any, rlvr: VerlSettings | None = None, run_dir: str | Path | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rlvr = rlvr or settings_of({"rlvr": (self.sampler_kwargs or {}).get("rlvr")})
+        out = run_dir or self.rlvr.run_dir
+        self.run_dir = Path(out) if out else None
+        self.fa = FailureAware(self.rlvr.failure, group_size=1, scale_rewards=self.rlvr.scale_rewards,
+                               advantage_clip=self.rlvr.advantage_clip, run_dir=self.run_dir)
+        self._prompt_of_uid: dict[str, str] = {}
+        self._logs: tuple[Any, Any] | None = None
+
+    # ------------------------------------------------------------------ quarantine at the source
+    def _quarantined_uids(self, partition_id: str) -> set[str]:
+        if self.fa.quarantine is None or not self.fa.quarantine.entries:
+            return set()
+        finished = self.finished_keys[partition_id] | self.failure_keys[partition_id]
+        unknown = [u for u in finished if u not in self._prompt_of_uid]
+        if unknown:
+            keys = [k for k in self.partitions[partition_id] if k.split("_")[0] in set(unknown) and k.endswith("_0_0")]
+            if keys:
+                data = tq.kv_batch_get(keys=keys, partition_id=partition_id, select_fields=["extra_info"])
+                for key, info in zip(keys, data["extra_info"], strict=True):
+                    self._prompt_of_uid[key.split("_")[0]] = prompt_id_of(_data(info))
+        return {u for u in finished if self.fa.skip(self._prompt_of_uid.get(u, ""))}
+
+    def _terminal_eviction_reasons(self, global_steps: int, partition_id: str) -> tuple:
+        stale, dapo, failed, counts = super()._terminal_eviction_reasons(global_steps, partition_id)
+        if partition_id == "val":
+            return stale, dapo, failed, counts
+        # quarantined prompts leave as failed groups do: evicted, and refilled with fresh prompts
+        return stale, dapo, failed | self._quarantined_uids(partition_id), counts
+
+    # ------------------------------------------------------------------ the failure-aware step
+    def sample(self, global_steps: int, partition_id: str, batch_size: int) -> tuple[Any, dict]:
+        batch, metrics = super().sample(global_steps, partition_id, batch_size)
+        if partition_id == "val" or not batch.keys:
+            return batch, metrics
+        data = tq.kv_batch_get(keys=batch.keys, partition_id=partition_id, select_fields=_FIELDS)
+        rows = []
+        for i, key in enumerate(batch.keys):
+            extra = _data(data["extra_fields"][i]) or {}
+            info = _data(data["extra_info"][i])
+            uid = key.split("_")[0]
+            pid = prompt_id_of(info)
+            self._prompt_of_uid[uid] = pid
+            rows.append(Row(key, uid, pid, dict(extra.get("reward_extra_info") or {}),
+                            int(batch.tags[i].get("min_global_steps") or global_steps - 1)))
+        d = decide_rows(self.fa, rows, global_steps)
+        if d is None:
+            return batch, metrics
+        out = [i for i, ok in enumerate(d.admit.tolist()) if not ok]
+        if out:  # out of the baseline (rlvr_grpo) and of every loss token and normaliser
+            from verl.utils.tensordict_utils import list_of_dict_to_tensordict
+
+            masks = list(data["response_mask"].unbind(0))
+            zeroed = list_of_dict_to_tensordict([{"response_mask": torch.zeros_like(masks[i])} for i in out])
+            tq.kv_batch_put(keys=[batch.keys[i] for i in out], partition_id=partition_id, fields=zeroed)
+        metrics.update({k: v for k, v in d.metrics.items() if isinstance(v, int | float)})  # verl averages them
+        metrics["failure/excluded_rows"] = float(len(out))
+        self._log(global_steps, rows, data, d)
+        return batch, metrics
+
+    def _log(self, step: int, rows: list[Row], data: Any, d: Any) -> None:
+        if self.run_dir is None:
+            return
+        from rlvr.grpo.metrics import MetricsLog, RolloutLog
+
+        if self._logs is None:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self._logs = (MetricsLog(self.run_dir, step - 1 if step > 1 else None),
+                          RolloutLog(self.run_dir, step - 1 if step > 1 else None) if self.rlvr.log_rollouts else None)
+        metrics_log, rollout_log = self._logs
+        metrics_log.log(step, {k: v for k, v in d.metrics.items() if not isinstance(v, dict)})
+        if rollout_log is not None:
+            golds = [(_data(rm) or {}).get("ground_truth") for rm in data["reward_model"]]
+            sources = list(data["data_source"])
+            rollout_log.log(step, d.records(golds, [_data(s) for s in sources]))
+
+    def close(self) -> None:
+        if self._logs is not None:
+            for log in self._logs:
+                if log is not None:
+                    log.close()
+            self._logs = None
+

@@ -1,0 +1,82 @@
+"""One verl trajectory scored the rlvr way: total, components, verdict, cause and row admission.
+
+Engine-neutral and verl-free (no verl import), so it is tested in rlvr's main environment and called
+by the reward manager (:mod:`.manager`) inside verl's reward workers. The ``reward_extra_info`` it
+returns has the same keys on every row, which verl needs to batch them and which its own metrics
+and ``algorithm.filter_groups`` (dynamic sampling on ``acc``) read: ``acc`` (0/1), ``total`` (the
+weighted reward; None when nothing applied), ``status`` (the verdict), ``cause`` (rlvr's death
+cause), ``admit`` (0/1: may the row enter the group baseline and the loss, by what one row shows),
+``finish``, ``pred`` (the extracted answer: verl's maj@N metrics vote on it), ``reason``,
+``completion`` (capped), and every reward component (None where it did not apply).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rlvr.diagnostics.causes import Cause, cause_of
+from rlvr.rewards import Total
+
+#: Causes that keep a row out of its group's baseline and out of the loss whatever the options.
+NEVER_ADMITTED = frozenset({Cause.INVALID, Cause.BAD_GOLD, Cause.STALE})
+#: verl ``data_source`` values that name a task other than maths (others: maths).
+TASK_BY_SOURCE: dict[str, str] = {"mbpp": "code", "humaneval": "code", "openai_humaneval": "code", "ifeval": "ifeval"}
+
+
+@dataclass(frozen=True)
+class ScoredRow:
+    """A trajectory's reward (what verl puts at the last response token) and its extra info."""
+
+    score: float
+    extra: dict[str, Any]
+
+
+def score_row(total: Total, text: str, gold: Any, *, finish: str = "eos", data_source: str | None = None,
+              extra_info: Mapping[str, Any] | None = None, step: int | None = None, exclude_truncated: bool = False,
+              completion_chars: int = 2000) -> ScoredRow:
+    """Score one completion against its gold and say what killed it, if anything.
+
+    Args:
+        total: the weighted rewards (rlvr's :class:`Total`).
+        finish: ``eos`` or ``length`` (the response ran to its length limit without ending).
+        data_source: verl's ``data_source`` (names the verifier where :data:`TASK_BY_SOURCE` knows it;
+            ``extra_info["task"]`` wins).
+        extra_info: the dataset row's ``extra_info``; ``task``, ``prompt``, ``language`` and
+            ``steps`` reach the rewards as columns.
+        step: the training step (reward weight schedules).
+        exclude_truncated: truncated rows are not admitted either.
+    """
+    info = dict(extra_info or {})
+    task = info.get("task") or TASK_BY_SOURCE.get(str(data_source or "").lower())
+    columns: dict[str, Any] = {"gold": [gold], "task": [task]}
+    for key in ("prompt", "language", "steps"):
+        if key in info:
+            columns[key] = [info[key]]
+    row = total.breakdown([text], step=step, **columns)[0]
+    v = row.verdict
+    cause = cause_of(v.status, finish, text=text) if v is not None and row.total is not None else Cause.INVALID
+    admitted = cause not in NEVER_ADMITTED and not (exclude_truncated and cause is Cause.TRUNCATED)
+    extra: dict[str, Any] = {
+        "acc": 1.0 if v is not None and v.correct else 0.0,
+        "total": row.total,
+        "status": v.status.value if v is not None else "none",
+        "cause": cause.value,
+        "admit": 1.0 if admitted else 0.0,
+        "finish": finish,
+        "pred": (v.extracted or "") if v is not None else "",
+        "reason": (v.reason or "")[:300] if v is not None else "no reward applied",
+        "completion": text[:completion_chars],
+    }
+    extra.update(row.components)
+    return ScoredRow(float(row.total) if row.total is not None else 0.0, extra)
+
+
+def finish_of(response_ids: Any, valid_length: int, eos_ids: set[int]) -> str:
+    """``length`` when the response filled its whole width without an end-of-sequence token."""
+    n = int(valid_length)
+    width = int(response_ids.shape[-1])
+    if n == 0:
+        return "eos"  # empty: the verdict makes it invalid, not truncated
+    return "length" if n >= width and int(response_ids[n - 1]) not in eos_ids else "eos"

@@ -1,0 +1,125 @@
+"""The ``rlvr:`` section of a verl config, and the start-up checks of a verl config that uses rlvr.
+
+A verl run turns rlvr's pieces on with verl's own keys (see :mod:`rlvr.integrations.verl`); what
+rlvr itself needs (which rewards with which weights, the failure policy, the run folder) sits in one
+top-level section, added on verl's command line with ``+rlvr.<key>=...`` or in the YAML::
+
+    rlvr:
+      rewards: {weights: {accuracy: 1.0, format: 0.2}, options: {format: {think_tag: think}}}
+      failure: {exclude_truncated: true, quarantine: true, cold_start: true}
+      advantage_clip: 3.0
+      run_dir: runs/verl-gsm8k
+
+It is the same pydantic schema as rlvr's own config sections, so a misspelt key or a bad value is
+refused naming ``rlvr.<key>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from rlvr.config import FailureConfig, RewardsConfig, _Strict
+from rlvr.errors import ConfigError
+
+#: What the reward manager writes into every row's ``reward_extra_info`` (same keys on every row).
+EXTRA_KEYS = ("acc", "total", "status", "cause", "admit", "finish", "pred", "reason", "completion")
+
+
+class VerlSettings(_Strict):
+    """rlvr's section of a verl config."""
+
+    rewards: RewardsConfig = RewardsConfig()
+    failure: FailureConfig = FailureConfig()
+    advantage_clip: float | None = Field(None, gt=0)
+    """Clamp advantages to ``[-clip, clip]`` (``rlvr_grpo``)."""
+    scale_rewards: bool = True
+    """Divide advantages by the group std (False: Dr. GRPO)."""
+    run_dir: str | None = None
+    """rlvr's run folder (rollouts / metrics / quarantine); default ``trainer.default_local_dir``."""
+    log_rollouts: bool = True
+    completion_chars: int = Field(2000, ge=0)
+    """How much of each completion travels in ``reward_extra_info`` (for the alarms and rollouts.jsonl)."""
+
+
+def _plain(node: Any) -> Any:
+    """An OmegaConf node (or anything) as plain Python containers."""
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+
+        if isinstance(node, DictConfig | ListConfig):
+            return OmegaConf.to_container(node, resolve=True)
+    except ImportError:  # pragma: no cover - omegaconf comes with verl
+        pass
+    return node
+
+
+def _get(config: Any, dotted: str, default: Any = None) -> Any:
+    node = config
+    for key in dotted.split("."):
+        if node is None:
+            return default
+        node = node.get(key) if isinstance(node, Mapping) or hasattr(node, "get") else getattr(node, key, None)
+    return default if node is None else node
+
+
+def settings_of(config: Any) -> VerlSettings:
+    """The ``rlvr`` section of a verl config (defaults when absent).
+
+    Raises:
+        ConfigError: a key or value of the section is wrong (named as ``rlvr.<key>``).
+    """
+    raw = _plain(_get(config, "rlvr")) or {}
+    try:
+        return VerlSettings.model_validate(raw)
+    except ValidationError as e:
+        lines = [f"rlvr.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()]
+        raise ConfigError("the verl config's rlvr section is invalid:\n  " + "\n  ".join(lines)) from None
+
+
+def check_config(config: Any) -> VerlSettings:
+    """Refuse a verl config whose rlvr pieces cannot work together, before anything starts.
+
+    * ``algorithm.adv_estimator: rlvr_grpo`` admits rows by the causes rlvr's reward manager writes:
+      it needs ``reward.reward_manager.name: rlvr``;
+    * the ``rlvr`` trainer (``trainer.v1.trainer_mode: rlvr``) needs both, and the v1 trainer;
+    * the ``rlvr`` section itself must validate.
+
+    Returns the validated ``rlvr`` section.
+    """
+    settings = settings_of(config)
+    manager = _get(config, "reward.reward_manager.name", "naive")
+    estimator = str(_get(config, "algorithm.adv_estimator", ""))
+    mode = _get(config, "trainer.v1.trainer_mode", "sync")
+    if estimator == "rlvr_grpo" and manager != "rlvr":
+        raise ConfigError(f"algorithm.adv_estimator=rlvr_grpo needs reward.reward_manager.name=rlvr (it is "
+                          f"{manager!r}): the estimator admits rows by the causes rlvr's reward manager writes; "
+                          "set reward.reward_manager.name=rlvr, or use algorithm.adv_estimator=grpo")
+    if mode == "rlvr":
+        if manager != "rlvr":
+            raise ConfigError(f"trainer.v1.trainer_mode=rlvr needs reward.reward_manager.name=rlvr (it is "
+                              f"{manager!r})")
+        if estimator != "rlvr_grpo":
+            raise ConfigError(f"trainer.v1.trainer_mode=rlvr needs algorithm.adv_estimator=rlvr_grpo (it is "
+                              f"{estimator!r}): excluded rows must stay out of the group baseline")
+        if not _get(config, "trainer.use_v1", True):
+            raise ConfigError("trainer.v1.trainer_mode=rlvr is a v1 trainer: set trainer.use_v1=true")
+    return settings
+
+
+def check_row(row: Mapping[str, Any], where: str) -> Any:
+    """The gold of one dataset row as verl stores it (``reward_model.ground_truth``).
+
+    Raises:
+        ConfigError: the row lacks it, naming the column and the fix.
+    """
+    rm = row.get("reward_model")
+    gold = rm.get("ground_truth") if isinstance(rm, Mapping) else None
+    if gold is None:
+        keys = ", ".join(sorted(map(str, row))) or "none"
+        raise ConfigError(f"{where}: the row has no reward_model.ground_truth (its columns: {keys}); rlvr verifies "
+                          "against it: write the gold there when making the parquet (as verl's "
+                          "examples/data_preprocess scripts do)")
+    return gold

@@ -1,0 +1,77 @@
+"""``rlvr_grpo`` through verl's own advantage path (``compute_advantage_for_multi_trajectories``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from verl import DataProto
+from verl.trainer.config import AlgoConfig
+from verl.trainer.ppo import core_algos
+from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
+
+import rlvr.integrations.verl  # noqa: F401  (the plugin; import verl has loaded it already)
+from rlvr.integrations.verl import advantage
+
+
+def _batch(scores: list[float], uids: list[str], mask_rows: list[bool], width: int = 5) -> DataProto:
+    n = len(scores)
+    lengths = torch.randint(2, width + 1, (n,), generator=torch.Generator().manual_seed(0))
+    mask = (torch.arange(width)[None] < lengths[:, None]).float()
+    mask[~torch.tensor(mask_rows)] = 0.0
+    rewards = torch.zeros(n, width)
+    rewards[torch.arange(n), lengths - 1] = torch.tensor(scores)
+    data = DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask},
+                               non_tensors={"uid": np.array(uids, dtype=object)})
+    return data
+
+
+def _keys(uids: list[str]) -> list[str]:
+    """verl's trajectory keys ``{uid}_{session}_{index}``."""
+    count: dict[str, int] = {}
+    keys = []
+    for u in uids:
+        keys.append(f"{u}_{count.get(u, 0)}_0")
+        count[u] = count.get(u, 0) + 1
+    return keys
+
+
+def test_with_every_row_admitted_it_is_verls_grpo():
+    scores, uids = [1.0, 0.0, 1.0, 0.2, 0.5, 0.9], ["a", "b", "a", "b", "a", "b"]  # groups interleaved
+    mine = core_algos.get_adv_estimator_fn("rlvr_grpo")
+    data = _batch(scores, uids, [True] * 6)
+    ours, _ = mine(token_level_rewards=data.batch["token_level_rewards"], response_mask=data.batch["response_mask"],
+                   index=data.non_tensor_batch["uid"], config=None)
+    theirs, _ = core_algos.compute_grpo_outcome_advantage(data.batch["token_level_rewards"],
+                                                          data.batch["response_mask"], data.non_tensor_batch["uid"])
+    torch.testing.assert_close(ours, theirs)
+
+
+def test_excluded_rows_leave_the_baseline_through_verls_advantage_path():
+    scores, uids = [1.0, 0.0, 0.0, 1.0, 0.0, 1.0], ["a", "a", "a", "b", "b", "b"]
+    admitted = [True, True, False, True, True, True]  # row 2: excluded by rlvr (all-zero response mask)
+    data = _batch(scores, uids, admitted)
+    out = compute_advantage_for_multi_trajectories(data, batch_keys=_keys(uids), adv_estimator="rlvr_grpo",
+                                                   config=AlgoConfig(adv_estimator="rlvr_grpo"))
+    adv = out.batch["advantages"]
+    assert float(adv[2].abs().sum()) == 0.0
+    row_adv = [float(adv[i][out.batch["response_mask"][i] > 0][0]) for i in (0, 1)]
+    assert row_adv[0] == pytest.approx(0.7071, abs=1e-3) and row_adv[1] == pytest.approx(-0.7071, abs=1e-3)
+    # without the exclusion, row 2's 0 would have pulled group a's mean down to 1/3
+    assert (adv * (1 - out.batch["response_mask"])).abs().sum() == 0  # nothing outside the response
+
+
+def test_dr_grpo_and_the_clip_set_by_rlvrs_trainer():
+    data = _batch([3.0, 0.0, 0.0, 0.0], ["a"] * 4, [True] * 4)
+    fn = core_algos.get_adv_estimator_fn("rlvr_grpo")
+    kw = {"token_level_rewards": data.batch["token_level_rewards"], "response_mask": data.batch["response_mask"],
+          "index": data.non_tensor_batch["uid"]}
+    raw, _ = fn(**kw, config=AlgoConfig(norm_adv_by_std_in_grpo=False))
+    first = raw[0][data.batch["response_mask"][0] > 0][0]
+    assert float(first) == pytest.approx(2.25)  # 3 - mean 0.75, no std scaling
+    advantage.configure(clip=1.0)
+    try:
+        clipped, _ = fn(**kw, config=AlgoConfig(norm_adv_by_std_in_grpo=False))
+    finally:
+        advantage.configure(clip=None)
+    assert float(clipped.max()) == pytest.approx(1.0)

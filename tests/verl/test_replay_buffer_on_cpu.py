@@ -1,0 +1,97 @@
+"""rlvr's replay buffer on verl's local Ray and TransferQueue, fed as verl's agent loop feeds it:
+prompts tagged in TransferQueue, trajectories put with their reward_extra_info, then ``sample``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import ray
+import torch
+import transfer_queue as tq
+from omegaconf import OmegaConf
+from verl.utils.tensordict_utils import list_of_dict_to_tensordict
+
+from rlvr.integrations.verl.replay import RlvrReplayBuffer
+from rlvr.integrations.verl.rows import score_row
+from rlvr.rewards import Total
+
+TOTAL = Total({"accuracy": 1.0, "format": 0.2}, options={"format": {"think_tag": None}})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster():
+    ray.init(num_cpus=4, include_dashboard=False, namespace="rlvr-replay-test", log_to_driver=False)
+    tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
+    yield
+    tq.close()
+    ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def empty_queue():
+    yield
+    for partition, items in (tq.kv_list() or {}).items():
+        if items:
+            tq.kv_clear(keys=list(items), partition_id=partition)
+
+
+def put_group(uid: str, index: int, texts: list[str], gold: str = "4", step: int = 1) -> list[str]:
+    """A finished prompt group, stored as verl's AgentLoopWorkerTQ stores it."""
+    tq.kv_put(key=uid, partition_id="train", tag={"is_prompt": True, "status": "finished", "global_steps": step})
+    fields, tags, keys = [], [], []
+    for s, text in enumerate(texts):
+        row = score_row(TOTAL, text, gold)
+        fields.append({"response_mask": torch.ones(6, dtype=torch.int64),
+                       "extra_fields": {"reward_extra_info": row.extra, "min_global_steps": step},
+                       "extra_info": {"index": index}, "data_source": "openai/gsm8k",
+                       "reward_model": {"ground_truth": gold}})
+        tags.append({"status": "success", "global_steps": step, "min_global_steps": step, "max_global_steps": step})
+        keys.append(f"{uid}_{s}_0")
+    tq.kv_batch_put(keys=keys, partition_id="train", fields=list_of_dict_to_tensordict(fields), tags=tags)
+    return keys
+
+
+def buffer(tmp_path, refill, **failure) -> RlvrReplayBuffer:
+    return RlvrReplayBuffer(trainer_mode="sync", trainer_config={}, max_off_policy_threshold=None,
+                            max_off_policy_strategy="drop",
+                            sampler_kwargs={"rlvr": {"failure": {"quarantine": True, **failure}}},
+                            poll_interval=0.01, refill_fn=refill, sync_refill_failed_groups=True, gen_batch_size=1,
+                            train_batch_size=2, run_dir=tmp_path)
+
+
+def test_excluded_rows_lose_their_response_mask_and_the_step_logs_causes(tmp_path):
+    keys = put_group("u1", 1, ["<answer>4</answer>", "<answer>5</answer>", "", "<answer>4</answer>"])
+    keys += put_group("u2", 2, ["<answer>4</answer>", "no idea", "<answer>4</answer>", "<answer>3</answer>"])
+    rb = buffer(tmp_path, refill=lambda n: n)
+    batch, metrics = rb.sample(global_steps=1, partition_id="train", batch_size=2)
+    assert sorted(batch.keys) == sorted(keys)
+    masks = tq.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["response_mask"])["response_mask"]
+    kept = {k: int(m.sum()) for k, m in zip(batch.keys, masks.unbind(0), strict=True)}
+    assert kept["u1_2_0"] == 0 and all(v == 6 for k, v in kept.items() if k != "u1_2_0")  # only the empty one
+    assert metrics["causes/invalid"] == pytest.approx(1 / 8) and metrics["causes/no_answer"] == pytest.approx(1 / 8)
+    assert metrics["failure/excluded_rows"] == 1.0 and "verify/correct" in metrics
+    rb.close()
+    rollouts = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    assert len(rollouts) == 8 and {r["cause"] for r in rollouts} >= {"invalid", "no_answer", "wrong", "correct"}
+    assert json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])["step"] == 1
+
+
+def test_a_prompt_that_keeps_dying_is_quarantined_evicted_and_refilled(tmp_path):
+    fresh = []
+
+    def refill(n: int) -> int:  # what verl's trainer does: submit n fresh prompts, here already generated
+        for _ in range(n):
+            fresh.append(put_group(f"f{len(fresh)}", 100 + len(fresh), ["<answer>4</answer>", "<answer>1</answer>"]))
+        return n
+
+    rb = buffer(tmp_path, refill, quarantine_consecutive=1)
+    put_group("d1", 9, ["", ""])  # every rollout invalid: the prompt's group died
+    put_group("ok", 3, ["<answer>4</answer>", "<answer>2</answer>"])
+    rb.sample(global_steps=1, partition_id="train", batch_size=2)
+    assert rb.fa.skip("9") and "9" in (tmp_path / "quarantine.jsonl").read_text()
+    put_group("d2", 9, ["<answer>4</answer>", "<answer>4</answer>"], step=2)  # prompt 9 came back
+    batch, metrics = rb.sample(global_steps=2, partition_id="train", batch_size=1)
+    assert {k.split("_")[0] for k in batch.keys} == {"f0"} and len(fresh) == 1  # evicted, refilled exactly
+    assert metrics.get("training/rollout_failure/evicted_samples") == 1
+    rb.close()
