@@ -101,9 +101,9 @@ def unfinished_answer(text: str) -> str | None:
     return None
 
 
-def _closes(s: str) -> bool:
-    """Does the brace group opening ``s`` close?"""
-    depth, j, n = 0, 0, len(s)
+def _closing_brace(s: str, i: int = 0) -> int | None:
+    """Where the brace group opening at ``s[i]`` closes (escaped ``\\{ \\}`` skipped), or None."""
+    depth, j, n = 0, i, len(s)
     while j < n:
         c = s[j]
         if c == "\\" and j + 1 < n:
@@ -114,9 +114,14 @@ def _closes(s: str) -> bool:
         elif c == "}":
             depth -= 1
             if depth == 0:
-                return True
+                return j
         j += 1
-    return False
+    return None
+
+
+def _closes(s: str) -> bool:
+    """Does the brace group opening ``s`` close?"""
+    return _closing_brace(s) is not None
 
 
 def find_boxes(text: str) -> list[tuple[int, int, str]]:
@@ -128,20 +133,8 @@ def find_boxes(text: str) -> list[tuple[int, int, str]]:
         while i < n and text[i] in " \t":
             i += 1
         if i < n and text[i] == "{":
-            depth, j = 0, i
-            while j < n:
-                c = text[j]
-                if c == "\\" and j + 1 < n:  # skip escaped braces \{ \}
-                    j += 2
-                    continue
-                if c == "{":
-                    depth += 1
-                elif c == "}":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
-            if depth == 0 and j < n:
+            j = _closing_brace(text, i)
+            if j is not None:
                 out.append((m.start(), j + 1, text[i + 1 : j]))
         elif m.end() < i < n:  # "\boxed 5": one token after whitespace
             tok = re.match(r"[-+]?[\w.]+", text[i:])
