@@ -23,6 +23,11 @@ FAST = 3.0  # seconds: generous for a loaded 2-core machine, far below a hang
         (r"\boxed{" + r"\frac{1}{" * 3000 + "2" + "}" * 3000 + "}", "1"),
         ("(" * 50_000, "1"),
         (r"\boxed{\sqrt{" * 2000, "1"),
+        # symbolic powers pass the parse-time guards but explode at the random evaluation points
+        # (x = 37/13): one GMP call no time limit stops; an untrained policy under the math grammar wrote one
+        ("<answer>x^99999999</answer>", "7"),
+        (r"\boxed{(x+1)^{10^{8}}}", "x"),
+        (r"\boxed{x^{x^{99999}}}", "2"),
     ],
 )
 def test_pathological_inputs_are_fast_and_never_hang(completion: str, gold: str) -> None:
@@ -33,6 +38,11 @@ def test_pathological_inputs_are_fast_and_never_hang(completion: str, gold: str)
     assert v.reason
     if v.status is Status.TIMEOUT:
         assert not v.correct
+
+
+def test_large_but_computable_symbolic_powers_are_still_compared_at_points() -> None:
+    assert verify_math(r"\boxed{(x^{500})^{2}}", "x^{1000}").correct
+    assert not verify_math(r"\boxed{x^{1000}}", "x^{1001}").correct
 
 
 def test_power_tower_is_refused_not_scored_wrong() -> None:

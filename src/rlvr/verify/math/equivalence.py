@@ -16,6 +16,7 @@ import random
 import sympy
 
 from rlvr.types import Method
+from rlvr.verify.math import guards
 from rlvr.verify.math.parse import Alts, Expr, Items, Num, Power, Text, Value
 
 #: Relative tolerance when one side was written as a decimal (6 significant digits).
@@ -89,6 +90,8 @@ def _eq_expr(a: sympy.Basic, b: sympy.Basic, approx: bool) -> tuple[bool, Method
     if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
         return False, Method.STRUCTURAL
     syms = a.free_symbols | b.free_symbols
+    if syms and (guards.too_big_at_points(a) or guards.too_big_at_points(b)):
+        return False, Method.STRUCTURAL  # not equal as written, and too large to evaluate at points
     if not syms:
         va, vb = _numeric(a), _numeric(b)
         if va is None or vb is None:

@@ -53,15 +53,33 @@ def check_expr(expr: sympy.Basic) -> None:
                 raise Refused(f"factorial of {arg} exceeds {MAX_FACTORIAL}!")
 
 
-def _log10_size(node: sympy.Basic) -> float:
-    """Estimated number of digits of a numeric power tower (0 for anything symbolic)."""
+#: Digits of the largest value a variable takes where equivalence is checked at random points
+#: (rationals up to 39/13, numerator and denominator: about 3.2 digits).
+POINT_DIGITS = 3.2
+
+
+def too_big_at_points(expr: sympy.Basic) -> bool:
+    """Would substituting numbers for the variables build a power too large to compute?
+
+    ``x^99999999`` passes :func:`check_expr` (it is symbolic), but at ``x = 37/13`` it is an exact
+    rational of hundreds of millions of digits: one GMP call that no time limit interrupts.
+    """
+    return any(isinstance(node, sympy.Pow) and _log10_size(node, POINT_DIGITS) > MAX_RESULT_DIGITS
+               for node in sympy.preorder_traversal(expr))
+
+
+def _log10_size(node: sympy.Basic, symbol_digits: float = 0.0) -> float:
+    """Estimated number of digits of a numeric power tower; a variable counts ``symbol_digits``
+    (0: anything symbolic is 0)."""
+    if node.free_symbols and not isinstance(node, sympy.Pow):
+        return symbol_digits
     if node.is_Number:
         if node.is_Integer:
             n = abs(int(node))
             return float(len(str(n))) if n > 10**15 else math.log10(n) if n > 1 else 0.0
         return math.log10(abs(float(node))) if node != 0 and abs(float(node)) > 1 else 0.0
     if isinstance(node, sympy.Pow):
-        b, e = _log10_size(node.args[0]), _log10_size(node.args[1])
+        b, e = _log10_size(node.args[0], symbol_digits), _log10_size(node.args[1], symbol_digits)
         if e > 7:  # the exponent alone is above 10**7
             return math.inf if b > 0 else 0.0
         exp_value = abs(float(node.args[1])) if node.args[1].is_Number else 10**e
