@@ -198,7 +198,8 @@ class DecodingConfig(_Strict):
     constrain: Literal["none", "answer", "full"] = "none"
     """``answer``: free reasoning, the answer grammar from the model's own ``<answer>`` on (and no
     ending before an answer); ``full``: the whole output shape from the first token."""
-    answer: Literal["math", "json", "text"] = "math"
+    answer: Literal["math", "integer", "json", "text"] = "math"
+    """The answer's grammar: ``math`` (numbers and a LaTeX subset), ``integer``, ``json``, ``text``."""
     engine: Literal["auto", "xgrammar", "llguidance"] = "auto"
     """The grammar engine: xgrammar when installed (``auto``), llguidance as the fallback."""
     json_schema: dict[str, Any] | None = None

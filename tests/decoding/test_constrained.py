@@ -56,6 +56,18 @@ def test_json_text_and_full_grammars(tiny) -> None:
     assert accepts(full_grammar("math", think_tag=None), "<answer>2</answer>", tok)
 
 
+def test_integer_answers(tiny) -> None:
+    tok = tiny[1]
+    for text, ok in [("42</answer>", True), ("-7</answer>", True), ("1.5</answer>", False), ("x</answer>", False),
+                     ("</answer>", False), ("1 000</answer>", False)]:
+        assert accepts(answer_grammar("integer", "</answer>"), text, tok) is ok, text
+    model = tiny[0]
+    c = Constrainer(tok, model.config.vocab_size, mode="full", answer="integer", think_tag=None)
+    b = _rollouts(model, tok, c)
+    # an untrained model under the grammar: every rollout is an integer answer, none a format death
+    assert all(re.fullmatch(r"<answer>-?\d+</answer>", t) for t in b.texts), b.texts
+
+
 def test_packed_masks_round_trip() -> None:
     ids = [0, 5, 31, 32, 63, 70]
     bits = pack_bits(3, ids)

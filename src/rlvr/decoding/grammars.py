@@ -6,6 +6,8 @@ answer kind what the answer segment may contain
 ``math``    a number (integer, decimal, negative, ``a/b``), a LaTeX maths subset
             (``\\frac``, ``\\sqrt``, ``\\pi``, ``^``, ``\\cdot``, a variable), a tuple
             ``(a, b)``, a set ``\\{a, b\\}``, an interval ``[a, b)``, or ``x = 2``
+``integer`` an integer, optionally negative (GSM8K, countless word problems, the
+            synthetic tasks): a policy with no prior still guesses a right one
 ``json``    a JSON value valid against a JSON Schema (any JSON value without one)
 ``text``    free text without ``<``, at most ``max_chars`` characters
 =========== ===================================================================
@@ -21,7 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-AnswerKind = Literal["math", "json", "text"]
+AnswerKind = Literal["math", "integer", "json", "text"]
 
 MATH_EBNF = r"""
 answer ::= sp (equation | tuple | set | interval | expr) sp
@@ -77,11 +79,13 @@ def answer_spec(kind: AnswerKind, close: str, *, schema: dict[str, Any] | None =
     """The answer segment of ``kind`` followed by the closing tag ``close`` (after ``head``, if any)."""
     if kind == "math":
         return GrammarSpec(head, f"root ::= answer {_lit(close)}\n{MATH_EBNF}")
+    if kind == "integer":
+        return GrammarSpec(head, f'root ::= "-"? [0-9]{{1,18}} {_lit(close)}')
     if kind == "text":
         return GrammarSpec(head, f"root ::= [^<]{{0,{max_chars}}} {_lit(close)}")
     if kind == "json":
         return GrammarSpec(head, None, schema if schema is not None else {}, close)
-    raise ValueError(f"unknown answer kind {kind!r}; choose math, json or text")
+    raise ValueError(f"unknown answer kind {kind!r}; choose math, integer, json or text")
 
 
 def full_spec(kind: AnswerKind, *, answer_tag: str = "answer", think_tag: str | None = "think",
@@ -129,6 +133,7 @@ def output_regex(kind: AnswerKind, *, think_tag: str | None = "think", answer_ta
     """
     import re
 
-    answer = {"math": MATH_REGEX, "text": f"[^<]{{0,{max_chars}}}", "json": f"[^<]{{1,{max_chars}}}"}[kind]
+    answer = {"math": MATH_REGEX, "integer": "-?[0-9]{1,18}", "text": f"[^<]{{0,{max_chars}}}",
+              "json": f"[^<]{{1,{max_chars}}}"}[kind]
     head = f"{re.escape(f'<{think_tag}>')}[^<]*{re.escape(f'</{think_tag}>')}\\s*" if think_tag else ""
     return f"{head}{re.escape(f'<{answer_tag}>')}{answer}{re.escape(f'</{answer_tag}>')}"
