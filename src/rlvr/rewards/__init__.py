@@ -21,6 +21,7 @@ from rlvr.rewards.format import Format
 from rlvr.rewards.instruction import Instruction
 from rlvr.rewards.language import LanguageConsistency
 from rlvr.rewards.length import Cosine
+from rlvr.rewards.partial import PartialScore
 from rlvr.rewards.process import Process
 from rlvr.rewards.repetition import Repetition
 from rlvr.rewards.schedule import Schedule
@@ -35,6 +36,7 @@ __all__ = [
     "Format",
     "Instruction",
     "LanguageConsistency",
+    "PartialScore",
     "Process",
     "ReasoningSteps",
     "Repetition",

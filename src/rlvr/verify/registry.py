@@ -17,11 +17,13 @@ from rlvr.verify.countdown import verify_countdown
 from rlvr.verify.instruction import verify_instruction
 from rlvr.verify.math.verifier import DEFAULT_TIMEOUT, verify_math
 from rlvr.verify.mcq import verify_mcq
+from rlvr.verify.reasoning_gym import verify_reasoning_gym
 
 VerifyFn = Callable[..., Verdict]
 
 _VERIFIERS: dict[str, VerifyFn] = {"math": verify_math, "countdown": verify_countdown, "code": verify_code,
-                                 "instruction": verify_instruction, "mcq": verify_mcq}
+                                 "instruction": verify_instruction, "mcq": verify_mcq,
+                                 "reasoning_gym": verify_reasoning_gym}
 #: Common dataset spellings of a task type, mapped to the verifier that handles them.
 _ALIASES = {"maths": "math", "arithmetic": "math", "gsm8k": "math", "addition": "math",
             "python": "code", "humaneval": "code", "apps": "code", "ifeval": "instruction", "json": "instruction",
@@ -40,7 +42,10 @@ def available_tasks() -> list[str]:
 
 
 def canonical_task(task: str | None) -> str:
-    """The verifier name a task spelling stands for (``gsm8k`` -> ``math``, ``gpqa`` -> ``mcq``)."""
+    """The verifier name a task spelling stands for (``gsm8k`` -> ``math``, ``gpqa`` -> ``mcq``,
+    ``reasoning_gym/chain_sum`` -> ``reasoning_gym``)."""
+    if task and task.startswith("reasoning_gym/"):
+        return "reasoning_gym"
     return _ALIASES.get(task or "math", task or "math")
 
 
