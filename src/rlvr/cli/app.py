@@ -34,9 +34,12 @@ def _register() -> None:
     from rlvr.cli import (
         causes,
         demo,
+        pipeline,
         quarantine,
         report,
+        sample,
         score,
+        sft,
         train,
         verify,
         verify_demo,
@@ -45,7 +48,9 @@ def _register() -> None:
     app.command("verify")(verify.verify)
     app.command("score")(score.score)
     app.command("train")(train.train)
-    app.command("sft")(train.sft)
+    app.command("sft")(sft.sft)
+    app.command("sample")(sample.sample)
+    app.command("pipeline")(pipeline.pipeline)
     app.command("causes")(causes.causes)
     app.command("quarantine")(quarantine.quarantine)
     app.command("report")(report.report)

@@ -1,4 +1,4 @@
-"""``rlvr train`` and ``rlvr sft``: thin commands over :mod:`rlvr.grpo.trainer` and :mod:`rlvr.sft`."""
+"""``rlvr train``: a thin command over :mod:`rlvr.grpo.trainer` (and the TRL engine)."""
 
 from __future__ import annotations
 
@@ -136,39 +136,3 @@ def _summary(cfg: Any, result: dict[str, Any]) -> None:
     if after is not None:
         line += f"; held-out greedy accuracy {'' if before is None else f'{before:.3f} -> '}{after:.3f}"
     console.print(line)
-
-
-def sft(
-    out: Annotated[Path, typer.Argument(help="Folder to save the warmed-up model in.")],
-    task: Annotated[str, typer.Option(help="Synthetic task: addition, arithmetic, countdown.")] = "addition",
-    steps: Annotated[int, typer.Option(min=1)] = 1000,
-    lr: Annotated[float, typer.Option(min=0)] = 3e-3,
-    target: Annotated[float | None, typer.Option(help="Stop at this held-out accuracy.")] = 0.35,
-    max_operand: Annotated[int, typer.Option(help="Addition: largest operand.")] = 99,
-    seed: int = 0,
-) -> None:
-    """Warm up the built-in tiny model on a synthetic task (a cold-start SFT before GRPO)."""
-    from rlvr.cli.app import abort, console
-    from rlvr.data.tasks import TASKS, addition_eval
-    from rlvr.grpo.trainer import setup_torch
-    from rlvr.models.tiny import build_model, build_tokenizer
-    from rlvr.sft import sft as run_sft
-
-    if task not in TASKS:
-        abort(f"--task {task!r}: choose one of {', '.join(TASKS)}")
-    setup_torch(1, seed)
-    tok = build_tokenizer()
-    model = build_model(tok, seed=seed)
-    opts = {"max_operand": max_operand} if task == "addition" else {}
-    eval_rows = addition_eval(200, **opts) if task == "addition" else [
-        s for _, s in zip(range(200), TASKS[task](1234))]
-    with _progress(steps) as bar:
-        t = bar.add_task("sft", total=steps, info="")
-        res = run_sft(model, tok, TASKS[task](seed + 10_000, **opts), steps=steps, lr=lr, eval_rows=eval_rows,
-                      target_accuracy=target,
-                      on_eval=lambda s, acc, loss: bar.update(t, completed=s,
-                                                              info=f"loss {loss:.3f}  held-out {acc:.3f}"))
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    console.print(f"sft: {res['steps']} steps, {res['seconds']:.0f} s, held-out greedy accuracy "
-                  f"{res['accuracy']:.3f} -> {out}")

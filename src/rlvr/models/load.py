@@ -164,3 +164,61 @@ def load_model(cfg: ModelConfig | str, seed: int = 0, device: Any = None) -> tup
         if cfg.gradient_checkpointing:
             model.enable_input_require_grads()  # checkpointed blocks need a grad-carrying input
     return model, tok
+
+
+def model_source(spec: str) -> str:
+    """What ``from_pretrained`` (or :func:`load_model`) takes for a model named the way a user has it:
+    a run folder stands for its final ``model/``; anything else is itself.
+
+    Raises:
+        ConfigError: an rlvr checkpoint (its weights need the run's config: use :func:`load_for_inference`).
+    """
+    p = Path(spec)
+    if p.is_dir() and (p / "model" / "config.json").exists():
+        return str(p / "model")
+    if (p / "state.pt").exists() or (p.name == "checkpoints" and (p / "latest").exists()):
+        raise ConfigError(f"{spec}: an rlvr training checkpoint; fine-tune from the run's final model "
+                          f"({p.parent.parent / 'model'}) or a from_pretrained folder")
+    return spec
+
+
+def load_for_inference(spec: str, *, device: Any = None) -> tuple[Any, Any, str]:
+    """``(model, tokenizer, what)`` for a model named any way a user has one at hand:
+
+    * a run folder (rlvr's or a TRL run's): its final ``model/``;
+    * an rlvr checkpoint (``RUN/checkpoints/step-N``, or ``RUN/checkpoints``: the latest): the run's
+      model rebuilt from its ``config.yaml`` with the checkpoint's weights;
+    * a TRL checkpoint (``checkpoint-N``), any ``from_pretrained`` folder, ``tiny`` or a named model.
+
+    ``what`` says which it was (for the console).
+
+    Raises:
+        ConfigError: none of these.
+    """
+    from rlvr.models.device import resolve_device
+
+    dev = resolve_device(device) if isinstance(device, str) else device
+    p = Path(spec)
+    if p.is_dir() and (p / "model" / "config.json").exists():
+        model, tok = load_model(ModelConfig(name=str(p / "model"), dtype="float32"), device=dev)
+        return model, tok, f"{p / 'model'} (the run's final model)"
+    ckpt = p if (p / "state.pt").exists() else None
+    if ckpt is None and p.name == "checkpoints" and (p / "latest").exists():
+        ckpt = p / (p / "latest").read_text().strip()
+    if ckpt is not None:
+        import torch
+
+        from rlvr.config import load_config
+
+        run = ckpt.parent.parent
+        if not (run / "config.yaml").exists():
+            raise ConfigError(f"{ckpt}: an rlvr checkpoint, but {run / 'config.yaml'} (its run's config) is missing")
+        cfg = load_config(run / "config.yaml", [])
+        model, tok = load_model(cfg.model, cfg.run.seed)
+        state = torch.load(ckpt / "state.pt", weights_only=False, map_location="cpu")
+        model.load_state_dict(state["model"])
+        if dev is not None:
+            model = model.to(dev)
+        return model, tok, f"{ckpt} (step {state.get('step')} of {run})"
+    model, tok = load_model(ModelConfig(name=spec), device=dev)
+    return model, tok, spec
