@@ -9,7 +9,7 @@ VERL_VENV  := .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed
 
 .PHONY: test test-verl demo bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure \
-	bench-real bench-verl bench-check clean
+	bench-real bench-sample pipeline-tiny bench-verl bench-check clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,12 @@ bench-failure: $(STAMP)
 bench-real: $(STAMP)
 	$(BIN)/python benchmarks/real_model.py
 
+bench-sample: $(STAMP)
+	$(BIN)/python benchmarks/sample.py
+
+pipeline-tiny: $(STAMP)
+	$(BIN)/rlvr pipeline configs/r1-tiny.yaml
+
 bench-verl: $(VERL_STAMP)
 	$(VERL_VENV)/bin/python benchmarks/verl_reward.py
 
@@ -77,6 +83,7 @@ bench-check: $(STAMP) $(VERL_STAMP)
 	-$(BIN)/python benchmarks/failure_aware.py --quick > /dev/null 2>&1
 	-$(BIN)/python benchmarks/failure_aware.py --quick --engine trl > /dev/null 2>&1
 	-$(BIN)/python benchmarks/real_model.py --quick > /dev/null 2>&1
+	-$(BIN)/python benchmarks/sample.py --quick > /dev/null 2>&1
 	-$(VERL_VENV)/bin/python benchmarks/verl_reward.py --quick > /dev/null 2>&1
 	@$(BIN)/python benchmarks/results.py --summary benchmarks/results/quick
 

@@ -52,7 +52,7 @@ def plot(records: list[dict[str, Any]], path: Path) -> Path:
 
     measured = [r for r in rows(records) if "accuracy" in r]
     names = [r["stage"] for r in measured]
-    fig, ax = plt.subplots(figsize=(1.6 + 1.5 * len(names), 3.6))
+    fig, ax = plt.subplots(figsize=(3.6 + 1.5 * len(names), 3.6))
     series = [("accuracy", "held-out accuracy"), ("format_deaths", "format deaths"),
               ("verification_deaths", "verification deaths")]
     if any("constrained_accuracy" in r for r in measured):
@@ -65,8 +65,8 @@ def plot(records: list[dict[str, Any]], path: Path) -> Path:
     ax.set_xticks(range(len(names)), names)
     ax.set_ylim(0, 1.1)
     ax.set_ylabel("share of held-out prompts")
-    ax.set_title("the pipeline, stage by stage (greedy, unconstrained)")
-    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title("the pipeline, stage by stage: each model on the same held-out set (greedy)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
