@@ -323,6 +323,23 @@ def _explain(e: ValidationError) -> str:
     return "invalid config:\n  " + "\n  ".join(lines)
 
 
+def read_yaml(path: str | Path, what: str, top: str) -> dict[str, Any]:
+    """A YAML file's top-level mapping (empty file: ``{}``).
+
+    Raises:
+        ConfigError: no such file, not valid YAML, or a top level that is not a mapping (of ``top``).
+    """
+    try:
+        loaded = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such {what}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if loaded is not None and not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of {top}")
+    return loaded or {}
+
+
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
     """Read a YAML config (or the defaults) and apply ``key.sub=value`` overrides.
 
@@ -330,17 +347,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         ConfigError: unreadable YAML, an unknown field, or an invalid value; the
             message names the field and what is expected.
     """
-    tree: dict[str, Any] = {}
-    if path is not None:
-        try:
-            loaded = yaml.safe_load(Path(path).read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: no such config file") from None
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: not valid YAML: {e}") from None
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"{path}: the top level must be a mapping of sections (model, data, ...)")
-        tree = loaded or {}
+    tree = read_yaml(path, "config file", "sections (model, data, ...)") if path is not None else {}
     for item in overrides or []:
         key, sep, raw = item.partition("=")
         if not sep or not key:

@@ -23,7 +23,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rlvr.errors import ConfigError
@@ -112,17 +111,12 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
         ConfigError: unreadable YAML, an unknown field, a bad reference between stages, or a grpo
             stage whose own config (with its overrides) does not load; the message names the stage.
     """
-    try:
-        tree = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such pipeline config") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
-    try:
-        cfg = PipelineConfig.model_validate(tree or {})
-    except ValidationError as e:
-        from rlvr.config import _explain
+    from rlvr.config import _explain, read_yaml
 
+    tree = read_yaml(path, "pipeline config", "out_dir, eval and stages")
+    try:
+        cfg = PipelineConfig.model_validate(tree)
+    except ValidationError as e:
         raise ConfigError(f"{path}: " + _explain(e)) from None
     from rlvr.config import load_config
     from rlvr.pipeline.stages import grpo_overrides
