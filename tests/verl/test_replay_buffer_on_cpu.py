@@ -36,7 +36,7 @@ def empty_queue():
             tq.kv_clear(keys=list(items), partition_id=partition)
 
 
-def put_group(uid: str, index: int, texts: list[str], gold: str = "4", step: int = 1) -> list[str]:
+def put_group(uid: str, index: int | None, texts: list[str], gold: str = "4", step: int = 1) -> list[str]:
     """A finished prompt group, stored as verl's AgentLoopWorkerTQ stores it."""
     tq.kv_put(key=uid, partition_id="train", tag={"is_prompt": True, "status": "finished", "global_steps": step})
     fields, tags, keys = [], [], []
@@ -44,7 +44,8 @@ def put_group(uid: str, index: int, texts: list[str], gold: str = "4", step: int
         row = score_row(TOTAL, text, gold)
         fields.append({"response_mask": torch.ones(6, dtype=torch.int64),
                        "extra_fields": {"reward_extra_info": row.extra, "min_global_steps": step},
-                       "extra_info": {"index": index}, "data_source": "openai/gsm8k",
+                       "extra_info": {"index": index} if index is not None else {"split": "train"},
+                       "data_source": "openai/gsm8k",
                        "reward_model": {"ground_truth": gold}})
         tags.append({"status": "success", "global_steps": step, "min_global_steps": step, "max_global_steps": step})
         keys.append(f"{uid}_{s}_0")
@@ -94,4 +95,15 @@ def test_a_prompt_that_keeps_dying_is_quarantined_evicted_and_refilled(tmp_path)
     batch, metrics = rb.sample(global_steps=2, partition_id="train", batch_size=1)
     assert {k.split("_")[0] for k in batch.keys} == {"f0"} and len(fresh) == 1  # evicted, refilled exactly
     assert metrics.get("training/rollout_failure/evicted_samples") == 1
+    rb.close()
+
+
+def test_trajectories_without_a_prompt_id_are_refused_while_quarantine_counts_by_it(tmp_path):
+    from rlvr.errors import ConfigError
+
+    put_group("u9", None, ["<answer>4</answer>"] * 4)
+    put_group("u8", None, ["<answer>4</answer>"] * 4)
+    rb = buffer(tmp_path, refill=lambda n: n)
+    with pytest.raises(ConfigError, match=r"trajectory u\d_0_0: its extra_info has no index"):
+        rb.sample(global_steps=1, partition_id="train", batch_size=2)
     rb.close()

@@ -21,8 +21,6 @@ name: RlvrReplayBuffer}`` and the ``rlvr`` section passed as ``trainer.v1.sample
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +29,18 @@ import transfer_queue as tq
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 
 from rlvr.diagnostics.step import FailureAware
+from rlvr.errors import ConfigError
 from rlvr.integrations.verl.batch import Row, decide_rows
-from rlvr.integrations.verl.settings import VerlSettings, settings_of
+from rlvr.integrations.verl.settings import VerlSettings, prompt_key, settings_of
 
 _FIELDS = ["extra_fields", "extra_info", "response_mask", "data_source", "reward_model"]
 
 
-def prompt_id_of(extra_info: Any, raw_prompt: Any = None) -> str:
+def prompt_id_of(extra_info: Any) -> str:
     """A prompt's stable id: ``extra_info.prompt_id`` / ``extra_info.index`` (verl's preprocessing
-    scripts write the row index there), else a hash of the prompt."""
-    info = extra_info if isinstance(extra_info, dict) else {}
-    for key in ("prompt_id", "index", "id"):
-        if info.get(key) is not None:
-            return str(info[key])
-    return hashlib.sha1(json.dumps(raw_prompt, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    scripts write the row index there); ``""`` for a row without one (the trainer refuses such
+    rows when quarantine is on, see :func:`rlvr.integrations.verl.settings.check_row`)."""
+    return prompt_key(extra_info) or ""
 
 
 def _data(value: Any) -> Any:
@@ -105,6 +101,10 @@ class RlvrReplayBuffer(ReplayBuffer):
             info = _data(data["extra_info"][i])
             uid = key.split("_")[0]
             pid = prompt_id_of(info)
+            if not pid and self.fa.quarantine is not None:
+                raise ConfigError(f"trajectory {key}: its extra_info has no index (or prompt_id): rlvr's quarantine "
+                                  "counts deaths per prompt by it; write the row index into extra_info.index when "
+                                  "making the parquet, or set rlvr.failure.quarantine=false")
             self._prompt_of_uid[uid] = pid
             rows.append(Row(key, uid, pid, dict(extra.get("reward_extra_info") or {}),
                             int(batch.tags[i].get("min_global_steps") or global_steps - 1)))

@@ -109,12 +109,29 @@ def check_config(config: Any) -> VerlSettings:
     return settings
 
 
-def check_row(row: Mapping[str, Any], where: str) -> Any:
+ID_KEYS = ("prompt_id", "index", "id")
+
+
+def prompt_key(extra_info: Any) -> str | None:
+    """A row's prompt id in ``extra_info`` (``prompt_id``, ``index`` or ``id``), or None."""
+    info = extra_info if isinstance(extra_info, Mapping) else {}
+    return next((str(info[k]) for k in ID_KEYS if info.get(k) is not None), None)
+
+
+def check_row(row: Mapping[str, Any], where: str, *, needs_id: bool = False) -> Any:
     """The gold of one dataset row as verl stores it (``reward_model.ground_truth``).
 
+    ``needs_id``: the row must also name its prompt (``extra_info.index``): quarantine counts
+    deaths per prompt, and a row without an id cannot be told from the others.
+
     Raises:
-        ConfigError: the row lacks it, naming the column and the fix.
+        ConfigError: the row lacks either, naming the column and the fix.
     """
+    if needs_id and prompt_key(row.get("extra_info")) is None:
+        raise ConfigError(f"{where}: the row has no extra_info.index (or prompt_id); rlvr's quarantine "
+                          "(rlvr.failure.quarantine, on by default) counts deaths per prompt by it: write the row's "
+                          "index there when making the parquet (as verl's examples/data_preprocess scripts do), or "
+                          "set +rlvr.failure.quarantine=false")
     rm = row.get("reward_model")
     gold = rm.get("ground_truth") if isinstance(rm, Mapping) else None
     if gold is None:

@@ -57,16 +57,27 @@ class RlvrTrainer(PPOTrainerSync):
             self.config.data.gen_batch_size = 1
         super()._init_dataloader()
         if len(self.train_dataset):
-            check_row(self.train_dataset[0], f"data.train_files {self.config.data.train_files}, row 0")
+            check_row(self.train_dataset[0], f"data.train_files {self.config.data.train_files}, row 0",
+                      needs_id=self.rlvr.failure.quarantine)
 
     def _fetch_one_gen_batch(self) -> Any:
         fa = self.replay_buffer.fa
         for _ in range(max(len(self.train_dataset), 1)):
             batch = super()._fetch_one_gen_batch()
-            infos = batch.get("extra_info", None) if hasattr(batch, "get") else None
-            info = infos[0] if infos is not None and len(infos) else None
-            if not fa.skip(prompt_id_of(getattr(info, "data", info))):
+            if not fa.skip(_prompt_id(batch)):
                 return batch
         from rlvr.errors import DataError
 
         raise DataError("every training prompt is quarantined; readmit some with rlvr quarantine RUN_DIR --readmit")
+
+
+def _prompt_id(batch: Any) -> str:
+    """The prompt id of a one-prompt batch from verl's dataloader, as the replay buffer counts it
+    (``extra_info.index``)."""
+
+    def first(key: str) -> Any:
+        values = batch.get(key, None) if hasattr(batch, "get") else None
+        value = values[0] if values is not None and len(values) else None
+        return getattr(value, "data", value)  # tensordict's NonTensorData
+
+    return prompt_id_of(first("extra_info"))
