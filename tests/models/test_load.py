@@ -68,3 +68,34 @@ def test_the_warm_up_folder_the_example_config_names_says_what_to_run_first(tmp_
     cfg = load_config(ROOT / "configs" / "addition-tiny.yaml", [])
     with pytest.raises(ConfigError, match=r"run `rlvr sft runs/warm` first"):
         load_model(cfg.model)
+
+
+def test_a_model_for_sampling_is_found_however_the_user_names_it(tmp_path):
+    """rlvr sample / rlvr sft --model: a run folder, its checkpoints, one checkpoint, a folder."""
+    from rlvr.errors import ConfigError
+    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.models.load import load_for_inference, model_source
+
+    run = tmp_path / "run"
+    cfg = load_config(None, [f"run.out_dir={run}", "run.steps=2", "run.save_every=1", "run.eval_every=0",
+                             "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=8",
+                             "optim.lr=1e-2"])
+    GRPOTrainer(cfg).train()
+    final, _, what = load_for_inference(str(run))
+    assert "final model" in what
+    step1, _, what1 = load_for_inference(str(run / "checkpoints" / "step-1"))
+    latest, _, what2 = load_for_inference(str(run / "checkpoints"))
+    assert "step 1" in what1 and "step 2" in what2
+    p = "model.layers.0.self_attn.q_proj.weight"
+    assert torch.equal(latest.state_dict()[p], final.state_dict()[p])  # the last checkpoint is the final model
+    saved = torch.load(run / "checkpoints" / "step-1" / "state.pt", weights_only=False)["model"]
+    assert torch.equal(step1.state_dict()[p], saved[p])  # the checkpoint's own weights
+    assert model_source(str(run)) == str(run / "model")
+    with pytest.raises(ConfigError, match="an rlvr training checkpoint"):
+        model_source(str(run / "checkpoints" / "step-1"))  # fine-tuning starts from a whole model
+    with pytest.raises(ConfigError, match=r"config\.yaml"):
+        (tmp_path / "loose" / "step-3").mkdir(parents=True)
+        import shutil
+
+        shutil.copy(run / "checkpoints" / "step-1" / "state.pt", tmp_path / "loose" / "step-3" / "state.pt")
+        load_for_inference(str(tmp_path / "loose" / "step-3"))
