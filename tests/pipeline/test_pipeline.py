@@ -53,6 +53,9 @@ def _tiny_pipeline(tmp_path: Path, zero_model: Path | str = "tiny") -> dict:
     (lambda t: t["stages"][0]["set"].append("optim.lr=-1"), "stage 'zero': invalid config"),
     (lambda t: t["stages"][0].update(weights={"acuracy": 1.0}), "stage 'zero'"),
     (lambda t: t["stages"][0].update(kind="rl"), "stages.0.kind"),
+    (lambda t: t["stages"][2].update(model="runs/nowhere"), "stage 'cold': model 'runs/nowhere' is neither"),
+    (lambda t: t["stages"][2].update(data="missing.jsonl"), "stage 'cold': data 'missing.jsonl' is neither"),
+    (lambda t: t["eval"].update(data="reasoning-gym:no_such_set"), "eval.data: reasoning-gym has no dataset"),
 ])
 def test_a_bad_pipeline_is_refused_naming_the_stage_before_anything_runs(tmp_path: Path, change, why: str) -> None:
     tree = _tiny_pipeline(tmp_path)
@@ -111,3 +114,18 @@ def test_a_failed_stage_keeps_the_ones_before_it(tmp_path: Path, warm_tiny: Path
     run = tmp_path / "run"
     assert (run / "zero" / "stage.json").exists() and (run / "traces" / "stage.json").exists()
     assert not (run / "cold" / "stage.json").exists()
+
+
+def test_a_stage_cut_short_is_continued_with_its_commands_resume(tmp_path: Path) -> None:
+    cfg = load_pipeline(_write(tmp_path, _tiny_pipeline(tmp_path)))
+    run = tmp_path / "run"
+    zero, traces, cold, _ = cfg.stages
+    assert "--resume" not in command(cfg, zero) + command(cfg, traces) + command(cfg, cold)
+    (run / "zero" / "checkpoints").mkdir(parents=True)
+    (run / "zero" / "checkpoints" / "latest").write_text("step-2")
+    (run / "traces").mkdir()
+    (run / "traces" / "traces.jsonl").write_text("")
+    (run / "cold").mkdir()
+    (run / "cold" / "sft.json").write_text("{}")
+    assert command(cfg, zero)[-2:] == ["--resume", str(run / "zero")]
+    assert command(cfg, traces)[-1] == "--resume" and command(cfg, cold)[-1] == "--resume"

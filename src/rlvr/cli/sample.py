@@ -68,6 +68,8 @@ def sample(
         abort(f"--constrain {constrain!r}: choose none, answer or full")
     if answer not in ("math", "integer", "json", "text"):
         abort(f"--answer {answer!r}: choose math, integer, json or text")
+    if out.exists() and not resume:  # before any model loads
+        abort(f"{out} exists: pass --resume to continue it, or remove it to start over")
     setup_torch(1, seed)
     try:
         rows = load_samples(data, system_prompt=system_prompt,

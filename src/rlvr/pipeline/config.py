@@ -119,9 +119,24 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
     except ValidationError as e:
         raise ConfigError(f"{path}: " + _explain(e)) from None
     from rlvr.config import load_config
+    from rlvr.data.datasets import load_samples
+    from rlvr.errors import DataError
     from rlvr.pipeline.stages import grpo_overrides
     from rlvr.rewards import Total
 
+    names = {st.name for st in cfg.stages}
+    for s in cfg.stages:
+        if s.model is not None and s.model not in names and not _model_exists(s.model):
+            raise ConfigError(f"{path}: stage {s.name!r}: model {s.model!r} is neither a stage, 'tiny', a named "
+                              "model nor an existing folder")
+        if s.data is not None and s.data not in names and ":" not in s.data and not Path(s.data).exists():
+            raise ConfigError(f"{path}: stage {s.name!r}: data {s.data!r} is neither a stage nor an existing file")
+    try:
+        held = load_samples(cfg.eval.data)  # the held-out set every model is measured on: checked now
+    except DataError as e:
+        raise ConfigError(f"{path}: eval.data: {e}") from None
+    if not held:
+        raise ConfigError(f"{path}: eval.data {cfg.eval.data!r} has no rows")
     for s in cfg.stages:
         if s.kind == "grpo":
             try:
@@ -130,3 +145,9 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
             except ConfigError as e:
                 raise ConfigError(f"{path}: stage {s.name!r}: {e}") from None
     return cfg
+
+
+def _model_exists(spec: str) -> bool:
+    from rlvr.models.load import NAMED
+
+    return spec == "tiny" or spec in NAMED or Path(spec).exists()
