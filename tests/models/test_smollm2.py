@@ -88,3 +88,29 @@ def test_trl_fine_tunes_it_through_rlvr_train(cache, tmp_path):
     assert result["steps"] == 1 and (out / "model" / "config.json").exists()
     rows = [json.loads(x) for x in (out / "rollouts.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(r["completion"] is not None for r in rows)
+
+
+def test_r1_stages_on_the_real_model_sft_on_traces_then_sample_from_it(cache, tmp_path):
+    """rlvr sft of SmolLM2 on verified-trace rows (LoRA, merged), then rlvr sample from the result."""
+    from typer.testing import CliRunner
+
+    from rlvr.cli.app import app
+
+    runner = CliRunner()
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("".join(json.dumps({"prompt_id": f"p{a}", "prompt": [{"role": "user", "content": f"{a}+1?"}],
+                                          "gold": str(a + 1), "completion": f"<answer>{a + 1}</answer>",
+                                          "kept": True}) + "\n" for a in range(6)))
+    out = tmp_path / "sft"
+    r = runner.invoke(app, ["sft", str(out), "--model", "smollm2-135m", "--data", str(traces), "--steps", "2",
+                            "--batch-size", "2", "--lora-r", "4", "--eval-share", "0.2", "--eval-tokens", "8"])
+    assert r.exit_code == 0, r.output
+    record = json.loads((out / "sft.json").read_text())
+    assert record["finished"] and record["held_out"] == 1 and record["after"]["n"] == 1
+    assert "base_model_name_or_path" not in json.loads((out / "config.json").read_text())  # merged
+    sampled = tmp_path / "sampled.jsonl"
+    r = runner.invoke(app, ["sample", str(out), "--data", str(traces), "--out", str(sampled), "-k", "2",
+                            "--max-new-tokens", "8", "--limit", "2"])
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(x) for x in sampled.read_text().splitlines()]
+    assert len(rows) == 4 and all(r["verdict"] is not None and "accuracy" in r["components"] for r in rows)
