@@ -47,6 +47,30 @@ def test_seeded_sampling_is_reproducible_and_fast_equals_hf_path(tiny):
     assert greedy[0].texts == greedy[1].texts
 
 
+def test_a_lora_policy_samples_through_the_lean_decoder_as_through_its_own_forward(monkeypatch):
+    from peft import LoraConfig, get_peft_model
+
+    from rlvr.models import fast_decode
+
+    tok = build_tokenizer()
+    model = get_peft_model(build_model(tok, hidden=32, layers=2, heads=2, seed=3),
+                           LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"],
+                                      task_type="CAUSAL_LM")).eval()
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.3)
+    built = []
+    real = fast_decode.FastDecoder.__init__
+    monkeypatch.setattr(fast_decode.FastDecoder, "__init__",
+                        lambda self, *a, **k: built.append(1) or real(self, *a, **k))
+    runs = [generate(model, tok, _prompts(tok), group_size=4, max_new_tokens=8,
+                     generator=torch.Generator().manual_seed(7), fast=fast) for fast in (True, False)]
+    assert built == [1]  # the fast run went through the lean decoder
+    assert torch.equal(runs[0].completion_ids, runs[1].completion_ids)
+    torch.testing.assert_close(runs[0].logprobs, runs[1].logprobs, atol=1e-5, rtol=1e-4)
+
+
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_sampling_logprobs_equal_the_training_forward(tiny, temperature):
     """The old log-probs are taken from sampling; they must be what the loss's forward computes."""

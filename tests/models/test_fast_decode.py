@@ -35,6 +35,42 @@ def test_prefill_and_steps_match_hf_forward(arch, attention, monkeypatch):
         torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("targets", [["q_proj", "k_proj", "v_proj", "o_proj"],
+                                     ["q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"]])
+def test_lora_adapters_are_merged_into_the_decoders_weights_and_the_model_is_left_alone(targets):
+    from peft import LoraConfig, get_peft_model
+
+    from rlvr.models.fast_decode import FastDecoder, supports
+    from rlvr.models.tiny import build_model, build_tokenizer
+
+    torch.manual_seed(0)
+    tok = build_tokenizer()
+    base = build_model(tok, hidden=64, layers=2, heads=4, seed=1)
+    model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=targets, task_type="CAUSAL_LM")).eval()
+    with torch.no_grad():  # B starts at zero (the adapter a no-op): give it weight so the test can fail
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.2)
+    assert supports(model, lora=True) and not supports(model)  # decoding yes; the training forward no
+    before = {n: p.clone() for n, p in model.named_parameters()}
+    enc = tok(["Q: 1+2=", "Q: 123+456="], return_tensors="pt", padding=True)
+    ids, am = enc.input_ids, enc.attention_mask
+    new = torch.randint(4, len(tok), (2, 4))
+    dec = FastDecoder(model, batch=2, max_len=ids.shape[1] + 4)
+    logits = [dec.prefill(ids, am)] + [dec.step(new[:, i]) for i in range(4)]
+    full = torch.cat([ids, new], 1)
+    full_mask = torch.cat([am, torch.ones_like(new)], 1)
+    pos = (full_mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad():
+        ref = model(input_ids=full, attention_mask=full_mask, position_ids=pos).logits
+        with model.disable_adapter():
+            without = model(input_ids=full, attention_mask=full_mask, position_ids=pos).logits
+    assert (ref - without).abs().max() > 1e-2  # the adapters matter to these logits
+    for i, got in enumerate(logits):
+        torch.testing.assert_close(got, ref[:, ids.shape[1] - 1 + i], atol=2e-5, rtol=1e-4)
+    assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())  # nothing merged in place
+
+
 def test_unsupported_models_are_refused():
     from rlvr.models.fast_decode import supports
 

@@ -277,7 +277,7 @@ def generate(
             lead_t = torch.tensor(lead, device=device).expand(n, -1)
             pre_ids, pre_mask = torch.cat([prompt_ids, lead_t], 1), torch.cat([prompt_mask, torch.ones_like(lead_t)], 1)
         stepper: Any
-        if fast and supports(model):  # each group's prompt is prefilled once, its cache written to G rows
+        if fast and supports(model, lora=True):  # each group's prompt prefilled once, its cache written to G rows
             stepper = FastDecoder(model, n, tp + max_new_tokens, dtype=dtype)
             logits = stepper.prefill(pre_ids[::group_size], pre_mask[::group_size], repeat=group_size)
             logits = logits.repeat_interleave(group_size, 0) if group_size > 1 else logits

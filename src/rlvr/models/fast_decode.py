@@ -28,13 +28,48 @@ SUPPORTED = ("qwen2", "llama", "mistral")
 BMM_AT = 4096
 
 
-def supports(model: Any) -> bool:
-    """True when :class:`FastDecoder` reproduces ``model``'s forward."""
+def core_model(model: Any) -> Any:
+    """The causal LM itself: a peft model's base (its layers still LoRA-wrapped), else ``model``."""
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if hasattr(model, "peft_config") and get_base is not None else model
+
+
+def _plain_lora(module: Any) -> bool:
+    """A peft LoRA linear whose effect is ``W + scale * B @ A`` (no DoRA, no fan-in/fan-out flip)."""
+    return (hasattr(module, "base_layer") and hasattr(module, "lora_A")
+            and not any(getattr(module, "use_dora", {}).values())
+            and not getattr(module, "fan_in_fan_out", False))
+
+
+def effective_weight(linear: Any) -> torch.Tensor:
+    """A linear layer's weight as its forward applies it: a LoRA-wrapped layer's active adapters
+    merged in (``W + scale * B @ A``), computed, the module left as it is."""
+    if not hasattr(linear, "base_layer"):
+        return linear.weight
+    w = linear.base_layer.weight
+    if getattr(linear, "disable_adapters", False) or getattr(linear, "merged", False):
+        return w
+    for name in linear.active_adapters:
+        if name in linear.lora_A:
+            a, b = linear.lora_A[name].weight, linear.lora_B[name].weight
+            w = w + (b @ a).to(w.dtype) * linear.scaling[name]
+    return w
+
+
+def supports(model: Any, *, lora: bool = False) -> bool:
+    """True when :class:`FastDecoder` reproduces ``model``'s forward. ``lora``: LoRA-wrapped
+    projections count (the decoder merges them into its own copy of the weights; the training
+    forward, which must reach the adapters' parameters, does not take them)."""
     cfg = getattr(model, "config", None)
     if cfg is None or getattr(cfg, "model_type", None) not in SUPPORTED:
         return False
-    if hasattr(model, "peft_config") or any("lora_" in n for n, _ in model.named_parameters()):
-        return False  # adapters live in wrapped modules this path does not call
+    wrapped = [m for n, m in core_model(model).named_modules() if hasattr(m, "lora_A")]
+    if hasattr(model, "peft_config") or wrapped:
+        if not lora or not all(_plain_lora(m) for m in wrapped):
+            return False  # adapters live in wrapped modules this path does not call
+        if any(hasattr(m, "lora_A") for m in (core_model(model).lm_head, core_model(model).model.embed_tokens)):
+            return False
+        model = core_model(model)
     sliding = getattr(cfg, "sliding_window", None) and cfg.model_type == "mistral"
     if getattr(cfg, "use_sliding_window", False) or sliding:
         return False
@@ -68,9 +103,10 @@ def fused_projections(layer: Any) -> tuple[torch.Tensor, torch.Tensor | None, to
     """A decoder layer's q/k/v weights (and bias) and gate/up weights, each concatenated into one
     matrix: fewer, larger matmuls. Differentiable: gradients reach the layer's own parameters."""
     attn, mlp = layer.self_attn, layer.mlp
-    w_qkv = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight])
+    w = effective_weight
+    w_qkv = torch.cat([w(attn.q_proj), w(attn.k_proj), w(attn.v_proj)])
     b_qkv = torch.cat([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias]) if attn.q_proj.bias is not None else None
-    return w_qkv, b_qkv, torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])
+    return w_qkv, b_qkv, torch.cat([w(mlp.gate_proj), w(mlp.up_proj)])
 
 
 class FastDecoder:
@@ -94,8 +130,9 @@ class FastDecoder:
     """
 
     def __init__(self, model: Any, batch: int, max_len: int, dtype: torch.dtype | None = None) -> None:
-        if not supports(model):
+        if not supports(model, lora=True):
             raise ValueError(f"FastDecoder does not support {type(model).__name__}")
+        model = core_model(model)  # LoRA adapters are merged into the folded weights below
         cfg = model.config
         self.model = model
         self.inner = model.model
@@ -134,8 +171,8 @@ class FastDecoder:
         ``linear(norm(x) * w, W) == linear(norm(x), W * w)``."""
         w_qkv, b_qkv, w_gu = fused_projections(layer)
         attn = layer.self_attn
-        return (w_qkv * layer.input_layernorm.weight, b_qkv, attn.o_proj.weight, attn.o_proj.bias,
-                w_gu * layer.post_attention_layernorm.weight, layer.mlp.down_proj.weight)
+        return (w_qkv * layer.input_layernorm.weight, b_qkv, effective_weight(attn.o_proj), attn.o_proj.bias,
+                w_gu * layer.post_attention_layernorm.weight, effective_weight(layer.mlp.down_proj))
 
     def _qkv(self, i: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
