@@ -71,3 +71,41 @@ def test_length_buckets_give_the_same_logits_and_gradients(arch, kv_heads):
         (ga,) = torch.autograd.grad((split[keep] @ w).sum(), p, retain_graph=True)
         (gb,) = torch.autograd.grad((whole[keep] @ w).sum(), p, retain_graph=True)
         torch.testing.assert_close(ga, gb, atol=1e-4, rtol=1e-3)
+
+
+def test_a_lora_model_gives_the_same_logits_and_adapter_gradients():
+    """LoRA projections enter the shared-prompt forward merged (W + s * B @ A): the same logits, and
+    gradients that reach the adapters exactly as through peft's own wrapped modules."""
+    from peft import LoraConfig, get_peft_model
+
+    from rlvr.models.fast_decode import supports
+    from rlvr.models.grouped_forward import completion_logits
+    from rlvr.models.tiny import build_model, build_tokenizer
+
+    tok = build_tokenizer()
+    model = get_peft_model(build_model(tok, hidden=64, layers=2, heads=4, seed=2),
+                           LoraConfig(r=4, lora_alpha=8, task_type="CAUSAL_LM",
+                                      target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "down_proj"]))
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.2)
+    assert supports(model, lora=True)
+    enc = tok(["Q: 1+2=", "Q: 123+456="], return_tensors="pt", padding=True)
+    g, tc = 2, 4
+    comp = torch.randint(4, len(tok), (2 * g, tc), generator=torch.Generator().manual_seed(3))
+    got = completion_logits(model, enc.input_ids, enc.attention_mask, comp, g)
+    ids = torch.cat([enc.input_ids.repeat_interleave(g, 0), comp], 1)
+    mask = torch.cat([enc.attention_mask.repeat_interleave(g, 0), torch.ones_like(comp)], 1)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    want = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, -tc - 1 : -1]
+    torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-4)
+    adapters = [p for n, p in model.named_parameters() if "lora_" in n and p.requires_grad]
+    w = torch.randn(len(tok))
+    ga = torch.autograd.grad((got @ w).sum(), adapters)
+    gb = torch.autograd.grad((want @ w).sum(), adapters)
+    for a, b in zip(ga, gb, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-3)
+    dropout = get_peft_model(build_model(tok, hidden=64, layers=2, heads=4, seed=2),
+                             LoraConfig(r=4, lora_dropout=0.1, task_type="CAUSAL_LM", target_modules=["q_proj"]))
+    assert not supports(dropout, lora=True)  # with dropout no merged weight is the same

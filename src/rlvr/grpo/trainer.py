@@ -365,7 +365,7 @@ class GRPOTrainer:
         n = ids.shape[0]
         mb = a.micro_batch or n
         # Whole groups go through the shared-prompt forward (each prompt computed once per group).
-        grouped = self.fast and supports(self.model) and mb % g == 0
+        grouped = self.fast and supports(self.model, lora=True) and mb % g == 0
         if grouped:
             groups = live.view(-1, g).any(1).nonzero().squeeze(-1)
             chunks = [groups[i : i + mb // g] for i in range(0, len(groups), mb // g)]

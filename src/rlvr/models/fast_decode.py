@@ -35,10 +35,12 @@ def core_model(model: Any) -> Any:
 
 
 def _plain_lora(module: Any) -> bool:
-    """A peft LoRA linear whose effect is ``W + scale * B @ A`` (no DoRA, no fan-in/fan-out flip)."""
+    """A peft LoRA linear whose effect is ``W + scale * B @ A``: no DoRA, no fan-in/fan-out flip, no
+    dropout (with dropout the adapter's input differs from the base's and no merged weight is equal)."""
     return (hasattr(module, "base_layer") and hasattr(module, "lora_A")
             and not any(getattr(module, "use_dora", {}).values())
-            and not getattr(module, "fan_in_fan_out", False))
+            and not getattr(module, "fan_in_fan_out", False)
+            and all(isinstance(d, torch.nn.Identity) for d in getattr(module, "lora_dropout", {}).values()))
 
 
 def effective_weight(linear: Any) -> torch.Tensor:
@@ -57,9 +59,9 @@ def effective_weight(linear: Any) -> torch.Tensor:
 
 
 def supports(model: Any, *, lora: bool = False) -> bool:
-    """True when :class:`FastDecoder` reproduces ``model``'s forward. ``lora``: LoRA-wrapped
-    projections count (the decoder merges them into its own copy of the weights; the training
-    forward, which must reach the adapters' parameters, does not take them)."""
+    """True when :class:`FastDecoder` (and the grouped training forward) reproduce ``model``'s
+    forward. ``lora``: LoRA-wrapped projections count: both use the merged weight ``W + s * B @ A``
+    (differentiable, so the training forward's gradients reach the adapters)."""
     cfg = getattr(model, "config", None)
     if cfg is None or getattr(cfg, "model_type", None) not in SUPPORTED:
         return False

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from rlvr.models.fast_decode import fused_projections, rope, signed_sin
+from rlvr.models.fast_decode import core_model, effective_weight, fused_projections, rope, signed_sin
 
 
 def _bias(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -86,6 +86,7 @@ def completion_logits(
             given, rows may run in two length buckets (:func:`length_buckets`) and the logits
             past a row's length are left unspecified (zeros past its bucket's longest row).
     """
+    model = core_model(model)  # a LoRA model: its adapted projections enter as W + s * B @ A
     cfg = model.config
     inner = model.model
     nq = cfg.num_attention_heads
@@ -168,10 +169,11 @@ def completion_logits(
             keys = torch.cat([kp.index_select(0, st.group), qc[:, :, nq:].transpose(1, 2)], 2)
             values = torch.cat([vp.index_select(0, st.group), st.view(v, nkv).transpose(1, 2)], 2)
             o.append(_attend(qc[:, :, :nq], keys, values, st.bias, scale))
-        x = x + F.linear(torch.cat([t.reshape(-1, nq * hd) for t in o]), attn.o_proj.weight, attn.o_proj.bias)
+        x = x + F.linear(torch.cat([t.reshape(-1, nq * hd) for t in o]), effective_weight(attn.o_proj),
+                         attn.o_proj.bias)
         gate, up = F.linear(F.rms_norm(x, (x.shape[-1],), layer.post_attention_layernorm.weight, eps),
                             w_gu).chunk(2, -1)
-        x = x + F.linear(F.silu(gate) * up, ff.down_proj.weight)
+        x = x + F.linear(F.silu(gate) * up, effective_weight(ff.down_proj))
     last = x[prompts.start : prompts.end].view(p, tp, -1)[:, -1:]  # each prompt's last position
     per_stream = []
     for st in streams:
