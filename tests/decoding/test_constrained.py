@@ -276,12 +276,35 @@ def test_the_forced_opening_is_prefilled_with_the_same_samples(tiny, monkeypatch
     c = Constrainer(tok, model.config.vocab_size, mode="full")
     assert tok.decode(c.lead()) == "<answer>"
     fast = _rollouts(model, tok, c, seed=5)
-    monkeypatch.setattr(Constrainer, "lead", lambda self: [])
+    monkeypatch.setattr(Constrainer, "lead", lambda self, max_new_tokens=None: [])
     monkeypatch.setattr(rollout, "COMPACT_AT", 2.0)  # never drop ended rows
     slow = _rollouts(model, tok, c, seed=5)
     assert fast.texts == slow.texts
     assert torch.allclose(fast.logprobs, slow.logprobs, atol=1e-5)
     assert torch.equal(fast.bitmask, slow.bitmask)
+
+
+def test_an_opening_the_budget_forces_at_once_is_prefilled_with_the_same_samples(tiny, monkeypatch) -> None:
+    """``answer`` with a token budget inside the answer's reserve: the budget opens every answer at
+    the first token, so the opening is prefilled as ``full``'s is, with the same draws and statistics."""
+    import rlvr.grpo.rollout as rollout
+
+    model, tok = tiny
+    c = Constrainer(tok, model.config.vocab_size, mode="answer", answer="math")
+    assert c.lead(c.reserve + 1) == [] and tok.decode(c.lead(c.reserve)) == "<answer>"
+    fast = _rollouts(model, tok, c, seed=5, max_new=c.reserve)
+    monkeypatch.setattr(Constrainer, "lead", lambda self, max_new_tokens=None: [])
+    monkeypatch.setattr(rollout, "COMPACT_AT", 2.0)  # never drop ended rows
+    slow = _rollouts(model, tok, c, seed=5, max_new=c.reserve)
+    assert fast.texts == slow.texts and all(t.startswith("<answer>") for t in fast.texts)
+    assert torch.allclose(fast.logprobs, slow.logprobs, atol=1e-5)
+    assert torch.equal(fast.bitmask, slow.bitmask)
+    # the same counts; the prefilled tokens' logits are never computed, so the mass the masks removed
+    # and the argmax changes are measured over the decoded steps only (as under full)
+    drop = {"decoding/masked_mass", "decoding/mask_changed_argmax"}
+    got, want = fast.decode_stats.metrics(), slow.decode_stats.metrics()
+    assert {k: v for k, v in got.items() if k not in drop} == {k: v for k, v in want.items() if k not in drop}
+    assert got["decoding/budget_forced_frac"] == 1.0
 
 
 def test_under_full_the_demo_format_reward_is_flat_at_one(tmp_path) -> None:

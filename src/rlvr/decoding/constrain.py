@@ -195,9 +195,14 @@ class Constrainer:
                 break
         return None
 
-    def lead(self) -> list[int]:
-        """Tokens every output must begin with (``full``: the opening tag the grammar forces), which
-        sampling can prefill with the prompt instead of decoding one by one; [] when none."""
+    def lead(self, max_new_tokens: int | None = None) -> list[int]:
+        """Tokens every output must begin with, which sampling can prefill with the prompt instead of
+        decoding one by one; [] when none. ``full``: the opening tag the grammar forces. ``answer``:
+        the opening tag too when the budget forces it from the first token (``max_new_tokens`` within
+        the answer's reserve, or a reasoning budget of 0: every row would be made to open it at once)."""
+        if self.mode == "answer":
+            forced_now = max_new_tokens is not None and (max_new_tokens <= self.reserve or self.reasoning_budget == 0)
+            return list(self.open_ids) if forced_now else []
         if self.mode != "full":
             return []
         m = self._engine.matcher()
@@ -253,6 +258,8 @@ class ConstrainedBatch:
         """Take the forced opening ``lead`` (:meth:`Constrainer.lead`) as already sampled by every row:
         its masks (one allowed token each) are returned, its tokens fed to the row states."""
         masks = []
+        if lead and self.c.mode == "answer":  # the budget's opening, made at once for every row
+            self.stats.budget_forced += int((~done).sum())
         for tok in lead:
             bits = torch.zeros_like(self.bits)
             bits[:, tok // 32] = -(2**31) if tok % 32 == 31 else 1 << (tok % 32)

@@ -271,7 +271,7 @@ def generate(
             from rlvr.decoding.constrain import GrammarLogitsProcessor
 
             processor = GrammarLogitsProcessor(constrain, n, max_new_tokens)
-            lead = constrain.lead()[: max_new_tokens - 1]  # forced for every row: prefilled with the prompts
+            lead = constrain.lead(max_new_tokens)[: max_new_tokens - 1]  # forced for every row: prefilled
         pre_ids, pre_mask = prompt_ids, prompt_mask
         if lead:
             lead_t = torch.tensor(lead, device=device).expand(n, -1)
