@@ -96,3 +96,14 @@ def test_refusals_before_any_training(tmp_path: Path, extra: list[str], why: str
     data = str(_traces(tmp_path, 4))
     r = runner.invoke(app, ["sft", str(tmp_path / "o"), *[data if x == "TRACES" else x for x in extra]])
     assert r.exit_code == 2 and why in _flat(r.output), r.output
+
+
+def test_the_tiny_warm_up_still_works_without_model_or_data(tmp_path: Path) -> None:
+    out = tmp_path / "warm"
+    r = runner.invoke(app, ["sft", str(out), "--steps", "20", "--target", "0.99"])
+    assert r.exit_code == 0, r.output
+    assert "sft: 20 steps" in _flat(r.output) and "held-out greedy accuracy" in _flat(r.output)
+    from rlvr.models.load import load_model
+
+    model, tok = load_model(str(out))  # a from_pretrained folder the training configs can name
+    assert model.config.model_type == "qwen2" and tok.eos_token_id is not None
