@@ -166,6 +166,16 @@ def load_model(cfg: ModelConfig | str, seed: int = 0, device: Any = None) -> tup
     return model, tok
 
 
+def _checkpoint(p: Path) -> Path | None:
+    """The rlvr training checkpoint ``p`` names: one ``step-N`` folder, or a run's ``checkpoints``
+    folder (its latest); None when it is not one."""
+    from rlvr.grpo.checkpoint import latest
+
+    if (p / "state.pt").exists():
+        return p
+    return latest(p.parent) if p.name == "checkpoints" else None
+
+
 def model_source(spec: str) -> str:
     """What ``from_pretrained`` (or :func:`load_model`) takes for a model named the way a user has it:
     a run folder stands for its final ``model/``; anything else is itself.
@@ -176,7 +186,7 @@ def model_source(spec: str) -> str:
     p = Path(spec)
     if p.is_dir() and (p / "model" / "config.json").exists():
         return str(p / "model")
-    if (p / "state.pt").exists() or (p.name == "checkpoints" and (p / "latest").exists()):
+    if _checkpoint(p) is not None:
         raise ConfigError(f"{spec}: an rlvr training checkpoint; fine-tune from the run's final model "
                           f"({p.parent.parent / 'model'}) or a from_pretrained folder")
     return spec
@@ -198,27 +208,22 @@ def load_for_inference(spec: str, *, device: Any = None) -> tuple[Any, Any, str]
     from rlvr.models.device import resolve_device
 
     dev = resolve_device(device) if isinstance(device, str) else device
-    p = Path(spec)
-    if p.is_dir() and (p / "model" / "config.json").exists():
-        model, tok = load_model(ModelConfig(name=str(p / "model"), dtype="float32"), device=dev)
-        return model, tok, f"{p / 'model'} (the run's final model)"
-    ckpt = p if (p / "state.pt").exists() else None
-    if ckpt is None and p.name == "checkpoints" and (p / "latest").exists():
-        ckpt = p / (p / "latest").read_text().strip()
-    if ckpt is not None:
-        import torch
+    ckpt = _checkpoint(Path(spec))
+    if ckpt is None:
+        source = model_source(spec)
+        model, tok = load_model(ModelConfig(name=source), device=dev)
+        return model, tok, f"{source} (the run's final model)" if source != spec else spec
+    import torch
 
-        from rlvr.config import load_config
+    from rlvr.config import load_config
 
-        run = ckpt.parent.parent
-        if not (run / "config.yaml").exists():
-            raise ConfigError(f"{ckpt}: an rlvr checkpoint, but {run / 'config.yaml'} (its run's config) is missing")
-        cfg = load_config(run / "config.yaml", [])
-        model, tok = load_model(cfg.model, cfg.run.seed)
-        state = torch.load(ckpt / "state.pt", weights_only=False, map_location="cpu")
-        model.load_state_dict(state["model"])
-        if dev is not None:
-            model = model.to(dev)
-        return model, tok, f"{ckpt} (step {state.get('step')} of {run})"
-    model, tok = load_model(ModelConfig(name=spec), device=dev)
-    return model, tok, spec
+    run = ckpt.parent.parent
+    if not (run / "config.yaml").exists():
+        raise ConfigError(f"{ckpt}: an rlvr checkpoint, but {run / 'config.yaml'} (its run's config) is missing")
+    cfg = load_config(run / "config.yaml", [])
+    model, tok = load_model(cfg.model, cfg.run.seed)
+    state = torch.load(ckpt / "state.pt", weights_only=False, map_location="cpu")
+    model.load_state_dict(state["model"])
+    if dev is not None:
+        model = model.to(dev)
+    return model, tok, f"{ckpt} (step {state.get('step')} of {run})"
