@@ -136,7 +136,6 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
               lora_r: int | None, dtype: str, device: str, gradient_checkpointing: bool, save_every: int,
               resume: bool, target: float | None, seed: int) -> None:
     """Any model on prompt/completion rows (see the module docstring)."""
-    import torch
     from pydantic import ValidationError
 
     from rlvr.cli.app import abort, console
@@ -145,6 +144,7 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
     from rlvr.data.datasets import load_samples
     from rlvr.data.sft_rows import load_sft_rows
     from rlvr.errors import ConfigError, DataError
+    from rlvr.grpo import checkpoint
     from rlvr.grpo.evaluate import greedy_eval
     from rlvr.grpo.trainer import setup_torch
     from rlvr.models.device import lean_paths
@@ -155,20 +155,18 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
     settings = _settings(model=model, data=data, eval=eval_data, eval_share=eval_share, steps=steps, epochs=epochs,
                          batch_size=batch_size, lr=lr, max_len=max_len, lora_r=lora_r, dtype=dtype, seed=seed)
     record = out / SETTINGS_FILE
-    ckpts = out / "checkpoints"
+    previous = json.loads(record.read_text()) if record.exists() else {}
     if out.exists() and any(out.iterdir()):
         if not resume:
             abort(f"{out} is not empty: pass --resume to continue it, or choose another folder")
-        if record.exists():
-            before = json.loads(record.read_text())
-            changed = {k: (before.get("settings", {}).get(k), v) for k, v in settings.items()
-                       if before.get("settings", {}).get(k) != v}
-            if changed:
-                abort(f"--resume with other settings than {record}: " + ", ".join(
-                    f"{k} {a!r} -> {b!r}" for k, (a, b) in changed.items()))
-            if before.get("finished"):
-                console.print(f"{out}: finished already ({record}); nothing to do")
-                return
+        changed = {k: (previous["settings"].get(k), v) for k, v in settings.items()
+                   if previous and previous["settings"].get(k) != v}
+        if changed:
+            abort(f"--resume with other settings than {record}: " + ", ".join(
+                f"{k} {a!r} -> {b!r}" for k, (a, b) in changed.items()))
+        if previous.get("finished"):
+            console.print(f"{out}: finished already ({record}); nothing to do")
+            return
     try:
         rows = load_sft_rows(data)
         if eval_data:
@@ -193,13 +191,11 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
         net, tok = load_model(cfg, seed, device=device)
     except ConfigError as e:
         abort(str(e))
-    state, previous = None, json.loads(record.read_text()) if record.exists() else {}
-    if resume and (ckpts / "latest").exists():
-        saved = torch.load(ckpts / (ckpts / "latest").read_text().strip() / "state.pt", map_location="cpu",
-                           weights_only=False)
-        net.load_state_dict(saved.pop("model"), strict=False)
-        state = saved
-        console.print(f"resuming from step {state['step']} ({ckpts / (ckpts / 'latest').read_text().strip()})")
+    state = None
+    if resume and (ckpt := checkpoint.latest(out)) is not None:
+        state = checkpoint.load(ckpt, map_location="cpu")
+        net.load_state_dict(state.pop("model"), strict=False)
+        console.print(f"resuming from step {state['step']} ({ckpt})")
     out.mkdir(parents=True, exist_ok=True)
     figures: dict[str, Any] = {"settings": settings, "train_rows": len(train_rows), "held_out": len(held),
                                "steps": steps, "lr": lr, "finished": False}
@@ -213,16 +209,10 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
         net.train()
         return r
 
-    def checkpoint(step: int, st: dict[str, Any]) -> None:
+    def save(step: int, st: dict[str, Any]) -> None:
         trained = {k: v for k, v in net.state_dict().items()
                    if not lora_r or "lora_" in k}  # LoRA: only the adapters change
-        d = ckpts / f"step-{step}"
-        d.mkdir(parents=True, exist_ok=True)
-        torch.save({"model": trained, **st}, d / "state.pt")
-        (ckpts / "latest").write_text(d.name)
-        for old in ckpts.glob("step-*"):
-            if old != d:
-                shutil.rmtree(old, ignore_errors=True)
+        checkpoint.save(out, step, {"model": trained, **st}, keep=1)
 
     before = evaluate() if state is None else previous.get("before")
     figures["before"] = before
@@ -241,7 +231,7 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
                       eval_rows=held if every else None, eval_every=every or max(1, steps // 20),
                       eval_tokens=eval_tokens, target_accuracy=target, completion_of=completion_field,
                       warmup_steps=max(1, min(50, steps // 10)), max_len=max_len, on_eval=on_step, state=state,
-                      checkpoint=checkpoint, checkpoint_every=save_every)
+                      checkpoint=save, checkpoint_every=save_every)
         bar.update(t, completed=steps)
     after = evaluate()
     if lora_r:
@@ -251,6 +241,6 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
     figures.update(before=before, after=after, evals=res["evals"], loss=res["loss"], seconds=res["seconds"],
                    trained_steps=res["steps"], finished=True)
     record.write_text(json.dumps(figures, indent=1))
-    shutil.rmtree(ckpts, ignore_errors=True)
+    shutil.rmtree(out / "checkpoints", ignore_errors=True)
     acc = (f", held-out accuracy {before['accuracy']:.3f} -> {after['accuracy']:.3f}" if before and after else "")
     console.print(f"sft: {res['steps']} steps, {res['seconds']:.0f} s, final loss {res['loss']:.3f}{acc} -> {out}")
