@@ -54,15 +54,17 @@ def measure_model(spec: str, cfg: PipelineConfig) -> dict[str, Any]:
 def sampled(traces: Path, k: int | None) -> dict[str, Any]:
     """pass@1, pass@K and kept rows of a sample stage's traces (all tasks together)."""
     from rlvr.data.jsonl import complete_rows
+    from rlvr.traces import summarize
 
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in complete_rows(traces):
         groups[r.get("prompt_id", "")].append(r)
-    n = sum(map(len, groups.values()))
-    ok = [sum((r.get("verdict") or {}).get("status") == "correct" for r in g) for g in groups.values()]
-    return {"prompts": len(groups), "completions": n, "k": k or (n // max(len(groups), 1)),
-            "pass_at_1": sum(ok) / max(n, 1), "pass_at_k": sum(x > 0 for x in ok) / max(len(groups), 1),
-            "kept": sum(bool(r.get("kept")) for g in groups.values() for r in g)}
+    per_task = summarize(groups.values()).values()
+    prompts, n = sum(t.prompts for t in per_task), sum(t.completions for t in per_task)
+    return {"prompts": prompts, "completions": n, "k": k or (n // max(prompts, 1)),
+            "pass_at_1": sum(t.correct for t in per_task) / max(n, 1),
+            "pass_at_k": sum(t.solved_prompts for t in per_task) / max(prompts, 1),
+            "kept": sum(t.kept for t in per_task)}
 
 
 def run_pipeline(cfg: PipelineConfig, *, echo: Callable[[str], None] = print,
