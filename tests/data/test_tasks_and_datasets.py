@@ -92,3 +92,28 @@ def test_datasets_folder_and_errors(tmp_path):
         rows_to_samples([{"x": 1}])
     with pytest.raises(DataError, match="no such file"):
         load_samples(tmp_path / "nope.jsonl")
+
+
+@pytest.mark.parametrize("spec,why", [
+    ("task:addition?size=abc", "size must be a positive integer"),
+    ("task:addition?size=0", "size must be a positive integer"),
+    ("task:addition?seed=1.5", "seed an integer"),
+    ("task:addition?split=dev", "split must be train or test"),
+    ("task:nope", "no synthetic task 'nope'"),
+    ("task:addition?max_digits=3", "max_digits"),
+])
+def test_a_bad_synthetic_spec_is_a_data_error_naming_it(spec: str, why: str) -> None:
+    from rlvr.data.datasets import load_samples
+    from rlvr.errors import DataError
+
+    with pytest.raises(DataError, match=why):
+        load_samples(spec)
+
+
+def test_synthetic_specs() -> None:
+    from rlvr.data.datasets import load_samples
+
+    rows = load_samples("task:addition?size=5&seed=2&max_operand=9")
+    assert len(rows) == 5 and all(int(s.gold) <= 18 for s in rows)
+    held = {s.id for s in load_samples("task:addition?split=test&size=25&max_operand=9")}
+    assert len(held) == 25 and not held & {s.id for s in load_samples("task:addition?size=300&max_operand=9")}

@@ -138,16 +138,15 @@ def synthetic(spec: str) -> list[Sample]:
     task (``task:addition?size=64``; default 100 rows, seed 0), e.g. prompts for ``rlvr sample``.
     ``split=test``: the held-out rows ``rlvr train`` evaluates on (addition's fixed held-out pairs,
     which its training stream never draws; for the other tasks the warm-up's seed-1234 stream)."""
-    from urllib.parse import parse_qsl
-
-    from rlvr.data.reasoning_gym import _value
+    from rlvr.data.specs import split_spec
     from rlvr.data.tasks import EVAL_SEED, TASKS, addition_eval
 
-    name, _, query = spec.removeprefix("task:").partition("?")
+    name, opts = split_spec(spec, "task:")
     if name not in TASKS:
         raise DataError(f"{spec}: no synthetic task {name!r}; choose one of {', '.join(TASKS)}")
-    opts = {k: _value(v) for k, v in parse_qsl(query)}
-    size, seed, split = int(opts.pop("size", 100)), int(opts.pop("seed", 0)), str(opts.pop("split", "train"))
+    size, seed, split = opts.pop("size", 100), opts.pop("seed", 0), opts.pop("split", "train")
+    if not (type(size) is int and size > 0 and type(seed) is int):
+        raise DataError(f"{spec}: size must be a positive integer and seed an integer")
     if split not in ("train", "test"):
         raise DataError(f"{spec}: split must be train or test")
     try:

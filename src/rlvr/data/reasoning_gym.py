@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import parse_qsl
 
+from rlvr.data.specs import split_spec
 from rlvr.data.tasks import Sample
 from rlvr.errors import DataError
 
@@ -25,18 +25,6 @@ SCHEME = "reasoning-gym:"
 TASK = "reasoning_gym"
 #: rlvr's answer format, asked for after the dataset's own question.
 INSTRUCTION = "Give your final answer inside <answer></answer> tags."
-
-
-def _value(text: str) -> Any:
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
 
 
 def parse_spec(spec: str) -> tuple[list[str], dict[str, Any]]:
@@ -47,10 +35,9 @@ def parse_spec(spec: str) -> tuple[list[str], dict[str, Any]]:
     """
     if not spec.startswith(SCHEME):
         raise DataError(f"{spec!r} is not a reasoning-gym source ({SCHEME}<dataset>?size=N&seed=S)")
-    name, _, query = spec[len(SCHEME):].partition("?")
+    name, opts = split_spec(spec, SCHEME)
     if not name:
         raise DataError(f"{spec!r}: name a dataset, e.g. {SCHEME}chain_sum?size=100&seed=0")
-    opts = {k: _value(v) for k, v in parse_qsl(query, keep_blank_values=True)}
     return [n.strip() for n in name.split(",") if n.strip()], opts
 
 
