@@ -65,20 +65,20 @@ def supports(model: Any, *, lora: bool = False) -> bool:
     cfg = getattr(model, "config", None)
     if cfg is None or getattr(cfg, "model_type", None) not in SUPPORTED:
         return False
-    wrapped = [m for n, m in core_model(model).named_modules() if hasattr(m, "lora_A")]
-    if hasattr(model, "peft_config") or wrapped:
-        if not lora or not all(_plain_lora(m) for m in wrapped):
-            return False  # adapters live in wrapped modules this path does not call
-        if any(hasattr(m, "lora_A") for m in (core_model(model).lm_head, core_model(model).model.embed_tokens)):
-            return False
-        model = core_model(model)
     sliding = getattr(cfg, "sliding_window", None) and cfg.model_type == "mistral"
     if getattr(cfg, "use_sliding_window", False) or sliding:
         return False
     if getattr(cfg, "hidden_act", "silu") != "silu" or getattr(cfg, "mlp_bias", False):
         return False
-    layer = model.model.layers[0]
-    return not hasattr(layer.self_attn, "q_norm")
+    core = core_model(model)
+    if hasattr(core.model.layers[0].self_attn, "q_norm"):
+        return False
+    wrapped = [m for m in core.modules() if hasattr(m, "lora_A")]
+    if not wrapped and not hasattr(model, "peft_config"):
+        return True
+    # adapters: only as merged weights, and only on the decoder layers' projections
+    return lora and all(map(_plain_lora, wrapped)) and not any(
+        hasattr(m, "lora_A") for m in (core.lm_head, core.model.embed_tokens))
 
 
 def _rms(x: torch.Tensor, eps: float) -> torch.Tensor:
