@@ -75,11 +75,11 @@ def sample(
         rows = load_samples(data, system_prompt=system_prompt,
                             on_bad=lambda msg: err_console.print(f"[yellow]{msg}[/]", soft_wrap=True))
         rows = rows[:limit] if limit else rows
+        if not rows:
+            abort(f"--data {data}: no usable rows")
         mdl, tok, what = load_for_inference(model, device=device)
     except (ConfigError, DataError) as e:
         abort(str(e))
-    if not rows:
-        abort(f"--data {data}: no usable rows")
     weights: dict[str, float] = {"accuracy": 1.0, "format": 0.0}
     if language_only:
         weights["language_consistency"] = 0.0

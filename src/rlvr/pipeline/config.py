@@ -84,12 +84,13 @@ class PipelineConfig(_Strict):
 
     @model_validator(mode="after")
     def _references(self) -> PipelineConfig:
+        names = {st.name for st in self.stages}
         seen: dict[str, str] = {}
         for s in self.stages:
             if s.name in seen:
                 raise ValueError(f"two stages are named {s.name!r}")
             for what, ref in (("model", s.model), ("data", s.data)):
-                if ref is None or ref not in {st.name for st in self.stages}:
+                if ref is None or ref not in names:
                     continue
                 if ref not in seen:
                     raise ValueError(f"stage {s.name!r}: {what} {ref!r} is a later stage; stages run in order")

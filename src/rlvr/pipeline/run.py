@@ -31,14 +31,19 @@ def start_model(cfg: PipelineConfig) -> str:
     return load_config(first.config, list(first.set)).model.name
 
 
-def measure_model(spec: str, cfg: PipelineConfig) -> dict[str, Any]:
-    """``spec`` on the pipeline's held-out set (:mod:`rlvr.pipeline.measure`)."""
+def held_out(cfg: PipelineConfig) -> list[Any]:
+    """The pipeline's held-out set (``eval.data``, its first ``eval.size`` rows)."""
     from rlvr.data.datasets import load_samples
+
+    held = load_samples(cfg.eval.data)
+    return held[: cfg.eval.size] if cfg.eval.size else held
+
+
+def measure_model(spec: str, cfg: PipelineConfig, held: list[Any]) -> dict[str, Any]:
+    """``spec`` on the held-out set ``held`` (:mod:`rlvr.pipeline.measure`)."""
     from rlvr.models.load import load_for_inference
     from rlvr.pipeline.measure import measure
 
-    held = load_samples(cfg.eval.data)
-    held = held[: cfg.eval.size] if cfg.eval.size else held
     model, tok, _ = load_for_inference(spec)
     out = measure(model, tok, held, max_new_tokens=cfg.eval.max_new_tokens)
     if cfg.eval.constrain != "none":
@@ -81,11 +86,12 @@ def run_pipeline(cfg: PipelineConfig, *, echo: Callable[[str], None] = print,
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     start = out / "start.json"
+    held = held_out(cfg)  # loaded once: every model is measured on these rows
     if not start.exists():
         spec = start_model(cfg)
         echo(f"measuring the starting model ({spec}) on {cfg.eval.data}")
-        start.write_text(json.dumps({"stage": f"start ({spec})", "kind": "model", "measured": measure_model(spec, cfg)},
-                                    indent=1))
+        begin = {"stage": f"start ({spec})", "kind": "model", "measured": measure_model(spec, cfg, held)}
+        start.write_text(json.dumps(begin, indent=1))
     records = [json.loads(start.read_text())]
     for i, stage in enumerate(cfg.stages, 1):
         done = finished(cfg, stage)
@@ -104,7 +110,7 @@ def run_pipeline(cfg: PipelineConfig, *, echo: Callable[[str], None] = print,
                                   "seconds": time.perf_counter() - t0}
         model = produced_model(cfg, stage)
         if model is not None:
-            record["measured"] = measure_model(model, cfg)
+            record["measured"] = measure_model(model, cfg, held)
         else:
             record["sampled"] = sampled(stage_dir(cfg, stage) / TRACES, stage.args.get("per_prompt"))
         mark_finished(cfg, stage, record)
