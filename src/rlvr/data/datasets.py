@@ -39,7 +39,8 @@ LAYOUTS: list[tuple[frozenset[str], Layout]] = [
     (frozenset({"body", "question", "answer"}),
      ("asdiv", lambda r: f"{r['body'].strip()} {r['question'].strip()}", lambda r: str(r["answer"]))),
 ]
-_GOLD_FIELDS = ("gold", "answer", "solution", "ground_truth", "target")
+#: Columns a gold answer is read from, in this order.
+GOLD_FIELDS = ("gold", "answer", "solution", "ground_truth", "target")
 
 
 def detect_layout(row: dict[str, Any]) -> Layout:
@@ -49,7 +50,7 @@ def detect_layout(row: dict[str, Any]) -> Layout:
         if fields <= keys:
             return layout
     if "prompt" in keys:
-        gold = next((f for f in _GOLD_FIELDS if f in keys), None)
+        gold = next((f for f in GOLD_FIELDS if f in keys), None)
         if gold is not None:
             return ("generic", lambda r: r["prompt"], lambda r, g=gold: str(r[g]))
     raise DataError(f"unknown row layout with fields {sorted(keys)}: expected one of "

@@ -9,9 +9,10 @@ Two layouts, told apart row by row:
 * **messages** (TRL's conversational layout): the last turn is the assistant's completion, every
   turn before it the prompt.
 
-The gold (``gold``, ``answer`` or ``solution``) and ``task`` are kept when present, so held-out rows
-can be verified. Any row that fits neither layout is an error naming the file and line: a training
-set must be whole (``rlvr sample`` writes whole ones).
+The gold (the first of ``gold``, ``answer``, ``solution``, ``ground_truth``, ``target``) and
+``task`` are kept when present, so held-out rows can be verified. Any row that fits neither layout
+is an error naming the file and line: a training set must be whole (``rlvr sample`` writes whole
+ones).
 """
 
 from __future__ import annotations
@@ -19,10 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rlvr.data.datasets import GOLD_FIELDS
 from rlvr.data.tasks import Sample
 from rlvr.errors import DataError
-
-GOLD_FIELDS = ("gold", "answer", "solution")
 
 
 def _messages(value: Any, where: str, what: str) -> list[dict[str, str]]:
