@@ -7,7 +7,7 @@ from typing import Any
 
 from rlvr.rewards.base import Reward, Scored, register
 from rlvr.rewards.verdicts import row_verdicts
-from rlvr.types import Status
+from rlvr.types import Status, Verdict
 from rlvr.verify.math.verifier import DEFAULT_TIMEOUT
 
 
@@ -55,6 +55,10 @@ class Accuracy(Reward):
             return self.bad_gold
         return self.undecided
 
+    def of(self, verdict: Verdict) -> float | None:
+        """The reward for one verdict (by its status; subclasses may read more of it)."""
+        return self.value(verdict.status)
+
     def _score(self, texts: list[str], columns: Mapping[str, Any]) -> list[Scored]:
         verdicts = row_verdicts(texts, columns, gold_field=self.gold_field, strict=self.strict, timeout=self.timeout)
-        return [Scored(self.value(v.status), v) for v in verdicts]
+        return [Scored(self.of(v), v) for v in verdicts]

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from rlvr.rewards.accuracy import Accuracy
-from rlvr.rewards.base import Scored, register
-from rlvr.rewards.verdicts import row_verdicts
-from rlvr.types import Status
+from rlvr.rewards.base import register
+from rlvr.types import Status, Verdict
 
 
 @register("partial_score")
@@ -18,10 +14,6 @@ class PartialScore(Accuracy):
 
     name = "partial_score"
 
-    def _score(self, texts: list[str], columns: Mapping[str, Any]) -> list[Scored]:
-        verdicts = row_verdicts(texts, columns, gold_field=self.gold_field, strict=self.strict, timeout=self.timeout)
-        out = []
-        for v in verdicts:
-            score = v.details.get("score") if v.status is Status.WRONG else None
-            out.append(Scored(float(score) if isinstance(score, int | float) else self.value(v.status), v))
-        return out
+    def of(self, verdict: Verdict) -> float | None:
+        score = verdict.details.get("score") if verdict.status is Status.WRONG else None
+        return float(score) if isinstance(score, int | float) else self.value(verdict.status)
