@@ -71,6 +71,44 @@ def test_lora_adapters_are_merged_into_the_decoders_weights_and_the_model_is_lef
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())  # nothing merged in place
 
 
+@pytest.mark.parametrize("arch", ["qwen2", "llama"])
+def test_several_tokens_per_row_in_one_step_match_the_models_forward(arch):
+    """Jump-forward feeds each row its own number of tokens in one step (the rest of the row's slots
+    masked); the logits after each row's last token are the model's own, and the cache grows when
+    the slots outrun its size."""
+    from rlvr.models.fast_decode import FastDecoder
+    from rlvr.models.tiny import build_model, build_tokenizer
+
+    torch.manual_seed(0)
+    tok = build_tokenizer()
+    model = build_model(tok, arch=arch, hidden=64, layers=2, heads=4, kv_heads=2 if arch == "llama" else None,
+                        seed=1).eval()
+    enc = tok(["Q: 1+2=", "Q: 123+456=", "Q: 7="], return_tensors="pt", padding=True)
+    ids, am = enc.input_ids, enc.attention_mask
+    seqs = torch.randint(4, len(tok), (3, 9))
+    chunks = [[1, 3, 1, 3], [2, 2, 2, 2], [4, 1, 1, 2]]  # row r is fed chunks[r][step] tokens at each step
+    dec = FastDecoder(model, batch=3, max_len=ids.shape[1] + 9)  # the steps write 12 slots per row
+    dec.prefill(ids, am)
+    seen, fed = [], [0, 0, 0]
+    for step in range(4):
+        counts = torch.tensor([chunks[r][step] for r in range(3)])
+        toks = torch.zeros(3, int(counts.max()), dtype=torch.long)
+        for r in range(3):
+            toks[r, : counts[r]] = seqs[r, fed[r] : fed[r] + counts[r]]
+            fed[r] += int(counts[r])
+        seen.append((list(fed), dec.step(toks, counts)))
+    assert dec.k[0].shape[0] > ids.shape[1] + 9  # grown
+    full = torch.cat([ids, seqs], 1)
+    mask = torch.cat([am, torch.ones_like(seqs)], 1)
+    with torch.no_grad():
+        ref = model(input_ids=full, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits
+    for at, logits in seen:
+        for r in range(3):
+            torch.testing.assert_close(logits[r], ref[r, ids.shape[1] - 1 + at[r]], atol=2e-5, rtol=1e-4)
+    # one token per row after that (the ninth) still matches
+    torch.testing.assert_close(dec.step(seqs[:, 8]), ref[:, -1], atol=2e-5, rtol=1e-4)
+
+
 def test_unsupported_models_are_refused():
     from rlvr.models.fast_decode import supports
 

@@ -234,7 +234,7 @@ class FastDecoder:
         ahead = next_pos + torch.arange(max(self.max_len - t, 1), device=ids.device)
         cos, sin = self.inner.rotary_emb(x[:1, :1].expand(self.batch, 1, -1), ahead)
         self._rope_ahead = (cos[:, :, None].to(self.dtype), signed_sin(sin)[:, :, None].to(self.dtype))  # [B, n, 1, D]
-        self._step = 0
+        self._pos = torch.zeros(self.batch, dtype=torch.long, device=ids.device)  # tokens each row has been fed
         return self._logits(x[:, -1])
 
     def keep(self, rows: torch.Tensor) -> None:
@@ -248,18 +248,49 @@ class FastDecoder:
         assert self._rope_ahead is not None, "call prefill first"
         cos, sin = self._rope_ahead
         self._rope_ahead = (cos[rows], sin[rows])
+        self._pos = self._pos[rows]
         self.batch = len(rows)
 
-    @torch.no_grad()
-    def step(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Append ``tokens [B]`` and return the logits ``[B, V]`` for the token after them."""
+    def _room(self, k: int) -> None:
+        """Make the cache hold ``k`` more slots: a multi-token step writes ``k`` slots for every row,
+        so slots can outrun the tokens a row was fed (the unused ones stay masked)."""
+        need = self.length + k
+        if need <= self.k[0].shape[0]:
+            return
+        extra = max(need, 2 * self.k[0].shape[0]) - self.k[0].shape[0]
+
+        def grow(t: torch.Tensor, fill: float) -> torch.Tensor:
+            return torch.cat([t, torch.full((extra, *t.shape[1:]), fill, dtype=t.dtype, device=t.device)])
+
+        self.k, self.v = [grow(t, 0.0) for t in self.k], [grow(t, 0.0) for t in self.v]
+        self.bias = grow(self.bias, float("-inf"))
+
+    def _rope_at(self, offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rotary tables at each row's position + ``offsets [K]``: ``[B, K, 1, D]`` each."""
         assert self._rope_ahead is not None, "call prefill first"
+        cos, sin = self._rope_ahead
+        at = (self._pos[:, None] + offsets).clamp(max=cos.shape[1] - 1)  # a row's unused slots: any position
+        rows = torch.arange(self.batch, device=at.device)[:, None]
+        return cos[rows, at], sin[rows, at]
+
+    @torch.no_grad()
+    def step(self, tokens: torch.Tensor, counts: torch.Tensor | None = None) -> torch.Tensor:
+        """Append ``tokens [B]`` and return the logits ``[B, V]`` for the token after them.
+
+        ``tokens [B, K]`` with ``counts [B]`` (1 <= count <= K) feeds row ``b`` its first ``counts[b]``
+        tokens in one forward (tokens decoding already knows, e.g. those a grammar forces) and
+        returns the logits after each row's last one; rows may then be at different positions.
+        """
+        if tokens.dim() == 2:
+            return self._step_many(tokens, counts if counts is not None else torch.full_like(tokens[:, 0],
+                                                                                             tokens.shape[1]))
         b, nq, nkv, hd = self.batch, self.n_heads, self.n_kv, self.head_dim
+        self._room(1)
         s = self.length
         self.bias[s] = 0.0
         bias = self.bias[: s + 1, :, None]  # [T, B*nkv, 1, 1]
-        cos, sin = self._rope_ahead
-        cos, sin = cos[:, self._step], sin[:, self._step]  # [B, 1, D]
+        cos, sin = self._rope_at(torch.zeros(1, dtype=torch.long, device=tokens.device))
+        cos, sin = cos[:, 0], sin[:, 0]  # [B, 1, D]
         x = self._embed(tokens)  # [B, C]
         for i in range(len(self.layers)):
             q, k, v = self._qkv(i, x, cos, sin)  # [B, heads, D]
@@ -280,5 +311,48 @@ class FastDecoder:
             o = o.to(self.dtype)
             x = self._mlp(i, x, o.view(b, nq * hd))
         self.length = s + 1
-        self._step += 1
+        self._pos += 1
         return self._logits(x)
+
+    def _step_many(self, tokens: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+        """:meth:`step` for ``K`` tokens per row: ``K`` cache slots for every row, a row's slots past
+        its count masked for good; each query sees the cache and the new slots up to its own."""
+        b, k = tokens.shape
+        nq, nkv, hd = self.n_heads, self.n_kv, self.head_dim
+        g = nq // nkv
+        dev = tokens.device
+        self._room(k)
+        s = self.length
+        j = torch.arange(k, device=dev)
+        valid = j[None, :] < counts[:, None]  # [B, K]
+        self.bias[s : s + k] = torch.where(valid, 0.0, float("-inf")).t().repeat_interleave(nkv, 1)[..., None]
+        t = s + k
+        # query j sees the cache and new slots s..s+j (each row's own validity is in the bias)
+        causal = torch.zeros(k, t, device=dev)
+        causal[:, s:] = torch.full((k, k), float("-inf"), device=dev).triu(1)
+        bias = self.bias[:t, :, 0].t()[:, None, None, :] + causal[None, :, None, :]  # [B*nkv, K, 1, T]
+        # the projections and the MLP run on the real tokens only (packed); attention on the [B, K] grid
+        cos, sin = (c_[valid] for c_ in self._rope_at(j))  # [M, 1, D]
+        x = self._embed(tokens[valid])  # [M, C]
+        for i in range(len(self.layers)):
+            q, kk, v = self._qkv(i, x, cos, sin)  # [M, heads, D]
+            grid = []
+            for new, heads in ((q.to(self.k[i].dtype), nq), (kk, nkv), (v.to(kk.dtype), nkv)):
+                full = new.new_zeros(b, k, heads, hd)
+                full[valid] = new
+                grid.append(full)
+            q_g, k_g, v_g = grid
+            self.k[i][s:t] = k_g.transpose(0, 1).reshape(k, b * nkv, hd)
+            self.v[i][s:t] = v_g.transpose(0, 1).reshape(k, b * nkv, hd)
+            keys, values = self.k[i][:t], self.v[i][:t]  # [T, B*nkv, D]
+            qh = q_g.view(b, k, nkv, g, hd).permute(0, 2, 1, 3, 4).reshape(b * nkv, k * g, hd)
+            with torch.autocast(keys.device.type, enabled=False):
+                scores = torch.bmm(qh, keys.permute(1, 2, 0)).view(b * nkv, k, g, t)
+                p = torch.softmax(scores.mul_(self.scale).add_(bias), -1).view(b * nkv, k * g, t)
+                o = torch.bmm(p, values.transpose(0, 1))  # [B*nkv, K*g, D]
+            o = o.view(b, nkv, k, g, hd).permute(0, 2, 1, 3, 4).reshape(b, k, nq * hd)[valid].to(self.dtype)
+            x = self._mlp(i, x, o)
+        self.length = t
+        self._pos += counts
+        last = counts.cumsum(0) - 1  # each row's last real token among the packed ones
+        return self._logits(x[last])
