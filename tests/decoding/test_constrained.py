@@ -301,10 +301,58 @@ def test_an_opening_the_budget_forces_at_once_is_prefilled_with_the_same_samples
     assert torch.equal(fast.bitmask, slow.bitmask)
     # the same counts; the prefilled tokens' logits are never computed, so the mass the masks removed
     # and the argmax changes are measured over the decoded steps only (as under full)
-    drop = {"decoding/masked_mass", "decoding/mask_changed_argmax"}
+    drop = {"decoding/masked_mass", "decoding/mask_changed_argmax", "decoding/stop_blocked_frac",
+            "decoding/jumped_frac"}
     got, want = fast.decode_stats.metrics(), slow.decode_stats.metrics()
     assert {k: v for k, v in got.items() if k not in drop} == {k: v for k, v in want.items() if k not in drop}
     assert got["decoding/budget_forced_frac"] == 1.0
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["lean decoder", "model forward"])
+@pytest.mark.parametrize("mode, max_new", [("answer", 20), ("answer", 40), ("full", 40)])
+def test_jump_forward_gives_the_samples_and_masks_of_token_by_token_decoding(tiny, mode, max_new, fast) -> None:
+    """Forced tokens (the budget's opening, the grammar's closing, the final stop) are taken without a
+    forward each and fed with the sampled token before them: the same tokens, masks, log-probs and
+    generator state as decoding them one by one, in fewer forwards."""
+    import rlvr.grpo.rollout as rollout
+    from rlvr.models import fast_decode
+
+    model, tok = tiny
+    c = Constrainer(tok, model.config.vocab_size, mode=mode, answer="math")
+    prompts = [tok.encode(f"Q: {a}+{b}=") for a, b in [(1, 2), (12, 34), (7, 8), (55, 5)]]
+    out = {}
+    for jump in (True, False):
+        g = torch.Generator().manual_seed(3)
+        forwards = []
+        with pytest.MonkeyPatch.context() as mp:
+            for cls in (fast_decode.FastDecoder, rollout._HFStepper):
+                mp.setattr(cls, "step", lambda self, tokens, counts=None, _f=cls.step, _log=forwards: (
+                    _log.append(tokens.shape[-1] if tokens.dim() == 2 else 1), _f(self, tokens, counts))[1])
+            b = generate(model, tok, prompts, group_size=4, max_new_tokens=max_new, constrain=c, generator=g,
+                         fast=fast, jump=jump)
+        out[jump] = (b, torch.rand(1, generator=g), forwards)
+    (a, ga, fa), (b, gb, fb) = out[True], out[False]
+    assert torch.equal(a.completion_ids, b.completion_ids) and a.texts == b.texts
+    assert torch.equal(a.bitmask, b.bitmask) and torch.equal(a.completion_mask, b.completion_mask)
+    torch.testing.assert_close(a.logprobs, b.logprobs, atol=1e-5, rtol=0)
+    assert torch.equal(ga, gb)  # the generator ends where token-by-token decoding leaves it
+    sa, sb = a.decode_stats, b.decode_stats
+    assert (sa.tokens, sa.masked, sa.forced, sa.budget_forced) == (sb.tokens, sb.masked, sb.forced, sb.budget_forced)
+    assert sb.jumped == len(c.lead(max_new)) * a.completion_ids.shape[0] < sa.jumped  # only the prefill, or more
+    assert len(fa) < len(fb) and set(fb) == {1}  # fewer forwards; token by token, one token each
+    if mode == "answer" and max_new > c.reserve:  # the budget opens answers mid-way: fed in one forward
+        assert max(fa) > 1
+
+
+def test_single_token_masks_are_found_in_every_bit_of_a_word() -> None:
+    from rlvr.decoding.constrain import _single_token
+
+    words = 3
+    rows = [pack_bits(words, [t]) for t in (0, 31, 32, 63, 95)] + [pack_bits(words, [1, 2]),
+                                                                   pack_bits(words, [5, 40]),
+                                                                   torch.zeros(words, dtype=torch.int32),
+                                                                   pack_bits(words, [7], allow=False)]
+    assert _single_token(torch.stack(rows)) == [0, 31, 32, 63, 95, -1, -1, -1, -1]
 
 
 def test_under_full_the_demo_format_reward_is_flat_at_one(tmp_path) -> None:

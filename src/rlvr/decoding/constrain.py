@@ -77,16 +77,21 @@ class DecodeStats:
     unclosable: int = 0  # rows whose answer no short completion could close (truncated inside it)
     broken: int = 0  # rows the grammar could not follow (left unconstrained)
     rows: int = 0
+    jumped: int = 0  # forced tokens taken without a forward of their own (jump-forward: no logits seen)
 
     def metrics(self) -> dict[str, float]:
-        """``decoding/...`` metrics for the step's log."""
+        """``decoding/...`` metrics for the step's log. What the masks changed in the policy's choices
+        (``mask_changed_argmax``, ``masked_mass``) is measured where the logits were computed: jumped
+        tokens (forced, taken without a forward of their own) are left out of those two."""
+        seen = self.tokens - self.jumped
+        seen_masked = self.masked - self.jumped
         return {
             "decoding/masked_frac": self.masked / self.tokens if self.tokens else 0.0,
             "decoding/forced_frac": self.forced / self.tokens if self.tokens else 0.0,
-            "decoding/mask_changed_argmax": (self.argmax_masked + self.stop_blocked) / self.tokens
-            if self.tokens else 0.0,
-            "decoding/stop_blocked_frac": self.stop_blocked / self.tokens if self.tokens else 0.0,
-            "decoding/masked_mass": self.masked_mass / self.masked if self.masked else 0.0,
+            "decoding/jumped_frac": self.jumped / self.tokens if self.tokens else 0.0,
+            "decoding/mask_changed_argmax": (self.argmax_masked + self.stop_blocked) / seen if seen else 0.0,
+            "decoding/stop_blocked_frac": self.stop_blocked / seen if seen else 0.0,
+            "decoding/masked_mass": self.masked_mass / seen_masked if seen_masked else 0.0,
             "decoding/budget_forced_frac": self.budget_forced / self.rows if self.rows else 0.0,
             "decoding/closed_forced_frac": self.closed_forced / self.rows if self.rows else 0.0,
             "decoding/unclosable": float(self.unclosable),
@@ -243,7 +248,10 @@ class ConstrainedBatch:
         self.tails = [""] * n
         self.in_think = [False] * n
         self.queue: list[list[int]] = [[] for _ in range(n)]
-        self.steps = 0
+        self.steps = 0  # calls of advance (lockstep decoding)
+        self.t = [0] * n  # tokens each row has taken (rows may differ once forced tokens are jumped)
+        self.pending: set[int] = set()  # rows whose mask at their position `jump` computed (in self.bits)
+        self.free_pending: set[int] = set()  # those of them whose only mask is "no stop token yet"
         self.stats = DecodeStats(rows=n)
         self.no_stop = pack_bits(c.words, c.stop_ids, allow=False)
         self.only_stop = pack_bits(c.words, c.stop_ids)
@@ -268,6 +276,7 @@ class ConstrainedBatch:
             self.stats.tokens += live
             self.stats.masked += live
             self.stats.forced += live
+            self.stats.jumped += live
             self.advance(torch.full((self.n,), tok, dtype=torch.long), done)
         return masks
 
@@ -285,16 +294,43 @@ class ConstrainedBatch:
         """Mask ``logits`` in place for this step; returns the packed masks ``[n, W]`` of every row
         (-1 = all allowed). ``logits`` holds the rows ``rows`` (all ``n`` when None: a decoder that
         drops ended rows passes the ones it still runs)."""
-        c, t = self.c, self.steps
-        left = self.max_new - t
-        budget = left <= c.reserve or (c.reasoning_budget is not None and t >= c.reasoning_budget)
         live = (~done).nonzero().squeeze(-1).tolist()
+        bits = torch.full((self.n, self.c.words), -1, dtype=torch.int32)
+        if not live:
+            return bits
+        pending = self.pending
+        todo = [i for i in live if i not in pending] if pending else live
+        free = set(self.row_bits(todo)[1]) if todo else set()
+        if pending:  # rows whose mask `jump` computed already (in self.bits)
+            free |= self.free_pending
+            self.pending, self.free_pending = set(), set()
+        bits[live] = self.bits[live]
+        # each row's place in ``logits``: itself, or its place among the rows still decoded
+        at = None if rows is None else {r: k for k, r in enumerate(rows.tolist())}
+        pos = (lambda idx: idx) if at is None else (lambda idx: [at[i] for i in idx])
+        self.stats.tokens += len(live)
+        free_rows = [i for i in live if i in free]
+        if free_rows:  # the only mask there is "no stop token yet": count when it overruled the policy
+            top = logits[pos(free_rows)].argmax(-1)
+            self.stats.stop_blocked += int(sum(int((top == s_).sum()) for s_ in self.c.stop_ids))
+        if rest := [i for i in live if i not in free]:
+            self._count(logits[pos(rest)], bits[rest])
+        self.engine.apply(logits, bits if rows is None else bits[rows])
+        return bits
+
+    def row_bits(self, live: list[int]) -> tuple[torch.Tensor, list[int]]:
+        """The masks of rows ``live`` at their positions (written to ``self.bits``, returned in that
+        order), and which of them are free reasoning (the only mask: no stop token yet). Opens an
+        answer the budget calls for and finishes one the length limit calls for (their tokens queued)."""
+        c = self.c
         queued, queued_tok, free, end, grammar, window = [], [], [], [], [], []
-        phase, queue, opened = self.phase, self.queue, self.opened
+        phase, queue, opened, tt = self.phase, self.queue, self.opened, self.t
         for i in live:
             ph = phase[i]
             if not queue[i]:
-                if budget and not opened[i] and (ph == FREE or (ph == ANSWER and self.in_think[i])):
+                left = self.max_new - tt[i]
+                if (not opened[i] and (ph == FREE or (ph == ANSWER and self.in_think[i]))
+                        and (left <= c.reserve or (c.reasoning_budget is not None and tt[i] >= c.reasoning_budget))):
                     queue[i] = self._open_answer(i)  # close the reasoning, open the answer
                     self.stats.budget_forced += 1
                 elif (ph == ANSWER and opened[i] and left <= c.horizon and not self.closing[i]
@@ -310,7 +346,7 @@ class ConstrainedBatch:
             elif ph == END:
                 end.append(i)
         bits = self.bits
-        bits.fill_(-1)
+        bits[live] = -1
         if free:
             bits[free] = self.no_stop
         if end:
@@ -333,18 +369,46 @@ class ConstrainedBatch:
                         q = self.queue[i][0]
                         bits[i] = 0
                         bits[i, q // 32] = -(2**31) if q % 32 == 31 else 1 << (q % 32)
-        if live:
-            # each row's place in ``logits``: itself, or its place among the rows still decoded
-            at = None if rows is None else {r: k for k, r in enumerate(rows.tolist())}
-            pos = (lambda idx: idx) if at is None else (lambda idx: [at[i] for i in idx])
-            self.stats.tokens += len(live)
-            if free:  # the only mask there is "no stop token yet": count when it overruled the policy
-                top = logits[pos(free)].argmax(-1)
-                self.stats.stop_blocked += int(sum(int((top == s_).sum()) for s_ in c.stop_ids))
-            if rest := queued + grammar + end:
-                self._count(logits[pos(rest)], bits[rest])
-            self.engine.apply(logits, bits if rows is None else bits[rows])
-        return bits.clone()
+        return bits[live], free
+
+    def jump(self, rows: list[int], room: list[int]) -> list[tuple[list[int], list[int], torch.Tensor]]:
+        """Jump-forward: the tokens each of ``rows`` is forced to take next (its mask allows exactly one
+        token), at most ``room[k]`` for row ``rows[k]``, taken now (fed to the row states, counted as
+        forced tokens). Returned position by position: ``(rows, tokens, masks [len(rows), W])``, each
+        row one token further per entry; a forced stop token ends a row's run. Decoding feeds them to
+        the model in one forward instead of one step each; the samples and masks are those of decoding
+        token by token. A row's first mask that is not forced is kept for the next :meth:`mask`."""
+        out = []
+        left = dict(zip(rows, room))
+        stops = set(self.c.stop_ids)
+        todo = [i for i in rows if left[i] > 0]
+        while todo:
+            bits, free = self.row_bits(todo)
+            one = _single_token(bits)
+            free_set = set(free)
+            forced, toks, ks = [], [], []
+            for k, (i, tok) in enumerate(zip(todo, one)):
+                if tok < 0:  # a choice: self.bits[i] is the next step's mask
+                    self.pending.add(i)
+                    if i in free_set:
+                        self.free_pending.add(i)
+                else:
+                    forced.append(i)
+                    toks.append(tok)
+                    ks.append(k)
+            if not forced:
+                break
+            out.append((forced, toks, bits[ks]))
+            live = len(forced)
+            self.stats.tokens += live
+            self.stats.masked += live
+            self.stats.forced += live
+            self.stats.jumped += live
+            self.take(forced, toks)
+            for i in forced:
+                left[i] -= 1
+            todo = [i for i, tok in zip(forced, toks) if tok not in stops and left[i] > 0]
+        return out
 
     def _close_answer(self, i: int, left: int, force: bool = False) -> bool:
         """In the closing window: force the open answer's ending once it needs all but
@@ -382,19 +446,27 @@ class ConstrainedBatch:
 
     def advance(self, tokens: torch.Tensor, done: torch.Tensor) -> None:
         """Feed this step's sampled tokens to the row states (rows already done are skipped)."""
-        c = self.c
         toks, finished = tokens.tolist(), done.tolist()
+        rows = [i for i in range(self.n) if not finished[i]]
+        self.take(rows, [toks[i] for i in rows])
+        self.steps += 1
+
+    def take(self, rows: list[int], toks: list[int]) -> None:
+        """Feed token ``toks[k]`` to row ``rows[k]``'s state (each row one token further)."""
+        c = self.c
         track_all = c.mode == "full"  # the budget there needs to know whether the reasoning is open
         answering: list[int] = []
-        for i in range(self.n):
+        answer_toks: list[int] = []
+        for i, tok in zip(rows, toks):
+            self.t[i] += 1
             ph = self.phase[i]
-            if finished[i] or ph in (END, BROKEN):
+            if ph in (END, BROKEN):
                 continue
-            tok = toks[i]
             if self.queue[i] and self.queue[i][0] == tok:
                 self.queue[i].pop(0)
             if ph == ANSWER:
                 answering.append(i)
+                answer_toks.append(tok)
                 if self.opened[i]:
                     self.atail[i] = (self.atail[i] + (c.pieces[tok] if tok < len(c.pieces) else ""))[-len(c.close):]
             if ph == FREE or (track_all and not self.opened[i]):
@@ -421,14 +493,23 @@ class ConstrainedBatch:
                         self.matchers[i], self.phase[i], self.queue[i] = m, ANSWER, []
         if answering:
             ms = [self.matchers[i] for i in answering]
-            accepted = self.engine.accept(ms, [toks[i] for i in answering])
+            accepted = self.engine.accept(ms, answer_toks)
             for i, m, ok in zip(answering, ms, accepted):
                 if not ok:
                     self.phase[i], self.queue[i] = BROKEN, []
                     self.stats.broken += 1
                 elif self.engine.finished(m):
                     self.phase[i] = END
-        self.steps += 1
+
+
+def _single_token(bits: torch.Tensor) -> list[int]:
+    """Per packed mask row: its one allowed token, or -1 when it allows none or several."""
+    nonzero = bits != 0
+    word = nonzero.int().argmax(-1)
+    w = bits.gather(-1, word[:, None]).squeeze(-1).long() & 0xFFFFFFFF
+    one = (nonzero.sum(-1) == 1) & ((w & (w - 1)) == 0)
+    bit = torch.log2(w.clamp(min=1).double()).long()  # exact for a power of two
+    return torch.where(one, word.long() * 32 + bit, -1).tolist()
 
 
 def from_config(decoding: Any, tokenizer: Any, vocab_size: int, rewards: Any = None) -> Constrainer | None:

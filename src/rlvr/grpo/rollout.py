@@ -210,14 +210,21 @@ class _HFStepper:
         return out.logits[:, -1].float()
 
     @torch.no_grad()
-    def step(self, tokens: torch.Tensor) -> torch.Tensor:
+    def step(self, tokens: torch.Tensor, counts: torch.Tensor | None = None) -> torch.Tensor:
+        """As :meth:`rlvr.models.fast_decode.FastDecoder.step`: ``tokens [B]``, or ``[B, K]`` with
+        ``counts`` (each row's first ``counts[b]`` are real, the rest masked out for good)."""
         assert self.mask is not None and self.next_pos is not None
-        self.mask = torch.cat([self.mask, torch.ones_like(self.mask[:, :1])], 1)
+        if tokens.dim() == 1:
+            tokens = tokens[:, None]
+        k = tokens.shape[1]
+        counts = counts if counts is not None else torch.full_like(tokens[:, 0], k)
+        ahead = torch.arange(k, device=tokens.device)
+        self.mask = torch.cat([self.mask, (ahead[None] < counts[:, None]).to(self.mask.dtype)], 1)
         with self.precision:
-            out = self.model(input_ids=tokens[:, None], attention_mask=self.mask, position_ids=self.next_pos,
+            out = self.model(input_ids=tokens, attention_mask=self.mask, position_ids=self.next_pos + ahead,
                              use_cache=True, **{self.key: self.cache})
-        self.next_pos = self.next_pos + 1
-        return out.logits[:, -1].float()
+        self.next_pos = self.next_pos + counts[:, None]
+        return out.logits[torch.arange(len(tokens), device=tokens.device), counts - 1].float()
 
 
 def generate(
@@ -234,6 +241,7 @@ def generate(
     fast: bool = True,
     constrain: Any = None,
     dtype: torch.dtype | None = None,
+    jump: bool = True,
 ) -> RolloutBatch:
     """Sample ``group_size`` completions for each tokenised prompt.
 
@@ -246,6 +254,11 @@ def generate(
             kept in the batch so training can apply them again).
         dtype: decode in this precision (``torch.bfloat16``: the lean decoder's bfloat16 weight copy,
             or the model's own forward under autocast); default the model's.
+        jump: under ``constrain``, jump forward: the tokens the masks force (one allowed token: an
+            opening or closing the budget makes, a grammar's fixed text, the final stop) are taken
+            without sampling and fed to the model together with the sampled token before them, one
+            forward for the run instead of one per token. The samples and masks are those of decoding
+            token by token (same draws); only the forced tokens' logits are never computed.
 
     Sampling runs under ``torch.inference_mode`` (less per-op bookkeeping than ``no_grad``); the
     returned tensors are copied out of it so training can use them.
@@ -266,11 +279,9 @@ def generate(
             prompt_ids[i, tp - len(p):] = torch.tensor(p)
             prompt_mask[i, tp - len(p):] = 1
         prompt_ids, prompt_mask = prompt_ids.to(device), prompt_mask.to(device)
-        processor, lead = None, []
-        if constrain is not None:  # a transformers LogitsProcessor: fed the growing ids, it masks the logits
-            from rlvr.decoding.constrain import GrammarLogitsProcessor
-
-            processor = GrammarLogitsProcessor(constrain, n, max_new_tokens)
+        state, lead = None, []
+        if constrain is not None:  # per-row grammar state: masks the logits, told each row's tokens
+            state = constrain.begin(n, max_new_tokens)
             lead = constrain.lead(max_new_tokens)[: max_new_tokens - 1]  # forced for every row: prefilled
         pre_ids, pre_mask = prompt_ids, prompt_mask
         if lead:
@@ -284,43 +295,82 @@ def generate(
         else:
             stepper = _HFStepper(model, dtype)
             logits = stepper.prefill(pre_ids, pre_mask)
-        # prompts and completions in one buffer: the logits processor reads the growing ids without copies
-        ids_buf = torch.full((n, tp + max_new_tokens), pad, dtype=torch.long, device=device)
-        ids_buf[:, :tp] = prompt_ids
-        out_tok = ids_buf[:, tp:]
+        out_tok = torch.full((n, max_new_tokens), pad, dtype=torch.long, device=device)
         out_lp = torch.zeros((n, max_new_tokens), device=device)
+        bits = None
         done = torch.zeros(n, dtype=torch.bool, device=device)
-        if processor is not None and lead:
-            out_tok[:, : len(lead)] = torch.tensor(lead, device=device)
-            processor.prime(tp, lead)
-            for _ in lead:  # the draws those steps would have made, so the samples after them are the same
-                if temperature > 0:
-                    torch.rand(n, 1, generator=generator, device=device)
-        steps = 0
+        pos = torch.full((n,), len(lead), dtype=torch.long, device=device)  # tokens each row has so far
+        if state is not None:
+            bits = torch.full((n, max_new_tokens, constrain.words), -1, dtype=torch.int32)
+            if lead:
+                out_tok[:, : len(lead)] = torch.tensor(lead, device=device)
+                bits[:, : len(lead)] = torch.stack(state.prime(lead, done), 1)
+        # One uniform per (token position, row), drawn position by position as decoding reaches it:
+        # the same draws as one torch.rand(n) per step, whichever step a row's token is sampled at.
+        draws = torch.zeros((max_new_tokens, n), device=device)
+        drawn = 0
+
+        def draw(upto: int) -> None:
+            nonlocal drawn
+            while drawn < upto and temperature > 0:
+                draws[drawn] = torch.rand(n, generator=generator, device=device)
+                drawn += 1
+
+        draw(len(lead))  # the draws the prefilled steps would have made
+        jumping = state is not None and jump
         # Rows that have ended are dropped from the lean decoder once they are at least COMPACT_AT of
         # the rows it still runs (one straggler then no longer costs a full batch per token). Draws are
-        # made for every row at every step, so the samples do not depend on when rows are dropped.
+        # per position, so the samples do not depend on when rows are dropped or jumped.
         compact = isinstance(stepper, FastDecoder)
         active = torch.arange(n, device=device)  # the rows the decoder still runs
-        for t in range(len(lead), max_new_tokens):
-            if processor is not None:  # told which rows the logits are, once ended ones were dropped
-                logits = processor.masked(ids_buf[:, : tp + t], logits, rows=active if len(active) < n else None)
-            u = torch.rand(n, 1, generator=generator, device=device) if temperature > 0 else None
-            tok, lp = _sample(logits, temperature, top_p, u[active] if u is not None else None)
+        while True:
+            at = pos[active]
+            if state is not None:  # told which rows the logits are, once ended ones were dropped
+                step_bits = state.mask(logits, done, rows=active if len(active) < n else None)
+                live = active[~done[active]]
+                bits[live, pos[live]] = step_bits[live]
+            draw(int(at[~done[active]].max()) + 1)  # the positions rows still going sample at
+            u = draws[at.clamp(max=max_new_tokens - 1), active][:, None] if temperature > 0 else None
+            tok, lp = _sample(logits, temperature, top_p, u)
             ended = done[active]  # rows still decoded after their end get the pad
             tok = tok.masked_fill(ended, pad)
-            out_tok[active, t] = tok
-            out_lp[active, t] = lp.masked_fill(ended, 0.0)
-            ended |= tok == eos
-            done[active] = ended
-            steps = t + 1
-            if bool(done.all()) or t == max_new_tokens - 1:
+            go = (~ended).nonzero().squeeze(1)
+            rows_go = active[go]
+            out_tok[rows_go, at[go]] = tok[go]
+            out_lp[rows_go, at[go]] = lp[go]
+            if state is not None:
+                state.take(rows_go.tolist(), tok[go].tolist())
+            pos[rows_go] += 1
+            done[rows_go] = (tok[go] == eos) | (pos[rows_go] >= max_new_tokens)
+            start = pos.clone()
+            if jumping:  # tokens the masks force next are taken now and fed in the same forward
+                nxt = rows_go[~done[rows_go]]
+                run = state.jump(nxt.tolist(), (max_new_tokens - pos[nxt]).tolist()) if len(nxt) else []
+                for rows_k, toks_k, bits_k in run:  # one position further for each of rows_k
+                    r, tk = torch.tensor(rows_k, device=device), torch.tensor(toks_k, device=device)
+                    out_tok[r, pos[r]] = tk
+                    bits[r, pos[r]] = bits_k
+                    pos[r] += 1
+                    done[r] = (tk == eos) | (pos[r] >= max_new_tokens)
+            if bool(done.all()):
                 break
+            ended = done[active]
             if compact and int(ended.sum()) >= COMPACT_AT * len(active):
                 keep = (~ended).nonzero().squeeze(1)
                 stepper.keep(keep)
                 tok, active = tok[keep], active[keep]
-            logits = stepper.step(tok)
+            # the sampled token, then the row's forced ones; a row that has ended needs no more (its forced
+            # closing tag and stop are never read)
+            extra = torch.where(done[active], 0, pos[active] - start[active])
+            k = 1 + int(extra.max())
+            if k == 1:
+                logits = stepper.step(tok)
+            else:
+                at = (start[active][:, None] + torch.arange(k - 1, device=device)).clamp(max=max_new_tokens - 1)
+                feed = torch.cat([tok[:, None], out_tok[active].gather(1, at)], 1)
+                logits = stepper.step(feed, 1 + extra)
+        steps = int(pos.max())
+        draw(steps)  # as many draws as decoding token by token makes: the generator ends in the same state
         out_tok, out_lp = out_tok[:, :steps].clone(), out_lp[:, :steps]
         # the mask covers sampled tokens up to and including the eos
         ended_before = torch.cumsum((out_tok == eos).long(), 1) - (out_tok == eos).long()
@@ -331,8 +381,8 @@ def generate(
         if was_training:
             model.train()
         b = RolloutBatch(prompt_ids, prompt_mask, out_tok, mask, out_lp * mask, finish, texts, policy_version,
-                         group_size, bitmask=torch.stack(processor.masks, 1) if processor is not None else None,
-                         decode_stats=processor.stats if processor is not None else None)
+                         group_size, bitmask=bits[:, :steps] if bits is not None else None,
+                         decode_stats=state.stats if state is not None else None)
     return RolloutBatch(b.prompt_ids.clone(), b.prompt_mask.clone(), b.completion_ids.clone(),
                         b.completion_mask.clone(), b.logprobs.clone(), b.finish, b.texts, b.policy_version,
                         b.group_size, b.versions, b.bitmask.clone() if b.bitmask is not None else None,
