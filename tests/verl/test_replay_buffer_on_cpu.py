@@ -53,9 +53,9 @@ def put_group(uid: str, index: int | None, texts: list[str], gold: str = "4", st
     return keys
 
 
-def buffer(tmp_path, refill, **failure) -> RlvrReplayBuffer:
+def buffer(tmp_path, refill, redraw_groups: bool = False, **failure) -> RlvrReplayBuffer:
     return RlvrReplayBuffer(trainer_mode="sync", trainer_config={}, max_off_policy_threshold=None,
-                            max_off_policy_strategy="drop",
+                            max_off_policy_strategy="drop", redraw_groups=redraw_groups,
                             sampler_kwargs={"rlvr": {"failure": {"quarantine": True, **failure}}},
                             poll_interval=0.01, refill_fn=refill, sync_refill_failed_groups=True, gen_batch_size=1,
                             train_batch_size=2, run_dir=tmp_path)
@@ -106,4 +106,60 @@ def test_trajectories_without_a_prompt_id_are_refused_while_quarantine_counts_by
     rb = buffer(tmp_path, refill=lambda n: n)
     with pytest.raises(ConfigError, match=r"trajectory u\d_0_0: its extra_info has no index"):
         rb.sample(global_steps=1, partition_id="train", batch_size=2)
+    rb.close()
+
+
+def _redrawing(rb_box: list, index: dict[str, int], attempts: dict[str, list[list[str]]]):
+    """verl's trainer's refill as rlvr's trainer makes it: a queued redraw submits the same prompt
+    again under a fresh uid (here: generated at once with the given texts)."""
+    def refill(n: int) -> int:
+        rb = rb_box[0]
+        for _ in range(n):
+            uid, attempt = rb.redraw.pop(0)
+            new = f"{uid}r{attempt}"
+            rb.redrawn(uid, new)
+            root = uid.split("r")[0]
+            index[new] = index[uid]
+            put_group(new, index[uid], attempts[root][attempt - 1])
+        return n
+    return refill
+
+
+def test_a_group_with_a_row_to_resample_is_generated_again_for_its_prompt(tmp_path):
+    index = {"u1": 1, "u2": 2}
+    box: list = []
+    rb = buffer(tmp_path, _redrawing(box, index, {"u1": [["<answer>4</answer>", "<answer>5</answer>"]]}),
+                redraw_groups=True)
+    box.append(rb)
+    put_group("u1", 1, ["<answer>4</answer>", ""])  # one empty (invalid) row
+    put_group("u2", 2, ["<answer>4</answer>", "<answer>3</answer>"])
+    batch, metrics = rb.sample(global_steps=1, partition_id="train", batch_size=2)
+    assert {k.split("_")[0] for k in batch.keys} == {"u1r1", "u2"}  # the prompt again, not a fresh one
+    masks = tq.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["response_mask"])["response_mask"]
+    assert all(int(m.sum()) == 6 for m in masks.unbind(0))  # nothing left to exclude
+    assert metrics["failure/resampled"] == 1.0 and metrics["failure/redrawn_groups"] == 1.0
+    assert metrics["causes/invalid"] == 0.0
+    rb.close()
+    lines = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    replaced = [r for r in lines if r.get("replaced")]
+    assert len(lines) == 6 and len(replaced) == 2 and {r["attempt"] for r in replaced} == {1}
+    assert sorted(r["cause"] for r in replaced) == ["correct", "invalid"]
+
+
+def test_redraws_stop_after_the_tries_and_quarantine_judges_the_first_attempt(tmp_path):
+    index = {"d1": 9, "ok": 3}
+    box: list = []
+    rb = buffer(tmp_path, _redrawing(box, index, {"d1": [["<answer>4</answer>", ""]]}), redraw_groups=True,
+                resample_tries=1, quarantine_consecutive=1)
+    box.append(rb)
+    put_group("d1", 9, ["", ""])  # the prompt's group died: redrawn once, still one invalid row
+    put_group("ok", 3, ["<answer>4</answer>", "<answer>2</answer>"])
+    batch, metrics = rb.sample(global_steps=1, partition_id="train", batch_size=2)
+    assert {k.split("_")[0] for k in batch.keys} == {"d1r1", "ok"}
+    masks = tq.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["response_mask"])["response_mask"]
+    kept = {k: int(m.sum()) for k, m in zip(batch.keys, masks.unbind(0), strict=True)}
+    assert kept["d1r1_1_0"] == 0 and kept["d1r1_0_0"] == 6  # out of tries: the invalid row is excluded
+    assert metrics["failure/excluded_rows"] == 1.0 and metrics["failure/redrawn_groups"] == 1.0
+    assert rb.fa.skip("9")  # the first attempt (every row invalid) is what quarantine counted
+    assert not rb.redraw and not rb._attempt and not rb._first  # nothing carried into the next step
     rb.close()

@@ -13,13 +13,9 @@ from rlvr.config import FailureConfig
 from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.step import FailureAware
 from rlvr.errors import DataError
+from rlvr.integrations.verl.replay import RlvrReplayBuffer
 from rlvr.integrations.verl.trainer import RlvrTrainer
 from rlvr.models.tiny import build_tokenizer
-
-
-class _Buffer:  # what the trainer reads of its replay buffer: the failure-aware step
-    def __init__(self, fa: FailureAware) -> None:
-        self.fa = fa
 
 
 def _trainer(tmp_path, rows: list[dict]) -> tuple[RlvrTrainer, FailureAware]:
@@ -32,8 +28,11 @@ def _trainer(tmp_path, rows: list[dict]) -> tuple[RlvrTrainer, FailureAware]:
     t.train_dataset = ds
     t.train_dataloader = StatefulDataLoader(ds, batch_size=1, shuffle=False, collate_fn=collate_fn)
     t.train_dataloader_it = None
-    fa = FailureAware(FailureConfig(quarantine_consecutive=1), group_size=4)
-    t.replay_buffer = _Buffer(fa)
+    t.config = OmegaConf.create({"data": {"train_batch_size": 2}})
+    t.replay_buffer = RlvrReplayBuffer(trainer_mode="sync", trainer_config={}, max_off_policy_threshold=None,
+                                       max_off_policy_strategy="drop", sampler_kwargs={}, refill_fn=lambda n: n,
+                                       sync_refill_failed_groups=True, gen_batch_size=1, train_batch_size=2)
+    fa = t.replay_buffer.fa = FailureAware(FailureConfig(quarantine_consecutive=1), group_size=4)
     return t, fa
 
 
@@ -72,3 +71,21 @@ def test_rows_without_a_prompt_id_are_refused_when_quarantine_counts_by_it(tmp_p
     assert check_row(row, "train.parquet, row 0", needs_id=False) == "4"
     t, _ = _trainer(tmp_path, [_row(7, "1+1")])
     assert check_row(t.train_dataset[0], "row 0", needs_id=True) == "4"
+
+
+def test_a_group_evicted_to_resample_gets_its_own_prompt_again_under_a_fresh_uid(tmp_path) -> None:
+    """The replay buffer queues a redrawn group's uid; the next fetch submits that uid's prompt again
+    (same prompt, a new uid, the attempt count carried over) before any fresh prompt."""
+    from rlvr.integrations.verl.trainer import _first
+
+    t, _ = _trainer(tmp_path, [_row(i, f"{i}+{i}") for i in range(4)])
+    b0, b1 = t._fetch_one_gen_batch(), t._fetch_one_gen_batch()
+    uid = _first(b1, "uid")
+    rb = t.replay_buffer
+    rb.redraw.append((uid, 1))
+    rb._attempt[uid] = 1
+    again = t._fetch_one_gen_batch()
+    assert _pid(again) == "1" and _first(again, "uid") not in (uid, _first(b0, "uid"))
+    assert _first(again, "raw_prompt") == _first(b1, "raw_prompt") and _first(b1, "uid") == uid  # b1 untouched
+    assert rb._attempt == {_first(again, "uid"): 1} and not rb.redraw
+    assert _pid(t._fetch_one_gen_batch()) == "2"  # then the stream goes on where it was

@@ -74,11 +74,14 @@ def view_of(row: Row) -> RolloutView:
                        info.get("completion", ""), row.version)
 
 
-def decide_rows(fa: FailureAware, rows: Sequence[Row], step: int) -> RowsDecision:
+def decide_rows(fa: FailureAware, rows: Sequence[Row], step: int,
+                first_causes: dict[str, Sequence[Cause]] | None = None) -> RowsDecision:
     """The failure-aware decision over a verl batch (``step``: verl's 1-based global step).
 
     Groups must all have the same size (verl's ``rollout.n``); a group verl padded or lost rows from
     is decided row by row (its rows' own admission; no group statistics, no quarantine count).
+    ``first_causes``: per uid of a group generated again for rows to resample, the causes of its
+    prompt's first attempt (quarantine judges those, as on every engine).
     """
     rows = list(rows)
     order: dict[str, list[int]] = {}
@@ -90,7 +93,15 @@ def decide_rows(fa: FailureAware, rows: Sequence[Row], step: int) -> RowsDecisio
         g = sizes.pop()
         perm = [i for ix in order.values() for i in ix]
         fa.group_size = g
-        d: Decision = fa.decide([views[i] for i in perm], step)
+        ordered = [views[i] for i in perm]
+        first = None
+        if first_causes:
+            first = fa.causes(ordered, step)
+            for k, ix in enumerate(order.values()):
+                earlier = first_causes.get(rows[ix[0]].uid)
+                if earlier is not None and len(earlier) == g:
+                    first[k * g : (k + 1) * g] = list(earlier)
+        d: Decision = fa.decide(ordered, step, first_causes=first)
         inv = torch.empty(len(perm), dtype=torch.long)
         inv[torch.tensor(perm)] = torch.arange(len(perm))
         causes = [d.causes[int(j)] for j in inv]

@@ -5,6 +5,13 @@ log-prob, reference or update work. :class:`RlvrReplayBuffer` is that buffer wit
 
 * groups of quarantined prompts are evicted as they finish and refilled (verl's own refill path), so
   they never reach training;
+* a finished group with rows to resample (``invalid``; ``truncated`` with ``exclude_truncated``) is
+  evicted and its prompt generated again, up to ``failure.resample_tries`` times (with rlvr's
+  trainer; as a custom sampler of verl's own trainer such rows are only excluded): verl's agent loop
+  makes a prompt's rows together, so the group is redrawn whole (each row of the new group is drawn
+  as a resampled row would be, from the same prompt; the cost is the group's other rows). The
+  prompt is queued in :attr:`RlvrReplayBuffer.redraw`, which rlvr's trainer fetches before fresh
+  prompts; the originals are logged as ``replaced`` and quarantine counts the first attempt's causes;
 * on the sampled batch, :class:`rlvr.diagnostics.step.FailureAware` decides from the causes the
   ``rlvr`` reward manager wrote (cold start, admission, quarantine counters, alarms, metrics);
 * excluded rows get an all-zero ``response_mask`` written back to TransferQueue, so they leave the
@@ -28,9 +35,10 @@ import torch
 import transfer_queue as tq
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 
-from rlvr.diagnostics.step import FailureAware
+from rlvr.diagnostics.causes import Cause
+from rlvr.diagnostics.step import FailureAware, RolloutView, rollout_record
 from rlvr.errors import ConfigError
-from rlvr.integrations.verl.batch import Row, decide_rows
+from rlvr.integrations.verl.batch import Row, decide_rows, view_of
 from rlvr.integrations.verl.settings import VerlSettings, prompt_key, settings_of
 
 _FIELDS = ["extra_fields", "extra_info", "response_mask", "data_source", "reward_model"]
@@ -54,12 +62,16 @@ class RlvrReplayBuffer(ReplayBuffer):
         rlvr: the validated ``rlvr`` section (rlvr's trainer passes it); otherwise it is read from
             ``sampler_kwargs["rlvr"]``.
         run_dir: the run folder (default ``rlvr.run_dir``).
+        redraw_groups: generate groups with rows to resample again (the refill then has to submit
+            :attr:`redraw` first: rlvr's trainer does, and turns this on). Off, such rows are only
+            excluded: verl's own trainer would refill with a fresh prompt instead.
         *args, **kwargs: verl's ``ReplayBuffer`` arguments.
     """
 
     def __init__(self, *args: Any, rlvr: VerlSettings | None = None, run_dir: str | Path | None = None,
-                 **kwargs: Any) -> None:
+                 redraw_groups: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.redraw_groups = redraw_groups
         self.rlvr = rlvr or settings_of({"rlvr": (self.sampler_kwargs or {}).get("rlvr")})
         out = run_dir or self.rlvr.run_dir
         self.run_dir = Path(out) if out else None
@@ -67,6 +79,20 @@ class RlvrReplayBuffer(ReplayBuffer):
                                advantage_clip=self.rlvr.advantage_clip, run_dir=self.run_dir)
         self._prompt_of_uid: dict[str, str] = {}
         self._logs: tuple[Any, Any] | None = None
+        #: groups to generate again, ``(uid, attempt)``: the trainer fetches their prompts first
+        self.redraw: list[tuple[str, int]] = []
+        self._attempt: dict[str, int] = {}  # uid -> how many times its prompt was redrawn this step
+        self._first: dict[str, list[Cause]] = {}  # uid -> the causes of its prompt's first attempt
+        self._checked: set[str] = set()  # finished uids already looked at for rows to resample
+        # the redrawn groups' rows: (uid, view, cause, attempt, gold, data source)
+        self._replaced: list[tuple[str, RolloutView, Cause, int, Any, Any]] = []
+
+    def redrawn(self, old_uid: str, new_uid: str) -> None:
+        """The trainer submitted ``old_uid``'s prompt again as ``new_uid``: the attempt count and the
+        first attempt's causes follow it."""
+        self._attempt[new_uid] = self._attempt.pop(old_uid, 0)
+        if old_uid in self._first:
+            self._first[new_uid] = self._first.pop(old_uid)
 
     # ------------------------------------------------------------------ quarantine at the source
     def _quarantined_uids(self, partition_id: str) -> set[str]:
@@ -86,8 +112,56 @@ class RlvrReplayBuffer(ReplayBuffer):
         stale, dapo, failed, counts = super()._terminal_eviction_reasons(global_steps, partition_id)
         if partition_id == "val":
             return stale, dapo, failed, counts
-        # quarantined prompts leave as failed groups do: evicted, and refilled with fresh prompts
-        return stale, dapo, failed | self._quarantined_uids(partition_id), counts
+        # quarantined prompts leave as failed groups do: evicted, and refilled with fresh prompts;
+        # groups with rows to resample too, refilled with their own prompt (see `redraw`)
+        quarantined = self._quarantined_uids(partition_id)
+        return stale, dapo, failed | quarantined | self._redraw_uids(global_steps, partition_id, quarantined), counts
+
+    # ------------------------------------------------------------------ resampling, a group at a time
+    def _redraw_uids(self, global_steps: int, partition_id: str, leaving: set[str]) -> set[str]:
+        """Finished groups (not ``leaving`` already) with rows to resample whose prompt has tries left."""
+        tries = self.rlvr.failure.resample_tries if self.redraw_groups else 0
+        new = self.finished_keys[partition_id] - self._checked - leaving
+        if not tries or not new:
+            return set()
+        self._checked |= new
+        tags = self.partitions[partition_id]
+        keys = [k for k in tags if k.split("_")[0] in new]
+        if not keys:
+            return set()
+        data = tq.kv_batch_get(keys=keys, partition_id=partition_id,
+                               select_fields=["extra_fields", "extra_info", "reward_model", "data_source"])
+        groups: dict[str, list[int]] = {}
+        for i, key in enumerate(keys):
+            groups.setdefault(key.split("_")[0], []).append(i)
+        out = set()
+        for uid, ix in groups.items():
+            rows = [self._row(keys[i], data["extra_fields"][i], data["extra_info"][i], tags[keys[i]], global_steps)
+                    for i in ix]
+            views = [view_of(r) for r in rows]
+            causes = self.fa.causes(views, global_steps)
+            self._first.setdefault(uid, causes)
+            attempt = self._attempt.get(uid, 0)
+            if not self.fa.to_resample(causes) or attempt >= tries:
+                continue
+            out.add(uid)
+            self.redraw.append((uid, attempt + 1))
+            self._attempt[uid] = attempt + 1
+            self._replaced += [(uid, v, c, attempt + 1, (_data(data["reward_model"][i]) or {}).get("ground_truth"),
+                                _data(data["data_source"][i])) for v, c, i in zip(views, causes, ix, strict=True)]
+        return out
+
+    def _row(self, key: str, extra: Any, info: Any, tag: dict, global_steps: int) -> Row:
+        extra, info = _data(extra) or {}, _data(info)
+        uid = key.split("_")[0]
+        pid = prompt_id_of(info)
+        if not pid and self.fa.quarantine is not None:
+            raise ConfigError(f"trajectory {key}: its extra_info has no index (or prompt_id): rlvr's quarantine "
+                              "counts deaths per prompt by it; write the row index into extra_info.index when "
+                              "making the parquet, or set rlvr.failure.quarantine=false")
+        self._prompt_of_uid[uid] = pid
+        return Row(key, uid, pid, dict(extra.get("reward_extra_info") or {}),
+                   int(tag.get("min_global_steps") or global_steps - 1))
 
     # ------------------------------------------------------------------ the failure-aware step
     def sample(self, global_steps: int, partition_id: str, batch_size: int) -> tuple[Any, dict]:
@@ -95,20 +169,19 @@ class RlvrReplayBuffer(ReplayBuffer):
         if partition_id == "val" or not batch.keys:
             return batch, metrics
         data = tq.kv_batch_get(keys=batch.keys, partition_id=partition_id, select_fields=_FIELDS)
-        rows = []
-        for i, key in enumerate(batch.keys):
-            extra = _data(data["extra_fields"][i]) or {}
-            info = _data(data["extra_info"][i])
-            uid = key.split("_")[0]
-            pid = prompt_id_of(info)
-            if not pid and self.fa.quarantine is not None:
-                raise ConfigError(f"trajectory {key}: its extra_info has no index (or prompt_id): rlvr's quarantine "
-                                  "counts deaths per prompt by it; write the row index into extra_info.index when "
-                                  "making the parquet, or set rlvr.failure.quarantine=false")
-            self._prompt_of_uid[uid] = pid
-            rows.append(Row(key, uid, pid, dict(extra.get("reward_extra_info") or {}),
-                            int(batch.tags[i].get("min_global_steps") or global_steps - 1)))
-        d = decide_rows(self.fa, rows, global_steps)
+        rows = [self._row(key, data["extra_fields"][i], data["extra_info"][i], batch.tags[i], global_steps)
+                for i, key in enumerate(batch.keys)]
+        uids = {r.uid for r in rows}
+        first = {u: c for u, c in self._first.items() if u in uids and self._attempt.get(u)}
+        d = decide_rows(self.fa, rows, global_steps, first_causes=first)
+        replaced, self._replaced = self._replaced, []
+        # this step's bookkeeping of these groups is done; evicted ones' (their uids gone) too
+        known = set().union(*(k[partition_id] for k in (self.pending_keys, self.running_keys, self.finished_keys,
+                                                          self.failure_keys))) - uids
+        queued = {u for u, _ in self.redraw}
+        self._attempt = {u: a for u, a in self._attempt.items() if u in known or u in queued}
+        self._first = {u: c for u, c in self._first.items() if u in known or u in queued}
+        self._checked &= known
         if d is None:
             return batch, metrics
         out = [i for i, ok in enumerate(d.admit.tolist()) if not ok]
@@ -120,10 +193,13 @@ class RlvrReplayBuffer(ReplayBuffer):
             tq.kv_batch_put(keys=[batch.keys[i] for i in out], partition_id=partition_id, fields=zeroed)
         metrics.update({k: v for k, v in d.metrics.items() if isinstance(v, int | float)})  # verl averages them
         metrics["failure/excluded_rows"] = float(len(out))
-        self._log(global_steps, rows, data, d)
+        # rows that were to be resampled, and the groups generated again for them
+        metrics["failure/resampled"] = float(len(self.fa.to_resample([c for _, _, c, *_ in replaced])))
+        metrics["failure/redrawn_groups"] = float(len({(u, a) for u, _, _, a, *_ in replaced}))
+        self._log(global_steps, rows, data, d, replaced)
         return batch, metrics
 
-    def _log(self, step: int, rows: list[Row], data: Any, d: Any) -> None:
+    def _log(self, step: int, rows: list[Row], data: Any, d: Any, replaced: list) -> None:
         if self.run_dir is None:
             return
         from rlvr.grpo.metrics import MetricsLog, RolloutLog
@@ -137,7 +213,10 @@ class RlvrReplayBuffer(ReplayBuffer):
         if rollout_log is not None:
             golds = [(_data(rm) or {}).get("ground_truth") for rm in data["reward_model"]]
             sources = list(data["data_source"])
-            rollout_log.log(step, d.records(golds, [_data(s) for s in sources]))
+            records = d.records(golds, [_data(s) for s in sources])
+            records += [rollout_record(v, c, gold=gold, task=source, replaced=True, attempt=attempt)
+                        for _, v, c, attempt, gold, source in replaced]
+            rollout_log.log(step, records)
 
     def close(self) -> None:
         if self._logs is not None:

@@ -9,14 +9,18 @@ What it adds to ``PPOTrainerSync``, each through a method verl's v1 trainer expo
 * ``_init_dataloader``: prompts fetched one at a time (verl's exact-refill mode) so quarantined
   prompts can be skipped and evicted groups refilled exactly; the first training row is checked for
   the gold rlvr verifies against;
-* ``_fetch_one_gen_batch``: quarantined prompts are passed over before they are generated.
+* ``_fetch_one_gen_batch``: quarantined prompts are passed over before they are generated, and the
+  prompts of groups the replay buffer evicted to resample (:attr:`.replay.RlvrReplayBuffer.redraw`)
+  come first, each under a fresh uid.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from typing import Any
 
+import numpy as np
 from omegaconf import open_dict
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
@@ -50,7 +54,7 @@ class RlvrTrainer(PPOTrainerSync):
             refill_fn=self._add_prompts_to_generate, filter_groups_metric=metric,
             sync_refill_failed_groups=True, train_batch_size=self.config.data.train_batch_size, gen_batch_size=1,
             max_inflight_gen_batches=filter_groups.get("max_inflight_gen_batches", 1) if metric else 1,
-            rlvr=self.rlvr, run_dir=run_dir)
+            rlvr=self.rlvr, run_dir=run_dir, redraw_groups=True)
 
     def _init_dataloader(self) -> None:
         with open_dict(self.config):  # one prompt per fetch: quarantined ones skipped, evicted groups refilled exactly
@@ -61,23 +65,50 @@ class RlvrTrainer(PPOTrainerSync):
                       needs_id=self.rlvr.failure.quarantine)
 
     def _fetch_one_gen_batch(self) -> Any:
-        fa = self.replay_buffer.fa
+        rb = self.replay_buffer
+        sent = self.__dict__.setdefault("_sent", OrderedDict())  # uid -> the one-prompt batch submitted
+        while rb.redraw:
+            uid, _attempt = rb.redraw.pop(0)
+            if uid in sent:
+                return self._remember(sent, _again(sent.pop(uid), rb, uid))
         for _ in range(max(len(self.train_dataset), 1)):
             batch = super()._fetch_one_gen_batch()
-            if not fa.skip(_prompt_id(batch)):
-                return batch
+            if not rb.fa.skip(_prompt_id(batch)):
+                return self._remember(sent, batch)
         from rlvr.errors import DataError
 
         raise DataError("every training prompt is quarantined; readmit some with rlvr quarantine RUN_DIR --readmit")
+
+
+    def _remember(self, sent: OrderedDict, batch: Any) -> Any:
+        """Keep the batch a uid was submitted with (a redraw submits it again); the oldest go first."""
+        sent[_first(batch, "uid")] = batch
+        while len(sent) > 4 * int(self.config.data.train_batch_size) + 16:
+            sent.popitem(last=False)
+        return batch
+
+
+def _again(batch: Any, rb: RlvrReplayBuffer, uid: str) -> Any:
+    """``batch`` (one prompt) under a fresh uid: a new group of the same prompt."""
+    import uuid
+
+    from verl.utils import tensordict_utils as tu
+
+    again = batch.clone()
+    new = str(uuid.uuid4())
+    again["uid"] = tu.get_tensordict({"uid": np.array([new], dtype=object)})["uid"]
+    rb.redrawn(uid, new)
+    return again
+
+
+def _first(batch: Any, key: str) -> Any:
+    values = batch.get(key, None) if hasattr(batch, "get") else None
+    value = values[0] if values is not None and len(values) else None
+    return getattr(value, "data", value)  # tensordict's NonTensorData
 
 
 def _prompt_id(batch: Any) -> str:
     """The prompt id of a one-prompt batch from verl's dataloader, as the replay buffer counts it
     (``extra_info.index``)."""
 
-    def first(key: str) -> Any:
-        values = batch.get(key, None) if hasattr(batch, "get") else None
-        value = values[0] if values is not None and len(values) else None
-        return getattr(value, "data", value)  # tensordict's NonTensorData
-
-    return prompt_id_of(first("extra_info"))
+    return prompt_id_of(_first(batch, "extra_info"))
