@@ -13,8 +13,8 @@ Modes (``decoding.constrain``):
 
 A budget closes the reasoning in time: when a row has not opened its answer by
 ``reasoning_budget`` tokens, or by the point where only the answer's reserve of
-tokens is left, the closing ``</think>`` (if open) and ``<answer>`` are forced, one
-token per step. Near the limit an open answer is finished in time: in the last
+tokens is left, the closing ``</think>`` (if open) and ``<answer>`` are forced (queued: each
+mask then allows one token). Near the limit an open answer is finished in time: in the last
 ``2 x closing_tokens + len(</answer>) + 1`` tokens the shortest way to end it is searched
 each step on a copy of its matcher (the grammar's forced continuation, then the single
 characters it allows, closers first, then the closing tag or the rest of a half-written
@@ -24,6 +24,11 @@ of the tokens left it is forced. So no rollout is truncated inside its reasoning
 inside its answer: under ``full`` a format death can only happen when no ending of at
 most ``2 x closing_tokens`` characters exists when the window opens (an answer nested
 deeper than that), counted as ``decoding/unclosable``.
+
+**Jump-forward.** A token whose mask allows exactly one token is not sampled: :meth:`ConstrainedBatch.jump`
+takes such tokens as soon as the row's previous token is known (the queued opening and closing, the
+grammar's fixed text, the final stop), and rlvr's sampling loop feeds them to the model with that
+token in one forward. The masks are computed exactly as token by token, so nothing else changes.
 
 **The gradient.** A mask changes the sampling distribution, so the sampled log-probs
 are those of the *masked* policy (renormalised over the allowed tokens). rlvr

@@ -66,7 +66,7 @@ class RlvrTrainer(PPOTrainerSync):
 
     def _fetch_one_gen_batch(self) -> Any:
         rb = self.replay_buffer
-        sent = self.__dict__.setdefault("_sent", OrderedDict())  # uid -> the one-prompt batch submitted
+        sent = self.__dict__.setdefault("_submitted", OrderedDict())  # uid -> the one-prompt batch submitted
         while rb.redraw:
             uid, _attempt = rb.redraw.pop(0)
             if uid in sent:
