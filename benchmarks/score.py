@@ -107,10 +107,10 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--show-disagreements", type=int, default=0, metavar="N", help="print N rows judged differently")
-    ap.add_argument("--quick", action="store_true", help="2,000 rows (make bench-check)")
+    # the whole run takes seconds, and on fewer rows the per-call costs hide the steady state (2,000
+    # rows measured 1.75x where 10,000 measure 5.3x): quick mode keeps every row
+    ap.add_argument("--quick", action="store_true", help="the same rows, results in results/quick (make bench-check)")
     args = ap.parse_args()
-    if args.quick:
-        args.rows = min(args.rows, 2000)
     completions, golds = make_rows(args.rows, args.seed)
     n = len(completions)
     print(f"{n} rollouts, {len(set(golds))} distinct golds, load {os.getloadavg()[0]:.1f}", flush=True)
