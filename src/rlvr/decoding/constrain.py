@@ -442,7 +442,7 @@ class ConstrainedBatch:
         """Statistics of the answer-segment masks (grammar, forced tokens, the final stop): ``logits``
         and ``bits`` are those rows' own."""
         s = self.stats
-        allowed = unpack_bits(bits, logits.shape[-1])
+        allowed = unpack_bits(bits.to(logits.device), logits.shape[-1])  # the masks are kept on the CPU
         lg = logits.float()
         s.masked += len(bits)
         s.forced += int((allowed.sum(-1) == 1).sum())

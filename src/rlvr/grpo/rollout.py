@@ -326,9 +326,9 @@ def generate(
         while True:
             at = pos[active]
             if state is not None:  # told which rows the logits are, once ended ones were dropped
-                step_bits = state.mask(logits, done, rows=active if len(active) < n else None)
+                step_bits = state.mask(logits, done, rows=active.cpu() if len(active) < n else None)
                 live = active[~done[active]]
-                bits[live, pos[live]] = step_bits[live]
+                bits[live.cpu(), pos[live].cpu()] = step_bits[live.cpu()]  # the masks stay on the CPU
             draw(int(at[~done[active]].max()) + 1)  # the positions rows still going sample at
             u = draws[at.clamp(max=max_new_tokens - 1), active][:, None] if temperature > 0 else None
             tok, lp = _sample(logits, temperature, top_p, u)
@@ -349,7 +349,7 @@ def generate(
                 for rows_k, toks_k, bits_k in run:  # one position further for each of rows_k
                     r, tk = torch.tensor(rows_k, device=device), torch.tensor(toks_k, device=device)
                     out_tok[r, pos[r]] = tk
-                    bits[r, pos[r]] = bits_k
+                    bits[torch.tensor(rows_k), pos[r].cpu()] = bits_k
                     pos[r] += 1
                     done[r] = (tk == eos) | (pos[r] >= max_new_tokens)
             if bool(done.all()):
