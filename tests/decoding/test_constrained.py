@@ -369,3 +369,27 @@ def test_under_full_the_demo_format_reward_is_flat_at_one(tmp_path) -> None:
     steps = [x for x in lines if "reward/format/mean" in x]
     assert len(steps) == 3 and all(x["reward/format/mean"] == 1.0 for x in steps)
     assert all(x["causes/no_answer"] == 0.0 for x in steps)
+
+
+def test_the_trainer_jumps_forced_tokens_unless_told_not_to(tmp_path) -> None:
+    """``decoding.jump_forward`` reaches the trainer's sampling: the same rollouts either way; only the
+    jumped share (and the forwards) differ."""
+    from rlvr.grpo.trainer import GRPOTrainer
+
+    logs = {}
+    for jump in (True, False):
+        out = tmp_path / str(jump)
+        cfg = load_config(None, ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2",
+                                 "rollout.group_size=4", "rollout.max_new_tokens=40", "run.eval_every=0",
+                                 "data.eval_size=4", "run.steps=2", f"run.out_dir={out}", "decoding.constrain=answer",
+                                 f"decoding.jump_forward={str(jump).lower()}"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            GRPOTrainer(cfg).train()
+        logs[jump] = ([json.loads(x)["completion"] for x in (out / "rollouts.jsonl").read_text().splitlines()],
+                      [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()])
+    assert logs[True][0] == logs[False][0]
+    steps = {j: [m for m in ms if "decoding/jumped_frac" in m] for j, (_, ms) in logs.items()}
+    assert all(m["decoding/jumped_frac"] > 0 for m in steps[True])
+    assert all(m["decoding/jumped_frac"] == 0 for m in steps[False])
+    assert [m["decoding/forced_frac"] for m in steps[True]] == [m["decoding/forced_frac"] for m in steps[False]]

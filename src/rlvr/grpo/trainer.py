@@ -239,7 +239,8 @@ class GRPOTrainer:
             return generate(self.model, self.tok, [self._encode(s) for s in samples],
                             group_size=group_size or r.group_size, max_new_tokens=r.max_new_tokens,
                             temperature=r.temperature, top_p=r.top_p, generator=gen, policy_version=self.step,
-                            fast=self.fast, constrain=self.constrainer, dtype=self.rollout_dtype)
+                            fast=self.fast, constrain=self.constrainer, dtype=self.rollout_dtype,
+                            jump=self.cfg.decoding.jump_forward)
 
     def score(self, samples: list[Sample], batch: RolloutBatch) -> tuple[list[Any], torch.Tensor]:
         """Every rollout's :class:`RewardBreakdown` and total (NaN where nothing applied)."""
