@@ -111,7 +111,7 @@ def _trainer(tmp_path: Path, rows: list[dict], rewards: list, **kw):
                           num_generations=4, max_completion_length=kw.pop("max_new", 12), learning_rate=1e-3,
                           logging_steps=1, report_to="none", use_cpu=True, bf16=False, gradient_checkpointing=False,
                           save_strategy="no", seed=0, beta=0.0, disable_tqdm=True,
-                          num_iterations=kw.pop("num_iterations", 1))
+                          num_iterations=kw.pop("num_iterations", 1), top_k=kw.pop("top_k", 0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return FailureAwareGRPOTrainer(model=model, processing_class=tok, reward_funcs=rewards, args=args,
@@ -121,15 +121,23 @@ def _trainer(tmp_path: Path, rows: list[dict], rewards: list, **kw):
 ROWS = [{"prompt": [{"role": "user", "content": f"{a}+{a}"}], "answer": str(2 * a)} for a in range(8)]
 
 
-def test_masks_are_applied_again_in_trl_own_forward_so_the_first_ratio_is_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("top_k", [0, 50], ids=["rlvr's sampling loop", "generate + logits processor"])
+def test_masks_are_applied_again_in_trl_own_forward_so_the_first_ratio_is_one(tmp_path: Path, top_k: int,
+                                                                              monkeypatch) -> None:
+    """On both constrained paths: rlvr's own sampling loop where TRL's sampling settings allow it
+    (lean decoder, jump-forward), transformers' ``generate`` with the logits processor otherwise."""
+    import rlvr.grpo.rollout as rollout
     from rlvr.decoding.constrain import unpack_bits
     from rlvr.rewards import build_reward
 
+    calls = []
+    monkeypatch.setattr(rollout, "generate", lambda *a, _g=rollout.generate, **k: calls.append(1) or _g(*a, **k))
     trainer = _trainer(tmp_path, ROWS, [build_reward("accuracy")], constrain=DecodingConfig(constrain="full"),
-                       num_iterations=2, tags=(None, "answer"))
+                       num_iterations=2, tags=(None, "answer"), top_k=top_k)
     trainer.model.train()
     batch = [dict(r, prompt_id=str(i)) for i, r in enumerate(ROWS[:2]) for _ in range(4)]
     out = trainer._generate_and_score_completions(batch)
+    assert bool(calls) == (top_k == 0)  # which path sampled
     texts = trainer.processing_class.batch_decode(out["completion_ids"], skip_special_tokens=True)
     assert all(t.startswith("<answer>") for t in texts)  # sampled under the grammar, on TRL's generation path
     bits, ids, mask = out["rlvr_bitmask"], out["completion_ids"], out["completion_mask"].bool()

@@ -8,10 +8,12 @@ A TRL user drops it into their own script::
 It overrides the few methods TRL exposes, translating TRL's data into
 :class:`rlvr.diagnostics.step.FailureAware`'s inputs and applying its decision:
 
-* ``_generate_single_turn``: sampling under the answer grammar (``constrain``, TRL's transformers
-  path, masks kept), then the rows the step names (invalid, and truncated by option) redrawn for
-  the same prompt, before any old-log-prob or reference forward is spent on them; every process
-  joins every round, so sharded models (FSDP, ZeRO-3) stay in step;
+* ``_generate_single_turn``: sampling under the answer grammar (``constrain``, masks kept: on TRL's
+  transformers path through rlvr's sampling loop, lean decoder and jump-forward, when TRL's
+  sampling settings are ones it has, else ``generate`` with rlvr's logits processor), then the
+  rows the step names (invalid, and truncated by option) redrawn for the same prompt, before any
+  old-log-prob or reference forward is spent on them; every process joins every round, so sharded
+  models (FSDP, ZeRO-3) stay in step;
 * ``_calculate_rewards``: TRL's rewards, then each row's cause from its verdict (rlvr's rewards pass
   theirs through; a row that a user reward scored ``None`` is ``invalid``), gathered from every
   process: the decision (cold start, admission, advantages, quarantine) is made on the whole
@@ -184,9 +186,19 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             return ids, lp, [None] * len(ids)
         return self._constrained_generate(prompt_ids)
 
+    def _lean_sampling(self) -> bool:
+        """TRL's sampling settings are ones rlvr's own loop has (temperature, top-p, one eos token):
+        constrained rows are then drawn there (lean decoder, forced tokens jumped) instead of through
+        ``generate`` with a logits processor, one call per token."""
+        tok = self._tokenizer
+        return (not self.top_k and self.min_p is None and self.repetition_penalty == 1.0
+                and not self.args.generation_kwargs and list(self.eos_token_ids) == [tok.eos_token_id]
+                and tok.pad_token_id is not None and self.temperature > 0)
+
     def _constrained_generate(self, prompt_ids: list[list[int]]) -> tuple[list[list[int]], None, list[torch.Tensor]]:
-        """TRL's transformers generation path with rlvr's grammar as a logits processor; each row's
-        masks are kept (one packed row per sampled token)."""
+        """Constrained sampling of TRL's rows; each row's masks are kept (one packed row per token).
+        rlvr's sampling loop when :meth:`_lean_sampling`, else TRL's transformers ``generate`` with
+        rlvr's grammar as a logits processor."""
         from transformers import LogitsProcessorList
         from trl.models import unwrap_model_for_generation
         from trl.trainer.utils import pad
@@ -194,6 +206,22 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         from rlvr.decoding.constrain import GrammarLogitsProcessor
 
         tok, device, multiple = self._tokenizer, self.accelerator.device, self.pad_to_multiple_of
+        if self._lean_sampling():
+            from rlvr.grpo.rollout import generate
+
+            with (unwrap_model_for_generation(self.model_wrapped, self.accelerator,
+                                              gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                                              generation_kwargs=self.generation_kwargs,
+                                              gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs)
+                  as unwrapped, torch.no_grad(), self._dist.summon_full_params(self.model_wrapped, recurse=False)):
+                # the global RNG, as generate() draws from: TRL's seeding makes it reproducible
+                b = generate(unwrapped, tok, [list(p) for p in prompt_ids], group_size=1,
+                             max_new_tokens=self.max_completion_length, temperature=self.temperature,
+                             top_p=self.top_p, constrain=self.constrainer)
+            lengths = b.completion_mask.sum(1).tolist()
+            assert b.bitmask is not None
+            return ([b.completion_ids[i, :n].tolist() for i, n in enumerate(lengths)], None,
+                    [b.bitmask[i, :n] for i, n in enumerate(lengths)])
         prompts = [torch.tensor(p) for p in prompt_ids]
         ids = pad(prompts, padding_value=tok.pad_token_id, padding_side="left", pad_to_multiple_of=multiple)
         mask = pad([torch.ones_like(p) for p in prompts], padding_value=0, padding_side="left",
