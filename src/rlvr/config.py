@@ -214,8 +214,8 @@ class DecodingConfig(_Strict):
     """Decode held-out evaluations under the same constraint."""
     jump_forward: bool = True
     """Take the tokens a mask forces (one allowed token) without a forward each, fed with the token
-    before them: the same samples, fewer forwards (rlvr's engine; TRL's generation path decodes
-    token by token). Off: each forced token is decoded as a step, and the mask statistics cover it."""
+    before them: the same samples, fewer forwards. Off: each forced token is decoded as a step, and
+    the mask statistics cover it."""
 
 
 class TrlConfig(_Strict):

@@ -109,6 +109,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         if self.accelerator.is_main_process:
             self.fa.run_dir = self.run_dir  # quarantine.jsonl: one writer
         self.constrainer = self._make_constrainer(constrain, tags) if not self.use_vllm else None
+        self.jump_forward = decoding.jump_forward if decoding is not None else True
         self._gen: _Generation | None = None
         self._pending_bits: torch.Tensor | None = None
         from rlvr.integrations.trl.runfolder import RunFolder
@@ -217,7 +218,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                 # the global RNG, as generate() draws from: TRL's seeding makes it reproducible
                 b = generate(unwrapped, tok, [list(p) for p in prompt_ids], group_size=1,
                              max_new_tokens=self.max_completion_length, temperature=self.temperature,
-                             top_p=self.top_p, constrain=self.constrainer)
+                             top_p=self.top_p, constrain=self.constrainer, jump=self.jump_forward)
             lengths = b.completion_mask.sum(1).tolist()
             assert b.bitmask is not None
             return ([b.completion_ids[i, :n].tolist() for i, n in enumerate(lengths)], None,
