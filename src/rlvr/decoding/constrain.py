@@ -274,16 +274,15 @@ class ConstrainedBatch:
         if lead and self.c.mode == "answer":  # the budget's opening, made at once for every row
             self.stats.budget_forced += int((~done).sum())
         for tok in lead:
-            bits = torch.zeros_like(self.bits)
-            bits[:, tok // 32] = -(2**31) if tok % 32 == 31 else 1 << (tok % 32)
-            masks.append(bits)
-            live = int((~done).sum())
-            self.stats.tokens += live
-            self.stats.masked += live
-            self.stats.forced += live
-            self.stats.jumped += live
+            masks.append(pack_bits(self.c.words, [tok]).expand(self.n, -1).clone())
+            self._taken_forced(int((~done).sum()))
             self.advance(torch.full((self.n,), tok, dtype=torch.long), done)
         return masks
+
+    def _taken_forced(self, rows: int) -> None:
+        """Count a forced token taken by ``rows`` rows without its logits (prefilled or jumped)."""
+        s = self.stats
+        s.tokens, s.masked, s.forced, s.jumped = s.tokens + rows, s.masked + rows, s.forced + rows, s.jumped + rows
 
     def _open_answer(self, i: int) -> list[int]:
         """The tokens that close the reasoning (if open) and open the answer; a half-written opening
@@ -371,9 +370,7 @@ class ConstrainedBatch:
                     self.need[i] = 0
                     self._close_answer(i, 0, force=True)
                     if self.queue[i]:
-                        q = self.queue[i][0]
-                        bits[i] = 0
-                        bits[i, q // 32] = -(2**31) if q % 32 == 31 else 1 << (q % 32)
+                        bits[i] = pack_bits(c.words, self.queue[i][:1])
         return bits[live], free
 
     def jump(self, rows: list[int], room: list[int]) -> list[tuple[list[int], list[int], torch.Tensor]]:
@@ -404,11 +401,7 @@ class ConstrainedBatch:
             if not forced:
                 break
             out.append((forced, toks, bits[ks]))
-            live = len(forced)
-            self.stats.tokens += live
-            self.stats.masked += live
-            self.stats.forced += live
-            self.stats.jumped += live
+            self._taken_forced(len(forced))
             self.take(forced, toks)
             for i in forced:
                 left[i] -= 1
@@ -546,10 +539,11 @@ def from_config(decoding: Any, tokenizer: Any, vocab_size: int, rewards: Any = N
 class GrammarLogitsProcessor(LogitsProcessor):
     """The constraint as a transformers ``LogitsProcessor``: ``processor(input_ids, scores) -> scores``.
 
-    It works in rlvr's sampling loop and in ``model.generate(logits_processor=[...])`` alike: each
-    call first feeds the token appended since the previous call (the last column of
-    ``input_ids``) to the row states, then masks ``scores`` in place. The packed mask of every step
-    is kept in :attr:`masks` (``[n, W]`` each) and the statistics in :attr:`stats`.
+    For ``model.generate(logits_processor=[...])`` (TRL's transformers path when rlvr's own sampling
+    loop cannot take TRL's sampling settings): each call first feeds the token appended since the
+    previous call (the last column of ``input_ids``) to the row states, then masks ``scores`` in
+    place. The packed mask of every step is kept in :attr:`masks` (``[n, W]`` each) and the
+    statistics in :attr:`stats`.
     """
 
     def __init__(self, constrainer: Constrainer, batch_size: int, max_new_tokens: int) -> None:
@@ -563,17 +557,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
     def stats(self) -> DecodeStats:
         return self.state.stats
 
-    def prime(self, prompt_len: int, lead: list[int]) -> None:
-        """The rows begin with ``lead`` (prefilled with their prompts of ``prompt_len`` tokens)."""
-        self.start = prompt_len
-        self.masks.extend(self.state.prime(lead, self.done))
-
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        return self.masked(input_ids, scores)
-
-    def masked(self, input_ids: torch.Tensor, scores: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
-        """Mask ``scores``; ``rows``: which rows of ``input_ids`` the scores are (all when None; rlvr's
-        sampling loop passes the rows its decoder still runs once ended ones were dropped)."""
+        """Mask ``scores`` (one row per row of ``input_ids``) for the next token."""
         if self.start is None:
             self.start = input_ids.shape[1]
         elif input_ids.shape[1] > self.start + self.state.steps:
@@ -582,7 +567,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
             self.done = self.done | torch.isin(last, self.stop)
         if scores.dtype != torch.float32:
             scores = scores.float()
-        self.masks.append(self.state.mask(scores, self.done, None if rows is None else rows.cpu()))
+        self.masks.append(self.state.mask(scores, self.done))
         return scores
 
 
