@@ -342,8 +342,9 @@ def generate(
                 state.take(rows_go.tolist(), tok[go].tolist())
             pos[rows_go] += 1
             done[rows_go] = (tok[go] == eos) | (pos[rows_go] >= max_new_tokens)
-            start = pos.clone()
+            run: list = []
             if jumping:  # tokens the masks force next are taken now and fed in the same forward
+                start = pos.clone()
                 nxt = rows_go[~done[rows_go]]
                 run = state.jump(nxt.tolist(), (max_new_tokens - pos[nxt]).tolist()) if len(nxt) else []
                 for rows_k, toks_k, bits_k in run:  # one position further for each of rows_k
@@ -361,8 +362,8 @@ def generate(
                 tok, active = tok[keep], active[keep]
             # the sampled token, then the row's forced ones; a row that has ended needs no more (its forced
             # closing tag and stop are never read)
-            extra = torch.where(done[active], 0, pos[active] - start[active])
-            k = 1 + int(extra.max())
+            extra = torch.where(done[active], 0, pos[active] - start[active]) if run else None
+            k = 1 + int(extra.max()) if extra is not None else 1
             if k == 1:
                 logits = stepper.step(tok)
             else:

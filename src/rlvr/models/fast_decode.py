@@ -337,7 +337,7 @@ class FastDecoder:
         for i in range(len(self.layers)):
             q, kk, v = self._qkv(i, x, cos, sin)  # [M, heads, D]
             grid = []
-            for new, heads in ((q.to(self.k[i].dtype), nq), (kk, nkv), (v.to(kk.dtype), nkv)):
+            for new, heads in ((q.to(self.k[i].dtype), nq), (kk, nkv), (v, nkv)):
                 full = new.new_zeros(b, k, heads, hd)
                 full[valid] = new
                 grid.append(full)
