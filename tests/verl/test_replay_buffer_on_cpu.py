@@ -115,7 +115,8 @@ def _redrawing(rb_box: list, index: dict[str, int], attempts: dict[str, list[lis
     def refill(n: int) -> int:
         rb = rb_box[0]
         for _ in range(n):
-            uid, attempt = rb.redraw.pop(0)
+            uid = rb.redraw.pop(0)
+            attempt = rb._attempt[uid]
             new = f"{uid}r{attempt}"
             rb.redrawn(uid, new)
             root = uid.split("r")[0]

@@ -82,7 +82,7 @@ def test_a_group_evicted_to_resample_gets_its_own_prompt_again_under_a_fresh_uid
     b0, b1 = t._fetch_one_gen_batch(), t._fetch_one_gen_batch()
     uid = _first(b1, "uid")
     rb = t.replay_buffer
-    rb.redraw.append((uid, 1))
+    rb.redraw.append(uid)
     rb._attempt[uid] = 1
     again = t._fetch_one_gen_batch()
     assert _pid(again) == "1" and _first(again, "uid") not in (uid, _first(b0, "uid"))

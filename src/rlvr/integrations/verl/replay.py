@@ -79,8 +79,8 @@ class RlvrReplayBuffer(ReplayBuffer):
                                advantage_clip=self.rlvr.advantage_clip, run_dir=self.run_dir)
         self._prompt_of_uid: dict[str, str] = {}
         self._logs: tuple[Any, Any] | None = None
-        #: groups to generate again, ``(uid, attempt)``: the trainer fetches their prompts first
-        self.redraw: list[tuple[str, int]] = []
+        #: uids of groups to generate again: the trainer fetches their prompts first
+        self.redraw: list[str] = []
         self._attempt: dict[str, int] = {}  # uid -> how many times its prompt was redrawn this step
         self._first: dict[str, list[Cause]] = {}  # uid -> the causes of its prompt's first attempt
         self._checked: set[str] = set()  # finished uids already looked at for rows to resample
@@ -145,7 +145,7 @@ class RlvrReplayBuffer(ReplayBuffer):
             if not self.fa.to_resample(causes) or attempt >= tries:
                 continue
             out.add(uid)
-            self.redraw.append((uid, attempt + 1))
+            self.redraw.append(uid)
             self._attempt[uid] = attempt + 1
             self._replaced += [(uid, v, c, attempt + 1, (_data(data["reward_model"][i]) or {}).get("ground_truth"),
                                 _data(data["data_source"][i])) for v, c, i in zip(views, causes, ix, strict=True)]
@@ -178,7 +178,7 @@ class RlvrReplayBuffer(ReplayBuffer):
         # this step's bookkeeping of these groups is done; evicted ones' (their uids gone) too
         known = set().union(*(k[partition_id] for k in (self.pending_keys, self.running_keys, self.finished_keys,
                                                           self.failure_keys))) - uids
-        queued = {u for u, _ in self.redraw}
+        queued = set(self.redraw)
         self._attempt = {u: a for u, a in self._attempt.items() if u in known or u in queued}
         self._first = {u: c for u, c in self._first.items() if u in known or u in queued}
         self._checked &= known

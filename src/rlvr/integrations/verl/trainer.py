@@ -68,7 +68,7 @@ class RlvrTrainer(PPOTrainerSync):
         rb = self.replay_buffer
         sent = self.__dict__.setdefault("_submitted", OrderedDict())  # uid -> the one-prompt batch submitted
         while rb.redraw:
-            uid, _attempt = rb.redraw.pop(0)
+            uid = rb.redraw.pop(0)
             if uid in sent:
                 return self._remember(sent, _again(sent.pop(uid), rb, uid))
         for _ in range(max(len(self.train_dataset), 1)):
@@ -78,7 +78,6 @@ class RlvrTrainer(PPOTrainerSync):
         from rlvr.errors import DataError
 
         raise DataError("every training prompt is quarantined; readmit some with rlvr quarantine RUN_DIR --readmit")
-
 
     def _remember(self, sent: OrderedDict, batch: Any) -> Any:
         """Keep the batch a uid was submitted with (a redraw submits it again); the oldest go first."""
@@ -102,6 +101,7 @@ def _again(batch: Any, rb: RlvrReplayBuffer, uid: str) -> Any:
 
 
 def _first(batch: Any, key: str) -> Any:
+    """The value of ``key`` for a one-prompt batch from verl's dataloader (None when it has none)."""
     values = batch.get(key, None) if hasattr(batch, "get") else None
     value = values[0] if values is not None and len(values) else None
     return getattr(value, "data", value)  # tensordict's NonTensorData
