@@ -5,6 +5,27 @@ import pytest
 torch = pytest.importorskip("torch")
 
 
+def _model_and_prompts(arch: str):
+    """A tiny model (llama with grouped-query attention: 2 kv heads for 4 query heads) and three
+    left-padded prompts."""
+    from rlvr.models.tiny import build_model, build_tokenizer
+
+    torch.manual_seed(0)
+    tok = build_tokenizer()
+    model = build_model(tok, arch=arch, hidden=64, layers=2, heads=4, kv_heads=2 if arch == "llama" else None,
+                        seed=1).eval()
+    enc = tok(["Q: 1+2=", "Q: 123+456=", "Q: 7="], return_tensors="pt", padding=True)
+    return tok, model, enc.input_ids, enc.attention_mask
+
+
+def _reference(model, ids, am, new):
+    """The model's own logits over the prompts followed by ``new``."""
+    full = torch.cat([ids, new], 1)
+    mask = torch.cat([am, torch.ones_like(new)], 1)
+    with torch.no_grad():
+        return model(input_ids=full, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits
+
+
 @pytest.mark.parametrize("attention", ["multiply-and-sum", "batched matmuls"])
 @pytest.mark.parametrize("arch", ["qwen2", "llama"])
 def test_prefill_and_steps_match_hf_forward(arch, attention, monkeypatch):
@@ -12,24 +33,13 @@ def test_prefill_and_steps_match_hf_forward(arch, attention, monkeypatch):
 
     monkeypatch.setattr(fast_decode, "BMM_AT", 0 if attention == "batched matmuls" else 10**9)
     from rlvr.models.fast_decode import FastDecoder, supports
-    from rlvr.models.tiny import build_model, build_tokenizer
 
-    torch.manual_seed(0)
-    tok = build_tokenizer()
-    # llama with grouped-query attention (2 kv heads for 4 query heads)
-    model = build_model(tok, arch=arch, hidden=64, layers=2, heads=4, kv_heads=2 if arch == "llama" else None,
-                        seed=1).eval()
+    tok, model, ids, am = _model_and_prompts(arch)
     assert supports(model)
-    enc = tok(["Q: 1+2=", "Q: 123+456=", "Q: 7="], return_tensors="pt", padding=True)
-    ids, am = enc.input_ids, enc.attention_mask
     new = torch.randint(4, len(tok), (3, 5))
     dec = FastDecoder(model, batch=3, max_len=ids.shape[1] + 5)
     logits = [dec.prefill(ids, am)] + [dec.step(new[:, i]) for i in range(5)]
-    full = torch.cat([ids, new], 1)
-    full_mask = torch.cat([am, torch.ones_like(new)], 1)
-    pos = (full_mask.cumsum(-1) - 1).clamp(min=0)
-    with torch.no_grad():
-        ref = model(input_ids=full, attention_mask=full_mask, position_ids=pos).logits
+    ref = _reference(model, ids, am, new)
     for i, got in enumerate(logits):
         want = ref[:, ids.shape[1] - 1 + i]
         torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-4)
@@ -77,14 +87,8 @@ def test_several_tokens_per_row_in_one_step_match_the_models_forward(arch):
     masked); the logits after each row's last token are the model's own, and the cache grows when
     the slots outrun its size."""
     from rlvr.models.fast_decode import FastDecoder
-    from rlvr.models.tiny import build_model, build_tokenizer
 
-    torch.manual_seed(0)
-    tok = build_tokenizer()
-    model = build_model(tok, arch=arch, hidden=64, layers=2, heads=4, kv_heads=2 if arch == "llama" else None,
-                        seed=1).eval()
-    enc = tok(["Q: 1+2=", "Q: 123+456=", "Q: 7="], return_tensors="pt", padding=True)
-    ids, am = enc.input_ids, enc.attention_mask
+    tok, model, ids, am = _model_and_prompts(arch)
     seqs = torch.randint(4, len(tok), (3, 9))
     chunks = [[1, 3, 1, 3], [2, 2, 2, 2], [4, 1, 1, 2]]  # row r is fed chunks[r][step] tokens at each step
     dec = FastDecoder(model, batch=3, max_len=ids.shape[1] + 9)  # the steps write 12 slots per row
@@ -98,10 +102,7 @@ def test_several_tokens_per_row_in_one_step_match_the_models_forward(arch):
             fed[r] += int(counts[r])
         seen.append((list(fed), dec.step(toks, counts)))
     assert dec.k[0].shape[0] > ids.shape[1] + 9  # grown
-    full = torch.cat([ids, seqs], 1)
-    mask = torch.cat([am, torch.ones_like(seqs)], 1)
-    with torch.no_grad():
-        ref = model(input_ids=full, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits
+    ref = _reference(model, ids, am, seqs)
     for at, logits in seen:
         for r in range(3):
             torch.testing.assert_close(logits[r], ref[r, ids.shape[1] - 1 + at[r]], atol=2e-5, rtol=1e-4)
