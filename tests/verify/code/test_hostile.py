@@ -32,6 +32,13 @@ def fenced(code: str) -> str:
     return f"```python\n{code}\n```"
 
 
+def left_running(*verdicts: object) -> list[int]:
+    """Processes still alive under the sandbox user ids these verdicts ran as (only this test's own
+    sandboxes: another verifier may run beside the suite)."""
+    return [pid for v in verdicts for uid in v.details.get("sandbox_uids", [])  # type: ignore[attr-defined]
+            for pid in sandbox.live_processes(uid)]
+
+
 HOSTILE = {
     "loops forever": "while True:\n    pass",
     "forks until the limit": (
@@ -64,7 +71,8 @@ def test_hostile_code_gets_a_verdict_in_time_and_leaves_nothing(name: str) -> No
         assert v.status is Status.CORRECT  # it printed ok; what matters is that the daemon is gone
     else:
         assert v.status is Status.WRONG, (name, v.reason)
-    assert sandbox.live_processes() == [], f"{name}: sandbox processes survived"
+    assert v.details.get("sandbox_uids") or v.status is Status.NO_ANSWER
+    assert left_running(v) == [], f"{name}: sandbox processes survived"
     assert set(sandbox_dirs()) <= before, f"{name}: a working directory was left behind"
     # the verifier still takes the next job
     assert verify_code(fenced("print('ok')"), IO, timeout=LIMIT).status is Status.CORRECT
@@ -106,7 +114,7 @@ def test_host_environment_and_home_are_invisible(monkeypatch: pytest.MonkeyPatch
     assert run.returncode == 0, run.stderr
     assert "hunter2" not in run.stdout and "hunter3" not in run.stdout
     assert "RLVR_TEST_SECRET" not in run.stdout
-    assert "/root []" in run.stdout  # an empty tmpfs covers the home directory
+    assert "/root [Errno 2]" in run.stdout and "/home [Errno 2]" in run.stdout  # not there at all
 
 
 @NS
@@ -144,9 +152,9 @@ def test_rlimits_level_is_named_loudly_and_still_cleans_up(monkeypatch: pytest.M
     v = verify_code(fenced(HOSTILE["spawns a daemon that outlives it"]), IO, timeout=LIMIT)
     assert v.status is Status.CORRECT and "SANDBOX WEAK" in v.reason
     assert v.details["isolation"] == "rlimits"
-    assert sandbox.live_processes() == []
+    assert left_running(v) == []
     v = verify_code(fenced(HOSTILE["forks until the limit"]), IO, timeout=2)
-    assert v.status is Status.WRONG and sandbox.live_processes() == []
+    assert v.status is Status.WRONG and left_running(v) == []
 
 
 @ROOT
@@ -158,4 +166,71 @@ def test_a_batch_of_hostile_code_finishes_and_leaves_nothing() -> None:
                            jobs=2, timeout=LIMIT)
     assert [v.status for v in vs][-1] is Status.CORRECT
     assert all(v.status in (Status.WRONG, Status.CORRECT) for v in vs)
-    assert sandbox.live_processes() == []
+    assert all(v.details["sandbox_uids"] for v in vs)
+    assert left_running(*vs) == []
+
+
+SANDBOX_ROOT = {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp", "usr", "work"}
+
+
+@NS
+def test_the_hosts_files_are_not_there(tmp_path: Path) -> None:
+    """The answer key a policy would look for: planted outside the sandbox, in the places a run
+    keeps its data (its temporary directory, the checkout, /opt, /var, /run), never readable."""
+    secret = "rlvr-answer-key-" + os.urandom(6).hex()
+    planted = [tmp_path / "answers.jsonl", Path.cwd() / ".rlvr-planted-answers", Path("/opt/rlvr-planted-answers")]
+    for p in planted:
+        p.write_text(secret)
+    code = "\n".join([
+        "import os",
+        "print('root', sorted(os.listdir('/')))",
+        *[f"try:\n    print(open({str(p)!r}).read())\nexcept OSError as e:\n    print('no', e.errno)" for p in planted],
+        "for d, dirs, names in os.walk('/'):",  # all but /usr (the host's, read-only) and /proc
+        "    if d == '/':",
+        "        dirs[:] = [x for x in dirs if x not in ('usr', 'proc')]",
+        "    for n in names:",
+        "        try:",
+        f"            if {secret[::-1]!r}[::-1] in open(os.path.join(d, n), errors='ignore').read(1 << 16):",
+        "                print('FOUND', os.path.join(d, n))",
+        "        except (OSError, ValueError):",
+        "            pass",
+    ])
+    try:
+        run = sandbox.run(["/usr/bin/python3", "-I", "a.py"], {"a.py": code}, limits=sandbox.Limits(wall_s=LIMIT))
+    finally:
+        for p in planted:
+            p.unlink()
+    assert run.returncode == 0, run.stderr
+    assert secret not in run.stdout and "FOUND" not in run.stdout
+    assert run.stdout.count("no 2") == len(planted)
+    listed = eval(run.stdout.splitlines()[0].removeprefix("root "))
+    assert set(listed) <= SANDBOX_ROOT and {"usr", "work", "tmp"} <= set(listed), listed
+
+
+@NS
+def test_nothing_outside_its_directory_is_writable(tmp_path: Path) -> None:
+    name = "rlvr-escaped-" + os.urandom(6).hex()
+    hosts = [Path(d, name) for d in ("/run/lock", "/var/tmp", "/dev/shm", "/tmp", str(tmp_path), str(Path.cwd()))]
+    inside = ["/", "/usr", "/usr/local", "/etc", "/dev", "/proc", "/run/lock", "/var/tmp", "/dev/shm"]
+    code = "\n".join([
+        "import os",
+        *[f"try:\n    open({os.path.join(d, name)!r}, 'w').write('x')\n    print('WROTE', {d!r})\n"
+          f"except OSError:\n    pass" for d in inside],
+        f"open('/work/{name}', 'w').write('x')\nopen('/tmp/{name}', 'w').write('x')\nprint('ok')",
+    ])
+    run = sandbox.run(["/usr/bin/python3", "-I", "a.py"], {"a.py": code}, limits=sandbox.Limits(wall_s=LIMIT))
+    assert run.returncode == 0, run.stderr
+    assert "WROTE" not in run.stdout and run.stdout.strip().endswith("ok"), run.stdout
+    assert not [p for p in hosts if p.exists()]
+
+
+@NS
+def test_the_program_cannot_fake_a_sandbox_failure() -> None:
+    """A failure of the sandbox itself is an `error` verdict (not scored, not the program's -1): only
+    the sandbox's first process can say so, on a pipe the program never holds."""
+    code = "import os, sys\nsys.stderr.write('rlvr sandbox init failed: x')\nfor fd in range(3, 64):\n" \
+           "    try:\n        os.write(fd, b'OSError: mount failed')\n    except OSError:\n        pass\nos._exit(125)"
+    run = sandbox.run(["/usr/bin/python3", "-I", "a.py"], {"a.py": code}, limits=sandbox.Limits(wall_s=LIMIT))
+    assert run.returncode == 125 and run.error == ""
+    v = verify_code(fenced(code), IO, timeout=LIMIT)
+    assert v.status is Status.WRONG, v.reason

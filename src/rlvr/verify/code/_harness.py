@@ -1,29 +1,32 @@
-"""Test harness run *inside* the sandbox, next to the solution (stdlib only).
+"""The program's side of the code verifier, run *inside* its sandbox next to it (stdlib only).
 
-The verifier copies this file into the sandbox and runs it; it also imports the pure helpers
-(:func:`encode`, :func:`decode`, :func:`strict_equal`, :func:`plain`) so that both sides agree on
-what a plain value is. The harness reads its instructions as JSON on stdin (so the solution
-cannot read them from a file), then closes stdin, and reports on the result pipe, every line
-prefixed with a nonce the parent chose. Modes:
+The verifier copies this file into the sandbox and runs it; it (and the tests' runner,
+``_tests.py``) also imports the pure helpers (:func:`encode`, :func:`load_plain`,
+:func:`strict_equal`, :func:`plain`) so that every side agrees on what a plain value is. The
+harness reads its instructions as JSON on stdin (so the solution cannot read them from a
+file), then closes stdin, and reports on the result pipe, every line prefixed with a nonce the
+parent chose. Modes:
 
 ``calls``   call ``entry_point`` with each call's arguments and send back what it returned,
             as plain data (exact builtin types only; anything else is refused). No expected
             value ever enters this process: the verifier compares outside the sandbox, so
             whatever the solution does here it can only return values. Function-call cases
             and assert tests of the usual shape (compiled by ``asserts.py``) run this way.
-``assert``  arbitrary test code that must run beside the solution (*hardened*, not proof):
-            the tests get their own namespace, a copy of the builtins taken before the
-            solution ran and the spec's own prompt helpers; every ``assert`` is rewritten to
-            record its outcome, comparing only plain values of the same type; modules the
-            tests use are checked for patching after every assert.
+``serve``   answer calls that the tests, running in a sandbox of their own (``_tests.py``),
+            send over a pipe: a name or a held object, arguments as plain data; the reply
+            is plain data, a handle to an object that stays here, or the exception's name
+            and message. The tests, their expected values and their report never share an
+            address space with the solution, so nothing the solution does here can read or
+            rewrite them: whatever their shape (loops, helpers, MBPP / APPS ``check``), they
+            get the guarantee the call mode has.
 
 In both modes an audit hook, installed just before the solution runs, ends the run on frame
 and object introspection (``sys._getframe`` outside a few stdlib callers, ``sys._current_frames``,
 frames reached through tracebacks, generators or coroutines, ``gc`` scans, tracing hooks,
-``ctypes``, ``/proc/*/mem``, starting processes): a ``tamper`` line names what was tried.
+``ctypes``, ``/proc/*/mem``, starting processes): a ``tamper`` line names what was tried. The
+hook only *detects* (for ``alarms/code_tamper``); the verdict's safety never rests on it.
 """
 
-import ast
 import json
 import math
 import os
@@ -79,30 +82,90 @@ def encode(x, depth=0):
     raise TypeError("a %s is not plain data" % _type_name(x))
 
 
-def decode(x):
-    """Inverse of :func:`encode`."""
-    if isinstance(x, list):
-        return [decode(v) for v in x]
-    if not isinstance(x, dict):
+_MAX_NODES = 1_000_000
+_MAX_BUCKET = 8
+
+
+def _no_constant(name):
+    raise ValueError("%s is not plain JSON" % name)
+
+
+def load_plain(text, max_nodes=_MAX_NODES, refs=None):
+    """Parse one JSON-encoded plain value that *untrusted* code may have written (see :func:`decode`);
+    no ``NaN``/``Infinity`` constants. Raises ValueError for anything else."""
+    try:
+        raw = json.loads(text, parse_constant=_no_constant)
+    except ValueError:
+        raise
+    except BaseException as e:  # RecursionError on deep nesting, MemoryError...
+        raise ValueError("unreadable value: " + _why(e)) from None
+    return decode(raw, max_nodes, refs)
+
+
+def decode(raw, max_nodes=_MAX_NODES, refs=None):
+    """Inverse of :func:`encode`, bounded in time and size whoever wrote ``raw``.
+
+    Only what :func:`encode` writes is accepted: at most ``max_nodes`` values, no set or dict
+    whose members share a hash more than a few times (a set of colliding integers costs
+    quadratic time to build and to compare). ``{"ref": k}`` becomes ``refs[k]`` when a table
+    is given. Raises ValueError for anything else, whatever went wrong inside.
+    """
+    try:
+        return _decode_bounded(raw, [max_nodes], refs, 0)
+    except ValueError:
+        raise
+    except BaseException as e:  # OverflowError, RecursionError, MemoryError, TypeError...
+        raise ValueError("unreadable value: " + _why(e)) from None
+
+
+def _decode_bounded(x, budget, refs, depth):
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError("value has more than the allowed number of parts")
+    if depth > _MAX_DEPTH:
+        raise ValueError("value nested more than %d deep" % _MAX_DEPTH)
+    t = type(x)
+    if t in (str, bool, int, float) or x is None:
         return x
+    if t is list:
+        return [_decode_bounded(v, budget, refs, depth + 1) for v in x]
+    if t is not dict or len(x) != 1:
+        raise ValueError("not an encoded value")
     (tag, v), = x.items()
-    if tag == "int":
+    if tag == "int" and type(v) is str:
         return int(v)
-    if tag == "float":
+    if tag == "float" and type(v) is str and v in ("inf", "-inf", "nan"):
         return float(v)
-    if tag == "tuple":
-        return tuple(decode(i) for i in v)
-    if tag == "set":
-        return {decode(i) for i in v}
-    if tag == "frozenset":
-        return frozenset(decode(i) for i in v)
-    if tag == "dict":
-        return {decode(k): decode(w) for k, w in v}
-    if tag == "complex":
+    if tag == "complex" and type(v) is list and len(v) == 2 and all(type(p) in (int, float) for p in v):
         return complex(v[0], v[1])
-    if tag == "bytes":
+    if tag == "bytes" and type(v) is str:
         return bytes.fromhex(v)
+    if tag == "ref" and refs is not None and type(v) is int and v in refs:
+        return refs[v]
+    if type(v) is not list:
+        raise ValueError("not an encoded value")
+    items = [_decode_bounded(i, budget, refs, depth + 1) for i in v]
+    if tag == "tuple":
+        return tuple(items)
+    if tag in ("set", "frozenset"):
+        _spread(items)
+        return set(items) if tag == "set" else frozenset(items)
+    if tag == "dict":
+        if not all(type(p) is list and len(p) == 2 for p in items):
+            raise ValueError("not an encoded dict")
+        _spread([k for k, _ in items])
+        return dict(items)
     raise ValueError("unknown tag %r" % tag)
+
+
+def _spread(keys):
+    """Refuse members that share one hash more than a few times (before any set or dict is built)."""
+    seen = {}
+    for k in keys:
+        h = hash(k)  # TypeError for an unhashable member: the caller turns it into ValueError
+        seen[h] = seen.get(h, 0) + 1
+        if seen[h] > _MAX_BUCKET:
+            raise ValueError("set or dict members collide on one hash")
 
 
 _NUMBERS = (int, float)
@@ -293,11 +356,11 @@ def main():
         code = compile(f.read(), "solution.py", "exec")
     import builtins
 
-    watched = {"builtins": builtins, "math": math, "harness": sys.modules[__name__]}
+    patched = watch({"builtins": builtins, "math": math, "harness": sys.modules[__name__]})
     if spec["mode"] == "calls":
-        _run_calls(spec, code, emit, dumps, watch(watched), tamper)
+        _run_calls(spec, code, emit, dumps, patched, tamper)
     else:
-        _run_asserts(spec, code, emit, dumps, watched, tamper)
+        _serve(spec, code, emit, dumps, patched, tamper, int(sys.argv[2]), int(sys.argv[3]))
 
 
 def _exec_solution(code, emit, dumps):
@@ -316,6 +379,20 @@ def _exec_solution(code, emit, dumps):
     return ns
 
 
+def _returned(got, patched, tamper):
+    """What a call's return value becomes: ``(True, encoded)`` when plain, ``(False, why)`` when
+    not; a returned object that lies about equality is a tamper (and the run ends)."""
+    what = patched()  # before anything below trusts a builtin
+    if what:
+        tamper(what)
+    if plain(got):
+        return True, encode(got)
+    liars = lying_dunders(got)
+    if liars:
+        tamper("returned a %s that overrides %s" % (_type_name(got), ", ".join(liars[:4])))
+    return False, "returned a %s, which is not plain data" % _type_name(got)
+
+
 def _run_calls(spec, code, emit, dumps, patched, tamper):
     calls = [(decode(c["args"]), decode(c.get("kwargs") or {})) for c in spec["calls"]]
     emit("total", len(calls))
@@ -331,227 +408,54 @@ def _run_calls(spec, code, emit, dumps, patched, tamper):
         try:
             got = fn(*args, **kwargs)
         except BaseException as e:
-            got, why = None, _why(e)
-        else:
-            why = None
-        what = patched()  # before anything below trusts a builtin
-        if what:
-            tamper(what)
-        if why is not None:
-            emit("raised", i, dumps(why))
-        elif not plain(got):
-            liars = lying_dunders(got)
-            if liars:
-                tamper("returned a %s that overrides %s" % (_type_name(got), ", ".join(liars[:4])))
-            emit("raised", i, dumps("returned a %s, which is not plain data" % _type_name(got)))
-        else:
-            emit("result", i, dumps(encode(got)))
+            what = patched()  # before anything below trusts a builtin
+            if what:
+                tamper(what)
+            emit("raised", i, dumps(_why(e)))
+            continue
+        ok, value = _returned(got, patched, tamper)
+        emit("result" if ok else "raised", i, dumps(value))
     emit("done")
 
 
-def _test_namespace(ns, helpers, entry, builtins_copy):
-    """What the tests see: the solution's own functions and classes (never a name that shadows a
-    builtin), the spec's prompt helpers over them, the entry point, and a copy of the builtins."""
-    func = type(_why)
-    out = {}
-    for k, v in ns.items():
-        if k in builtins_copy or k.startswith("__"):
-            continue
-        if type(v) is func and v.__module__ == "__solution__":
-            out[k] = v
-        elif type(v) is type and type.__dict__["__dict__"].__get__(v).get("__module__") == "__solution__":
-            out[k] = v
-    out.update((k, v) for k, v in helpers.items() if not k.startswith("__"))
-    if entry and entry.partition(".")[0] in ns:
-        out[entry.partition(".")[0]] = ns[entry.partition(".")[0]]
-    out["__builtins__"] = builtins_copy
-    out["__name__"] = "__tests__"
-    return out
+def _serve(spec, code, emit, dumps, patched, tamper, calls_fd, replies_fd):
+    """Answer the tests' requests, one JSON line each, until they close the pipe.
 
-
-def _run_asserts(spec, code, emit, dumps, watched, tamper):
-    rewrite = _Rewrite()
-    tree = ast.fix_missing_locations(rewrite.visit(ast.parse(spec["tests"], "tests.py")))
-    total = max(rewrite.count, 1)
-    emit("total", total)
-    # What the tests rely on is fixed before the solution runs: a copy of the builtins, the modules
-    # they import (imported now, their namespaces recorded) and the prompt's helpers.
-    import builtins
-
-    builtins_copy = dict(vars(builtins))
-    helpers = {"__builtins__": builtins_copy}
-    for name in rewrite.imports:
-        try:
-            watched[name] = __import__(name)
-        except BaseException:
-            pass
-    if spec.get("prompt"):
-        try:
-            exec(compile(spec["prompt"], "prompt.py", "exec"), helpers)
-        except BaseException:
-            helpers = {"__builtins__": builtins_copy}
-    module = type(math)
-    watched.update((k, v) for k, v in helpers.items() if type(v) is module)
-    patched = watch(watched)
-    entry = spec.get("entry_point")
-    early = bool(spec.get("early_stop"))
-    failed = set()
-
-    class Stop(BaseException):
-        pass
-
-    def guard():
-        what = patched()
-        if what:
-            tamper(what)
-
-    def liar(*values):
-        for v in values:
-            names = [] if plain(v) else lying_dunders(v)
-            if names:
-                tamper("a test saw a %s that overrides %s" % (_type_name(v), ", ".join(names[:4])))
-
-    def compare(op, a, b):
-        guard()  # nothing the solution replaced is used below
-        if op not in ("is", "is not"):
-            liar(a, b)
-        return _compare(op, a, b)
-
-    def truth(v):
-        guard()
-        liar(v)
-        return _truth(v)
-
-    def record(i, ok, why=""):
-        guard()
-        if not ok and i not in failed:
-            failed.add(i)
-            emit("case", i, 0, dumps(why[:200]))
-            if early:
-                raise Stop()
-
+    A request is ``{"op": "call" | "getattr", "name": str | "ref": k, "attr", "args", "kwargs"}``;
+    the reply ``{"value": encoded}``, ``{"ref": k, "type": name}`` (an object kept here, such as
+    a ``Solution()`` instance or a bound method) or ``{"raised": why, "type": exception name}``.
+    """
+    reader = os.fdopen(calls_fd, "rb")
+    write, loads, exc_name = os.write, json.loads, _type_name
     ns = _exec_solution(code, emit, dumps)
     if ns is None:
         return
-    tests_ns = _test_namespace(ns, helpers, entry, builtins_copy)
-    tests_ns.update(__rlvr_record__=record, __rlvr_cmp__=compare, __rlvr_truth__=truth, __rlvr_stop__=Stop)
-    try:
-        exec(compile(tree, "tests.py", "exec"), tests_ns)
-        check = tests_ns.get("check") if rewrite.defines_check else None
-        if entry and check is not None:
-            check(_resolve(ns, entry))
-    except Stop:
-        emit("stopped")
-        return
-    except BaseException as e:
-        emit("fatal", dumps("tests: " + _why(e)))
-        return
-    guard()
-    for i in range(total):  # an assert the tests never reached was not required
-        if i not in failed:
-            emit("case", i, 1, '""')
+    held = {}
+
+    def reply(obj):
+        write(replies_fd, (dumps(obj) + "\n").encode("utf-8", "replace"))
+
+    for line in reader:
+        try:
+            req = loads(line)
+            target = held[req["ref"]] if "ref" in req else _resolve(ns, req["name"])
+            if req["op"] == "getattr":
+                got = getattr(target, req["attr"])
+            else:
+                got = target(*decode(req["args"], refs=held), **decode(req["kwargs"], refs=held))
+        except BaseException as e:
+            what = patched()
+            if what:
+                tamper(what)
+            reply({"raised": _why(e), "type": exc_name(e)})
+            continue
+        ok, value = _returned(got, patched, tamper)
+        if ok:
+            reply({"value": value})
+            continue
+        held[len(held)] = got
+        reply({"ref": len(held) - 1, "type": _type_name(got)})
     emit("done")
-
-
-_CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-        ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
-
-
-def _compare(op, a, b):
-    """A comparison in a hardened assert: identity as is; anything else only between plain values,
-    equality with :func:`strict_equal` (the caller has checked that nothing it uses was patched)."""
-    if op == "is":
-        return a is b
-    if op == "is not":
-        return a is not b
-    if not (plain(a) and plain(b)):  # fails the assert, whatever negation stands around it
-        raise AssertionError("compared a %s with a %s: only plain values compare" % (_type_name(a), _type_name(b)))
-    if op == "==":
-        return strict_equal(a, b) or strict_equal(b, a)
-    if op == "!=":
-        return not (strict_equal(a, b) or strict_equal(b, a))
-    if op == "in":
-        return a in b
-    if op == "not in":
-        return a not in b
-    return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op] if _orderable(a, b) else False
-
-
-def _orderable(a, b):
-    ta, tb = type(a), type(b)
-    return (ta in _NUMBERS and tb in _NUMBERS) or ta is tb
-
-
-def _truth(v):
-    """The truth of a plain value (an object's own ``__bool__`` is not asked)."""
-    if type(v) is bool:
-        return v
-    if plain(v):
-        return bool(v)
-    raise AssertionError("a %s is not a plain value" % _type_name(v))
-
-
-class _Rewrite(ast.NodeTransformer):
-    """``assert t, m`` -> record whether ``t`` held (exceptions count as failures); comparisons and
-    truth tests inside ``t`` go through :func:`_compare` and :func:`_truth`."""
-
-    def __init__(self):
-        self.count = 0
-        self.imports = []
-        self.defines_check = False
-
-    def visit_Module(self, node):
-        self.defines_check = any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in node.body)
-        return self.generic_visit(node)
-
-    def visit_Import(self, node):
-        self.imports.extend(a.name.split(".")[0] for a in node.names)
-        return node
-
-    def visit_ImportFrom(self, node):
-        if node.module and not node.level:
-            self.imports.append(node.module.split(".")[0])
-        return node
-
-    def visit_Assert(self, node):
-        i = self.count
-        self.count += 1
-        src = ast.unparse(node.test)[:120]
-        body = ast.parse(
-            "try:\n    __rlvr_ok__ = __rlvr_truth__(__T__)\n    __rlvr_why__ = '' if __rlvr_ok__ else %r\n"
-            "except __rlvr_stop__:\n    raise\n"
-            "except BaseException as __rlvr_e__:\n"
-            "    __rlvr_ok__, __rlvr_why__ = False, 'raised ' + type(__rlvr_e__).__name__\n"
-            "__rlvr_record__(%d, __rlvr_ok__, __rlvr_why__)\n" % ("failed: " + src, i)).body
-        body[0].body[0].value.args[0] = _Strict().visit(node.test)
-        return [ast.copy_location(s, node) for s in body]
-
-
-class _Strict(ast.NodeTransformer):
-    def visit_Compare(self, node):
-        self.generic_visit(node)
-        if len(node.ops) != 1:  # a < b < c: each link on its own
-            left, links = node.left, []
-            for op, right in zip(node.ops, node.comparators):
-                links.append(_cmp_call(op, left, right))
-                left = right
-            return ast.BoolOp(ast.And(), links)
-        return _cmp_call(node.ops[0], node.left, node.comparators[0])
-
-    def visit_UnaryOp(self, node):
-        self.generic_visit(node)
-        if isinstance(node.op, ast.Not):
-            node.operand = ast.Call(ast.Name("__rlvr_truth__", ast.Load()), [node.operand], [])
-        return node
-
-    def visit_BoolOp(self, node):
-        self.generic_visit(node)
-        node.values = [ast.Call(ast.Name("__rlvr_truth__", ast.Load()), [v], []) for v in node.values]
-        return node
-
-
-def _cmp_call(op, left, right):
-    return ast.Call(ast.Name("__rlvr_cmp__", ast.Load()), [ast.Constant(_CMP[type(op)]), left, right], [])
 
 
 def _resolve(ns, name):

@@ -13,7 +13,8 @@ function under test and one comparison with a literal::
 *calls* the function and returns what it gave back, as plain data; :func:`evaluate` compares it
 here, with the expected value never having entered the solution's process, so nothing the
 solution does there can make a wrong answer pass. Tests with any other statement (loops,
-helpers, assignments) return ``None`` and run in the harness's hardened in-process mode.
+helpers, assignments) return ``None`` and run in a sandbox of their own, apart from the program
+(``_tests.py``).
 """
 
 from __future__ import annotations
@@ -243,7 +244,17 @@ def _member(x: Any, container: Any) -> bool:
 
 
 def evaluate(check: Check, returned: Any) -> tuple[bool, str]:
-    """Judge one check on the plain value the function returned: ``(passed, why not)``."""
+    """Judge one check on the plain value the function returned: ``(passed, why not)``.
+
+    Never raises: the value came from untrusted code (an integer too large for ``isclose``'s
+    float, a comparison that overflows) and a check it breaks is a check it failed."""
+    try:
+        return _evaluate(check, returned)
+    except Exception as e:
+        return False, f"{check.source}: {type(e).__name__} comparing the returned value"
+
+
+def _evaluate(check: Check, returned: Any) -> tuple[bool, str]:
     if check.kind == "const":
         return bool(check.expected), "" if check.expected else f"failed: {check.source}"
     try:

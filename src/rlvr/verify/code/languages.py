@@ -2,10 +2,11 @@
 
 A language is the fence names that mark its code blocks, the file the solution is
 written to, an optional build command and the command that runs it. Commands run
-*inside* the sandbox, so they name interpreters by paths the sandbox user can read
-(not a virtual environment under ``/root``). Python is checked for syntax in
-process (``compile``); other languages are built in the sandbox, and a build that
-fails makes the completion invalid, as a Python syntax error does.
+*inside* the sandbox, so they name interpreters under ``/usr`` (the one host directory
+the namespace sandbox shows, read-only) or :func:`~rlvr.verify.code.sandbox.expose`
+theirs. Python is checked for syntax in process (``compile``); other languages are built
+in the sandbox, and a build that fails makes the completion invalid, as a Python syntax
+error does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from dataclasses import dataclass
 
 from rlvr.errors import ConfigError
+from rlvr.verify.code import sandbox
 
 
 @dataclass(frozen=True)
@@ -41,11 +43,12 @@ class Language:
 
 
 def _python() -> str:
-    # The sandbox user cannot read /root, where pyenv and our venv live: prefer the system
-    # interpreter; fall back to ours (fine under the rlimits level, which runs in place).
+    # The namespace sandbox holds /usr and nothing else of the host: prefer the system
+    # interpreter; fall back to ours, whose installation is then bound in read-only.
     for cand in ("/usr/bin/python3", "/usr/local/bin/python3"):
         if os.access(cand, os.X_OK):
             return cand
+    sandbox.expose(sys.base_prefix)
     return sys.executable
 
 

@@ -2,24 +2,28 @@
 
 Two levels, chosen once per process by :func:`isolation` and named in every result:
 
-``namespaces`` (running as root with util-linux ``unshare``; the normal case in CI)
-    The program runs in fresh PID, network, mount, IPC and UTS namespaces. Its
-    working directory is a size-capped tmpfs that exists only inside the sandbox;
-    ``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/root`` and ``/home`` are covered by
-    empty tmpfs mounts, so host files there are invisible and anything written
-    there vanishes with the sandbox. There is no network interface but a downed
-    loopback, so no socket reaches anything. The program is PID 1 of its namespace:
-    when it exits (or is killed) the kernel kills every process it left behind.
+``namespaces`` (running as root; the normal case in CI)
+    The program runs in fresh PID, network, mount, IPC and UTS namespaces, under a root
+    that :mod:`rlvr.verify.code.jail` builds for it: ``/usr`` read-only (the
+    interpreters, compilers and their standard libraries), a few device files, a ``/proc``
+    of its own PID namespace, and two size-capped tmpfs, its working directory ``/work``
+    and ``/tmp``, the only writable places. Nothing else of the host exists there: no
+    ``/root``, ``/home``, ``/etc``, ``/opt``, ``/var``, ``/run``, no checkout, no data set.
+    There is no network interface but a downed loopback, so no socket reaches anything.
+    The program is PID 1 of its namespace: when it exits (or is killed) the kernel kills
+    every process it left behind.
 ``rlimits`` (no namespaces available)
     Resource limits, a private temporary directory, a scrubbed environment and,
-    when running as root, a throwaway user id. Network, the host's world-writable
-    directories and (for a non-root caller) the caller's own processes stay
-    reachable; every verdict says so loudly in its reason.
+    when running as root, a throwaway user id. The network, the host's files and
+    world-writable directories and (for a non-root caller) the caller's own processes
+    stay reachable; every verdict says so loudly in its reason.
 
 Both levels apply the same :class:`Limits` (wall and CPU time, address space, file
 size, processes, open files, output size), run the program as a user id used by
 no one else (when root), and end by killing everything that user id still runs,
-so nothing outlives the call.
+so nothing outlives the call. :func:`start` returns a :class:`Running` sandbox, so
+that two can run at once joined by pipes (the code verifier's tests and the program
+under test, each in its own sandbox); :func:`run` is start-and-finish.
 """
 
 from __future__ import annotations
@@ -38,13 +42,23 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-#: Directories hidden behind empty tmpfs mounts in the namespace sandbox.
-_HIDDEN = ("/tmp", "/var/tmp", "/dev/shm", "/root", "/home")
-#: Where the sandbox's own working directory is mounted (inside its mount namespace).
-_WORKDIR = "/mnt"
+from rlvr.verify.code import jail
+
+#: The sandbox's working directory, as the program sees it (namespaces; in place under rlimits).
+_WORKDIR = "/work"
 #: A user id range nobody uses: each run gets its own, so limits and clean-up are per run.
 _UID_BASE = 2_000_000
 _uid_counter = itertools.count()
+#: Host paths the namespace sandbox binds read-only besides ``/usr`` (see :func:`expose`).
+_READ_ONLY: list[str] = []
+
+
+def expose(path: str) -> None:
+    """Make a host directory visible, read-only, inside every namespace sandbox (for an
+    interpreter that does not live under ``/usr``). Nothing else of the host is."""
+    real = os.path.realpath(path)
+    if not real.startswith("/usr/") and real not in _READ_ONLY:
+        _READ_ONLY.append(real)
 
 
 @dataclass(frozen=True)
@@ -84,6 +98,8 @@ class RunResult:
         wall_s: seconds from start to exit.
         isolation: ``namespaces`` or ``rlimits``.
         error: why the sandbox itself could not run the program (not the program's fault).
+        uid: the throwaway user id it ran as (``None`` when not root): what to look for when
+            checking that nothing of this run is left.
     """
 
     returncode: int | None
@@ -95,6 +111,7 @@ class RunResult:
     wall_s: float = 0.0
     isolation: str = "rlimits"
     error: str = ""
+    uid: int | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -111,23 +128,20 @@ def isolation() -> str:
     """
     if os.environ.get("RLVR_SANDBOX", "").lower() == "rlimits":
         return "rlimits"
-    if os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("setpriv") and os.path.isdir(_WORKDIR)):
+    if os.geteuid() != 0 or not (os.path.isdir(jail.ROOT) and os.path.isdir("/usr")):
         return "rlimits"
-    try:
-        probe = subprocess.run(
-            ["unshare", "--fork", "--pid", "--kill-child", "--mount-proc", "--net", "--ipc", "--uts", "--mount",
-             "--", "/bin/sh", "-c", f"mount -t tmpfs -o size=1m rlvr {_WORKDIR} && exit 7"],
-            capture_output=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
+    try:  # the real thing, on a program that only exits
+        probe = run(["/bin/sh", "-c", "exit 7"], {}, limits=Limits(wall_s=10), level="namespaces")
+    except OSError:
         return "rlimits"
-    return "namespaces" if probe.returncode == 7 else "rlimits"
+    return "namespaces" if probe.returncode == 7 and not probe.error else "rlimits"
 
 
 def isolation_warning(level: str) -> str:
     """The loud line a verdict carries when only resource limits guarded the run ("" otherwise)."""
     if level == "namespaces":
         return ""
-    return ("SANDBOX WEAK: rlimits only (no namespaces: not root or no unshare); "
+    return ("SANDBOX WEAK: rlimits only (no namespaces: not root, or the kernel refused them); "
             "network and world-writable host directories were reachable")
 
 
@@ -151,12 +165,7 @@ def _set_limits(limits: Limits, uid: int | None) -> None:
     if uid is not None:
         # NPROC counts the processes of the *real* user id: per run, since the id is per run
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes,) * 2)
-    try:  # die with the verifier, whatever kills it
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    jail.die_with_parent()  # die with the verifier, whatever kills it
 
 
 def _rlimits_child(limits: Limits, uid: int | None):
@@ -216,23 +225,143 @@ def _kill_uid(uid: int) -> None:
             return
         time.sleep(0.005)
 
+def _namespace_child(limits: Limits, uid: int, workdir: str, status_w: int) -> Callable[[], None]:
+    """``preexec_fn`` of a namespace sandbox: enter the jail, then the limits (after the forks and
+    the copy, so neither counts against the program), then exec. A failure is written to
+    ``status_w``, close-on-exec: the program never holds it, so it can never fake one."""
 
-def _namespace_argv(argv: Sequence[str], workdir: str, uid: int, limits: Limits) -> list[str]:
-    hide = " && ".join(f"mount -t tmpfs -o size={limits.file_mb}m,mode=1777 rlvr {d}"
-                       for d in _HIDDEN if os.path.isdir(d))
-    script = (
-        f"mount -t tmpfs -o size={limits.file_mb}m,uid={uid},gid={uid},mode=0700 rlvr {_WORKDIR}"
-        f" && cp -r {_q(workdir)}/. {_WORKDIR}/"
-        f" && {hide} && cd {_WORKDIR}"
-        f" && exec setpriv --reuid={uid} --regid={uid} --clear-groups --no-new-privs --inh-caps=-all"
-        f" --bounding-set=-all -- \"$@\""
-    )
-    return ["unshare", "--fork", "--pid", "--kill-child", "--mount-proc", "--net", "--ipc", "--uts", "--mount",
-            "--", "/bin/sh", "-c", script, "rlvr-sandbox", *argv]
+    def pre() -> None:
+        try:
+            jail.die_with_parent()
+            jail.enter(uid, workdir, limits.file_mb, _READ_ONLY)
+            _set_limits(limits, uid)
+        except BaseException as e:
+            os.write(status_w, f"{type(e).__name__}: {e}".encode("utf-8", "replace"))
+            raise
+
+    return pre
 
 
-def _q(path: str) -> str:
-    return "'" + path.replace("'", "'\\''") + "'"
+class Running:
+    """A sandbox that :func:`start` started; :meth:`finish` waits for it and returns its result.
+
+    ``finish`` may run in another thread than ``start`` (the pump is plain I/O); :meth:`kill`
+    ends the run from any thread (the other half of a pair that is no longer needed).
+    """
+
+    def __init__(self, limits: Limits, level: str, uid: int | None, host_dir: str) -> None:
+        self.limits, self.uid, self.host_dir = limits, uid, host_dir
+        self.result = RunResult(returncode=None, isolation=level, uid=uid)
+        self.proc: subprocess.Popen | None = None
+        self._fds: tuple[int, int] = (-1, -1)  # (results read end, sandbox status read end)
+        self._stdin, self._start = b"", 0.0
+
+    def kill(self) -> None:
+        """Stop the run now (its result says it was killed, by signal)."""
+        if self.uid is not None:
+            _kill_uid(self.uid)
+        if self.proc is not None:
+            _killpg(self.proc)
+
+    def finish(self) -> RunResult:
+        """Wait for the run (up to its wall-clock limit), collect what it wrote, clean up."""
+        res, proc = self.result, self.proc
+        try:
+            if proc is not None:
+                r_fd, status_fd = self._fds
+                _pump(proc, r_fd, self._stdin, self.limits, res, self._start,
+                      (lambda: _kill_uid(self.uid)) if self.uid is not None else None)
+                res.wall_s = time.monotonic() - self._start
+                res.returncode = proc.returncode
+                why = _read_status(status_fd)
+                if why:
+                    res.error = f"sandbox could not start the program: {why}"
+            return res
+        finally:
+            if proc is not None:
+                _reap(proc)
+            if self.uid is not None and res.isolation != "namespaces":  # namespaces: the kernel killed them
+                _kill_uid(self.uid)
+            shutil.rmtree(self.host_dir, ignore_errors=True)
+
+
+def _read_status(fd: int) -> str:
+    """What the sandbox's set-up wrote on its status pipe ('' when it reached the program: the pipe
+    is close-on-exec, so the program can neither write nor hold it)."""
+    try:
+        os.set_blocking(fd, False)
+        return os.read(fd, 4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
+def start(
+    argv: Sequence[str],
+    files: Mapping[str, str | bytes],
+    *,
+    stdin: bytes | str = b"",
+    limits: Limits = Limits(),
+    level: str | None = None,
+    channels: Mapping[str, int] | None = None,
+) -> Running:
+    """Start ``argv`` in a fresh sandbox whose working directory holds ``files``.
+
+    ``argv`` is resolved inside the sandbox (interpreters under ``/usr``, or :func:`expose`
+    theirs). The program may write result lines to the ``{result_fd}`` pipe; they come back in
+    :attr:`RunResult.results`. ``channels`` names more descriptors to hand it (``{name}`` in
+    ``argv`` becomes the number); the caller keeps and closes its own copies. Never raises for
+    anything the program does.
+    """
+    level = level or isolation()
+    uid = _next_uid() if os.geteuid() == 0 else None
+    host_dir = tempfile.mkdtemp(prefix="rlvr-sbx-")
+    running = Running(limits, level, uid, host_dir)
+    try:
+        for name, content in files.items():
+            path = Path(host_dir, name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content.encode() if isinstance(content, str) else content)
+        if uid is not None and level == "rlimits":  # namespaces: the init copies the files in as root
+            os.chmod(host_dir, 0o700)
+            for dirpath, _dirs, names in os.walk(host_dir):
+                os.chown(dirpath, uid, uid)
+                for n in names:
+                    os.chown(os.path.join(dirpath, n), uid, uid)
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+               "HOME": _WORKDIR if level == "namespaces" else host_dir,
+               "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
+        r_fd, w_fd = os.pipe()
+        s_r, s_w = os.pipe()
+        if level == "namespaces":
+            assert uid is not None  # namespaces require root
+            cmd, pre, cwd = list(argv), _namespace_child(limits, uid, host_dir, s_w), "/"
+        else:
+            cmd, pre, cwd = list(argv), _rlimits_child(limits, uid), host_dir
+        named = {"result_fd": w_fd, **(channels or {})}
+        for key, fd in named.items():
+            cmd = [a.replace("{" + key + "}", str(fd)) for a in cmd]
+        passed = tuple(named.values())
+        running._stdin, running._start = stdin.encode() if isinstance(stdin, str) else stdin, time.monotonic()
+        try:
+            running.proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
+                preexec_fn=pre, pass_fds=passed, start_new_session=True, close_fds=True)
+        except (OSError, subprocess.SubprocessError) as e:
+            os.close(w_fd)
+            os.close(s_w)
+            why = _read_status(s_r)
+            os.close(r_fd)
+            running.result.error = f"sandbox could not start: {why or e}"
+        else:
+            os.close(w_fd)
+            os.close(s_w)
+            running._fds = (r_fd, s_r)
+        return running
+    except BaseException:
+        shutil.rmtree(host_dir, ignore_errors=True)
+        raise
 
 
 def run(
@@ -243,61 +372,8 @@ def run(
     limits: Limits = Limits(),
     level: str | None = None,
 ) -> RunResult:
-    """Run ``argv`` in a fresh sandbox whose working directory holds ``files``.
-
-    ``argv`` is resolved inside the sandbox (use absolute interpreter paths outside
-    ``/root`` and ``/home``). The program may write result lines to fd 3; they come
-    back in :attr:`RunResult.results`. Never raises for anything the program does.
-    """
-    level = level or isolation()
-    uid = _next_uid() if os.geteuid() == 0 else None
-    host_dir = tempfile.mkdtemp(prefix="rlvr-sbx-")
-    res = RunResult(returncode=None, isolation=level)
-    proc = None
-    try:
-        for name, content in files.items():
-            path = Path(host_dir, name)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(content.encode() if isinstance(content, str) else content)
-        if uid is not None:
-            os.chmod(host_dir, 0o755)
-            for dirpath, _dirs, names in os.walk(host_dir):
-                for n in names:
-                    os.chmod(os.path.join(dirpath, n), 0o644)
-            if level == "rlimits":
-                os.chown(host_dir, uid, uid)
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-               "HOME": _WORKDIR if level == "namespaces" else host_dir,
-               "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
-        if level == "namespaces":
-            assert uid is not None  # namespaces require root
-            cmd, pre, cwd = _namespace_argv(argv, host_dir, uid, limits), (lambda: _set_limits(limits, uid)), "/"
-        else:
-            cmd, pre, cwd = list(argv), _rlimits_child(limits, uid), host_dir
-        r_fd, w_fd = os.pipe()
-        cmd = [a.replace("{result_fd}", str(w_fd)) for a in cmd]
-        start = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
-                preexec_fn=pre, pass_fds=(w_fd,), start_new_session=True, close_fds=True)
-        except OSError as e:
-            os.close(r_fd)
-            os.close(w_fd)
-            res.error = f"sandbox could not start: {e}"
-            return res
-        os.close(w_fd)
-        _pump(proc, r_fd, stdin.encode() if isinstance(stdin, str) else stdin, limits, res, start,
-              (lambda: _kill_uid(uid)) if uid is not None else None)
-        res.wall_s = time.monotonic() - start
-        res.returncode = proc.returncode
-        return res
-    finally:
-        if proc is not None:
-            _reap(proc)
-        if uid is not None and level != "namespaces":  # namespaces: the kernel already killed them all
-            _kill_uid(uid)
-        shutil.rmtree(host_dir, ignore_errors=True)
+    """Run ``argv`` in a fresh sandbox whose working directory holds ``files`` (see :func:`start`)."""
+    return start(argv, files, stdin=stdin, limits=limits, level=level).finish()
 
 
 def _pump(proc: subprocess.Popen, r_fd: int, data: bytes, limits: Limits, res: RunResult, start: float,
@@ -306,7 +382,7 @@ def _pump(proc: subprocess.Popen, r_fd: int, data: bytes, limits: Limits, res: R
 
     To stop a run, the sandbox user's processes are killed first: under namespaces
     that kills its PID 1, whose exit makes the kernel kill and reap everything else
-    in the namespace before ``unshare`` returns, so nothing is left when we do.
+    in the namespace before the process we started returns, so nothing is left when we do.
     """
     cap = limits.output_kb * 1024
     bufs: dict[int, bytearray] = {1: bytearray(), 2: bytearray(), 3: bytearray()}

@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import secrets
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from importlib.resources import files as package_files
 from typing import Any
 
 from rlvr.types import Method, Status, Verdict
 from rlvr.verify.code import sandbox
-from rlvr.verify.code._harness import decode, encode
+from rlvr.verify.code._harness import encode, load_plain
 from rlvr.verify.code.asserts import Check, compile_asserts, evaluate
 from rlvr.verify.code.extract import extract_code
 from rlvr.verify.code.languages import Language, get_language
@@ -36,12 +38,13 @@ from rlvr.verify.code.spec import TestSpec, parse_spec
 
 #: Seconds for a whole item (every run it needs) unless the spec says otherwise.
 DEFAULT_CODE_TIMEOUT = 10.0
-_HARNESS = "_rlvr_harness.py"
+_HARNESS = "_rlvr_harness.py"  # the name _tests.py imports it by
+_TESTS = "_rlvr_tests.py"
 _MAX_FAILURES = 5
 
 
-def _harness_source() -> str:
-    return package_files("rlvr.verify.code").joinpath("_harness.py").read_text()
+def _harness_source(name: str = "_harness.py") -> str:
+    return package_files("rlvr.verify.code").joinpath(name).read_text()
 
 
 def _invalid(why: str, code: str = "", rule: str = "", **details: Any) -> Verdict:
@@ -91,7 +94,18 @@ def verify_code(
         early_stop: stop at the first failing test.
         bare: accept a completion with no code fence as code (base-model continuations).
         limits: sandbox limits (its ``wall_s`` is replaced by the remaining budget).
+
+    Never raises: whatever the program does or sends back is a verdict.
     """
+    try:
+        return _verify_code(completion, gold, timeout, language, early_stop, bare, limits)
+    except Exception as e:  # a bug of ours, never the program's win: not scored, and said loudly
+        return Verdict(Status.ERROR, method=Method.EXECUTION,
+                       reason=f"code verifier error: {type(e).__name__}: {str(e)[:200]}")
+
+
+def _verify_code(completion: str, gold: Any, timeout: float | None, language: str | None, early_stop: bool,
+                 bare: bool, limits: sandbox.Limits | None) -> Verdict:
     try:
         spec = parse_spec(gold)
         lang = get_language(language or spec.language)
@@ -177,7 +191,7 @@ def _limits(limits: sandbox.Limits, wall: float) -> sandbox.Limits:
 def _run_io(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float,
             early_stop: bool) -> _Result | Verdict:
     end = time.monotonic() + budget
-    passed, failures, level = 0, [], sandbox.isolation()
+    passed, failures, level, uids = 0, [], sandbox.isolation(), []
     for i, case in enumerate(spec.cases):
         left = end - time.monotonic()
         if left <= 0:
@@ -188,6 +202,7 @@ def _run_io(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, b
         run = sandbox.run(_build_argv(lang), {lang.source: code}, stdin=str(case["input"]),
                           limits=_limits(limits, left))
         level = run.isolation
+        uids += [run.uid] if run.uid is not None else []
         if run.error:
             return Verdict(Status.ERROR, extracted=code[:2000], method=Method.EXECUTION, reason=run.error)
         if (bad := _built(lang, run, code)) is not None:
@@ -201,13 +216,14 @@ def _run_io(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, b
                 break
         else:
             passed += 1
-    return passed, len(spec.cases), failures, level, {"checks": "outside"}
+    return passed, len(spec.cases), failures, level, {"checks": "outside", "sandbox_uids": uids}
 
 
 def _run_harness(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float,
                  early_stop: bool) -> _Result | Verdict:
     """Python: call cases and assert tests of the usual shape run as calls judged here (the expected
-    values never enter the sandbox); other assert tests run in the harness's hardened mode."""
+    values never enter the sandbox); other assert tests run in a sandbox of their own, calling the
+    program in another (:func:`_run_apart`)."""
     if spec.mode == "call" and not spec.entry_point:
         return Verdict(Status.BAD_GOLD, method=Method.EXECUTION, reason="call tests need an entry_point")
     if spec.mode == "call":
@@ -215,53 +231,51 @@ def _run_harness(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limi
     else:
         checks = compile_asserts(spec.tests, spec.entry_point)
     if checks is None:
-        order = {"mode": "assert", "tests": spec.tests, "entry_point": spec.entry_point, "prompt": spec.prompt,
-                 "early_stop": early_stop}
-    else:
-        calls = [c for c in checks if c.calls]
-        order = {"mode": "calls", "entry_point": spec.entry_point,
-                 "calls": [{"args": encode(list(c.args)), "kwargs": encode(c.kwargs)} for c in calls]}
-    report = _harness_run(code, order, lang, limits, budget)
-    if isinstance(report, Verdict):
-        return report
-    if checks is None:
-        return _judge_asserts(report)
-    return _judge_calls(checks, report, early_stop)
-
-
-@dataclass
-class _Report:
-    """What the harness said on the result pipe (lines without our nonce are ignored)."""
-
-    total: int | None = None
-    done: bool = False
-    fatal: str = ""
-    tamper: str = ""
-    cases: dict[int, tuple[bool, str]] = field(default_factory=dict)  # assert mode: i -> (ok, why)
-    results: dict[int, tuple[bool, Any]] = field(default_factory=dict)  # calls mode: i -> (returned?, value/why)
-    run: sandbox.RunResult | None = None
-    level: str = ""
-
-
-def _harness_run(code: str, order: dict[str, Any], lang: Language, limits: sandbox.Limits,
-                 budget: float) -> _Report | Verdict:
+        return _run_apart(code, spec, lang, limits, budget, early_stop)
+    calls = [c for c in checks if c.calls]
+    order = {"mode": "calls", "entry_point": spec.entry_point,
+             "calls": [{"args": encode(list(c.args)), "kwargs": encode(c.kwargs)} for c in calls]}
     nonce = secrets.token_hex(8)
-    argv = [lang.run[0], "-I", _HARNESS, "{result_fd}"]
-    run = sandbox.run(argv, {lang.source: code, _HARNESS: _harness_source()},
+    run = sandbox.run([lang.run[0], "-I", _HARNESS, "{result_fd}"], {lang.source: code, _HARNESS: _harness_source()},
                       stdin=json.dumps({"nonce": nonce, "source": lang.source, **order}),
                       limits=_limits(limits, budget))
     if run.error:
         return Verdict(Status.ERROR, extracted=code[:2000], method=Method.EXECUTION, reason=run.error)
-    rep = _Report(run=run, level=run.isolation)
-    for line in run.results.decode("utf-8", "replace").splitlines():
+    passed, total, failures, level, extra = _judge_calls(checks, _read_report(run, nonce), early_stop)
+    return passed, total, failures, level, {**extra, "sandbox_uids": [run.uid] if run.uid is not None else []}
+
+
+@dataclass
+class _Report:
+    """What a harness said on its result pipe (lines without its nonce are ignored)."""
+
+    run: sandbox.RunResult
+    total: int | None = None
+    done: bool = False
+    fatal: str = ""
+    tamper: str = ""
+    cases: dict[int, tuple[bool, str]] = field(default_factory=dict)  # tests' runner: i -> (ok, why)
+    results: dict[int, tuple[bool, Any]] = field(default_factory=dict)  # calls mode: i -> (returned?, value/why)
+
+    @property
+    def level(self) -> str:
+        return self.run.isolation
+
+
+def _read_report(run: sandbox.RunResult, nonce: str) -> _Report:
+    rep = _Report(run=run)
+    lines = run.results.decode("utf-8", "replace").splitlines()
+    if run.output_exceeded and lines:  # cut at the output limit: the last line is not whole
+        lines.pop()
+    for line in lines:
         head, _, rest = line.partition(" ")
         if head != nonce:  # not the harness's (the solution printing to our pipe)
             continue
         try:
             _read_line(rep, rest)
-        except (ValueError, KeyError, TypeError, IndexError, RecursionError):
+        except Exception as e:
             # only the harness knows the nonce: a line it wrote that does not parse was tampered with
-            rep.tamper = rep.tamper or "corrupted the harness's report"
+            rep.tamper = rep.tamper or f"corrupted the harness's report ({type(e).__name__}: {str(e)[:120]})"
     return rep
 
 
@@ -271,15 +285,15 @@ def _read_line(rep: _Report, rest: str) -> None:
         rep.total = int(rest)
     elif kind == "case":
         i, ok, why = rest.split(" ", 2)
-        rep.cases.setdefault(int(i), (ok == "1", str(json.loads(why))))
+        rep.cases.setdefault(int(i), (ok == "1", str(load_plain(why))))
     elif kind in ("result", "raised"):
         i, payload = rest.split(" ", 1)
-        value = decode(json.loads(payload)) if kind == "result" else str(json.loads(payload))
+        value = load_plain(payload) if kind == "result" else str(load_plain(payload))
         rep.results.setdefault(int(i), (kind == "result", value))
     elif kind == "fatal":
-        rep.fatal = str(json.loads(rest))
+        rep.fatal = str(load_plain(rest))
     elif kind == "tamper":
-        rep.tamper = rep.tamper or str(json.loads(rest))
+        rep.tamper = rep.tamper or str(load_plain(rest))
     elif kind in ("done", "stopped"):  # stopped: early stop after a failure, by request
         rep.done = True
 
@@ -288,17 +302,71 @@ def _tampered(rep: _Report, total: int, checks: str) -> _Result:
     return 0, total, [f"tamper attempt: {rep.tamper}"], rep.level, {"checks": checks, "tamper": rep.tamper}
 
 
-def _judge_asserts(rep: _Report) -> _Result:
-    total = rep.total or 1  # no total: the solution killed the run at load
-    if rep.tamper:
-        return _tampered(rep, total, "hardened")
+def _run_apart(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float,
+               early_stop: bool) -> _Result | Verdict:
+    """Tests that must run as code (loops, helpers) in their own sandbox, the program in another.
+
+    Two pipes join them and carry plain values only: the tests call stand-ins for the program's
+    names (``_tests.py``), the program answers (``_harness.py``, mode ``serve``). The tests, their
+    expected values, their nonce and their report never share an address space with the program.
+    """
+    harness, wall = _harness_source(), _limits(limits, budget)
+    calls_r, calls_w = os.pipe()
+    replies_r, replies_w = os.pipe()
+    prog_nonce, tests_nonce = secrets.token_hex(8), secrets.token_hex(8)
+    try:
+        prog = sandbox.start(
+            [lang.run[0], "-I", _HARNESS, "{result_fd}", "{calls}", "{replies}"],
+            {lang.source: code, _HARNESS: harness},
+            stdin=json.dumps({"nonce": prog_nonce, "source": lang.source, "mode": "serve"}),
+            limits=wall, channels={"calls": calls_r, "replies": replies_w})
+        tests = sandbox.start(
+            [lang.run[0], "-I", _TESTS, "{result_fd}", "{calls}", "{replies}"],
+            {_TESTS: _harness_source("_tests.py"), _HARNESS: harness},
+            stdin=json.dumps({"nonce": tests_nonce, "tests": spec.tests, "entry_point": spec.entry_point,
+                              "prompt": spec.prompt, "early_stop": early_stop, "names": _top_level_names(code)}),
+            limits=wall, channels={"calls": calls_w, "replies": replies_r})
+    finally:
+        for fd in (calls_r, calls_w, replies_r, replies_w):
+            os.close(fd)
+    with ThreadPoolExecutor(1) as pool:
+        prog_done = pool.submit(prog.finish)
+        tests_run = tests.finish()
+        prog.kill()  # the tests are over: whatever the program still does is of no use
+        prog_run = prog_done.result()
+    for r in (tests_run, prog_run):
+        if r.error:
+            return Verdict(Status.ERROR, extracted=code[:2000], method=Method.EXECUTION, reason=r.error)
+    rep, prog_rep = _read_report(tests_run, tests_nonce), _read_report(prog_run, prog_nonce)
+    extra = {"sandbox_uids": [u for u in (tests_run.uid, prog_run.uid) if u is not None]}
+    total = rep.total or 1  # no total: the tests' runner died at load
+    if prog_rep.tamper:
+        passed, total, failures, level, more = _tampered(prog_rep, total, "apart")
+        return passed, total, failures, level, {**more, **extra}
     failures = [f"test {i}: {why}" for i, (ok, why) in sorted(rep.cases.items()) if not ok]
     passed = sum(ok for ok, _ in rep.cases.values())
     if not rep.done:
-        assert rep.run is not None
-        failures.append(rep.fatal or _run_failure(rep.run) or "the run ended before the tests finished")
+        failures.append(rep.fatal or prog_rep.fatal or _run_failure(tests_run)
+                        or "the run ended before the tests finished")
         passed = min(passed, total - 1)
-    return passed, total, failures, rep.level, {"checks": "hardened"}
+    return passed, total, failures, rep.level, {"checks": "apart", **extra}
+
+
+def _top_level_names(code: str) -> list[str]:
+    """The names the program defines at module level (functions, classes, assignments): each gets
+    a stand-in among the tests."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    names: list[str] = []
+    for n in tree.body:
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append(n.name)
+        elif isinstance(n, ast.Assign | ast.AnnAssign):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            names.extend(t.id for t in targets if isinstance(t, ast.Name))
+    return list(dict.fromkeys(names))
 
 
 def _judge_calls(checks: list[Check], rep: _Report, early_stop: bool) -> _Result:
@@ -310,7 +378,6 @@ def _judge_calls(checks: list[Check], rep: _Report, early_stop: bool) -> _Result
             returned, value = rep.results.get(k, (False, None))
             k += 1
             if not returned:
-                assert rep.run is not None
                 why = value or rep.fatal or _run_failure(rep.run) or "the run ended before this call"
                 ok, why = False, f"{check.source}: {why}"
             else:
@@ -340,7 +407,8 @@ def _run_program(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limi
     if (bad := _built(lang, run, code)) is not None:
         return bad
     why = _run_failure(run)
-    return (0 if why else 1), 1, ([why] if why else []), run.isolation, {"checks": "exit_status"}
+    return (0 if why else 1), 1, ([why] if why else []), run.isolation, {
+        "checks": "exit_status", "sandbox_uids": [run.uid] if run.uid is not None else []}
 
 
 def same_output(got: str, want: str, float_tol: float = 0.0) -> bool:
