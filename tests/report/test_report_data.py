@@ -113,7 +113,7 @@ def test_cause_table_alarms_and_samples(tmp_path: Path) -> None:
     table = data.causes_by_task(run)
     assert table is not None and table.by_task["math"]["wrong"] == 1 and table.by_task["all"]["correct"] == 1
     assert [a[0] for a in data.alarms(run)] == ["multiple_answers", "answer_in_reasoning", "format_without_accuracy",
-                                              "code_tamper"]
+                                              "code_tamper", "grader_talk"]
     samples = data.failed_samples(run)
     assert set(samples) == {"wrong", "no_answer"}  # replaced rollouts are not shown as the run's failures
     wrong = samples["wrong"][0]

@@ -9,6 +9,9 @@
 * ``code_tamper``: code rollouts that tried to tamper with their tests (frame or object
   introspection, patched builtins, an object whose ``__eq__`` lies: see ``verify/code/_harness.py``).
   Any attempt is worth a look: it fires above 0.
+* ``grader_talk``: completions that address the grader instead of answering (the reference
+  answer stated as a given, a turn in the grader's voice, a verdict declared, orders to mark it
+  correct: see ``verify/grader_talk.py``). Their verdict is ``wrong``; any share above 0 fires.
 
 Each is a per-step metric (``alarms/<name>``) and a line in ``rlvr causes``.
 """
@@ -51,6 +54,15 @@ def code_tamper(verdicts: Sequence[Verdict | None]) -> float | None:
     if not code:
         return None
     return sum(bool(v.details.get("tamper")) for v in code) / len(code)
+
+
+def grader_talk(verdicts: Sequence[Verdict | None]) -> float | None:
+    """Share of judged rollouts whose verdict found text addressed to the grader; None when no rollout
+    was judged."""
+    judged = [v for v in verdicts if v is not None]
+    if not judged:
+        return None
+    return sum(bool(v.details.get("grader_talk")) for v in judged) / len(judged)
 
 
 def share(texts: Sequence[str], pred: object) -> float:

@@ -38,6 +38,7 @@ from rlvr.diagnostics.alarms import (
     answer_blocks,
     answer_only_in_reasoning,
     code_tamper,
+    grader_talk,
     share,
 )
 from rlvr.diagnostics.causes import Cause, cause_of
@@ -224,6 +225,7 @@ class FailureAware:
         m["alarms/answer_in_reasoning"] = share(
             texts, lambda t: answer_only_in_reasoning(t, self.think_tag, self.answer_tag))
         m["alarms/code_tamper"] = code_tamper([v.verdict for v in views])
+        m["alarms/grader_talk"] = grader_talk([v.verdict for v in views])
         m["alarms/format_without_accuracy"] = float(self.format_alarm.update(m.get("reward/format/mean"),
                                                                              m.get("reward/accuracy/mean")))
         return m

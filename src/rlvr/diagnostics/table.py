@@ -37,7 +37,8 @@ def alarm_lines(metrics: list[dict[str, Any]]) -> list[tuple[str, int, int | Non
 
     out = []
     for name, limit in (("multiple_answers", SHARE_THRESHOLD), ("answer_in_reasoning", SHARE_THRESHOLD),
-                        ("format_without_accuracy", 0.5), ("code_tamper", 0.0)):
+                        ("format_without_accuracy", 0.5), ("code_tamper", 0.0),
+                        ("grader_talk", 0.0)):
         vals = [(m["step"], m[f"alarms/{name}"]) for m in metrics if m.get(f"alarms/{name}") is not None]
         fired = [s for s, v in vals if v > limit]
         out.append((name, len(fired), fired[0] if fired else None, max((v for _, v in vals), default=0.0)))

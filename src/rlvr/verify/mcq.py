@@ -23,6 +23,7 @@ from typing import Any
 
 from rlvr.types import Method, Status, Verdict
 from rlvr.verify.math.extract import MAX_SCAN_CHARS, find_boxes, strip_reasoning, unfinished_answer
+from rlvr.verify.model_text import answer_text
 
 LETTERS = "ABCDEFGHIJ"
 _GOLD = re.compile(r"^\s*(?:\(\s*([A-Ja-j])\s*\)|([A-J])\s*[.):]?|option\s+([A-Ja-j]))\s*$", re.IGNORECASE)
@@ -36,8 +37,14 @@ _OPT = r"(?:option|choice|letter)?\s*:?\s*"
 _STATEMENTS = [re.compile(p, flags) for p, flags in (
     (rf"(?:final\s+|correct\s+|best\s+)?answer\s*(?:is|would\s+be|must\s+be|:|=)\s*{_OPT}(?=(?P<x>.{{0,80}}))",
      re.IGNORECASE),
-    (r"(?:the\s+)?(?:correct|right|best|final)\s+(?:option|choice|answer|letter)\s+(?:is|would\s+be|must\s+be|:)"
-     r"\s*(?=(?P<x>.{0,80}))", re.IGNORECASE),
+    (r"(?:the\s+|my\s+)?(?:correct|right|best|final)\s+(?:option|choice|answer|letter|selection|pick)"
+     r"\s*(?:\bis\b|\bwould\s+be\b|\bmust\s+be\b|:)\s*(?=(?P<x>.{0,80}))", re.IGNORECASE),
+    # "the only consistent one is (A)", "the one that fits is C": a choice singled out
+    (rf"\b(?:the\s+)?(?:only|one)\s+(?:[a-z]+\s+){{0,3}}(?:one|option|choice|answer)\s+(?:that\s+[a-z]+\s+)?"
+     rf"(?:is|remains)\s+{_OPT}(?=(?P<x>.{{0,80}}))", re.IGNORECASE),
+    # "corresponds to choice (b)", "which matches option C": the work pointing at one option
+    (r"\b(?:corresponds|corresponding|matches|matching|points|leads|agrees)\s+(?:(?:to|with)\s+)?"
+     r"(?:the\s+)?(?:option|choice|answer)\s+(?=(?P<x>.{0,80}))", re.IGNORECASE),
     (rf"\bI(?:\s+would|'d|\s+will|'ll)?\s+(?:choose|pick|select|go\s+with)\s+{_OPT}(?=(?P<x>.{{0,80}}))",
      re.IGNORECASE),
     (rf"\b(?:it\s+is|it's|it\s+must\s+be|it\s+should\s+be|so\s+it's)\s+{_OPT}(?=(?P<x>.{{0,80}}))", re.IGNORECASE),
@@ -146,7 +153,7 @@ def _same_text(a: str, b: str) -> bool:
 def final_choice(completion: str, options: Mapping[str, str] | None = None) -> Choice:
     """The model's final choice (see the module docstring)."""
     options = options or {}
-    text = completion[-MAX_SCAN_CHARS:]
+    text = answer_text(completion)[-MAX_SCAN_CHARS:]
     if (why := unfinished_answer(text)) is not None:
         return Choice(None, "unfinished", why)
     body = strip_reasoning(text)

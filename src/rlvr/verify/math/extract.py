@@ -246,6 +246,20 @@ def solutions_candidate(text: str) -> Candidate | None:
 
 
 _DELIM_NOISE = re.compile(r"\$|\\[()\[\]]")
+_RELATION = r"[a-zA-Z]\s*(?:<=|>=|<|>|\\[lg]eq?(?![a-zA-Z]))\s*[-+]?(?:\\infty|[\w.]+)"
+_RELATIONS = re.compile(_RELATION + r"(?:\s*,?\s*(?:or|\\text\{\s*or\s*\}|\\lor|\\vee)\s*" + _RELATION + r")+")
+
+
+def relations_candidate(text: str) -> Candidate | None:
+    """A solution set stated as inequalities joined by "or" in the last sentence ("so x < 0 or x > 5")."""
+    tail = _DELIM_NOISE.sub(" ", text[-400:])
+    last = None
+    for m in _RELATIONS.finditer(tail):
+        last = m
+    if last is None or re.search(r"\d", tail[last.end():]):
+        return None
+    names = set(re.findall(r"(?<![\\a-zA-Z])[a-zA-Z](?=\s*(?:<|>|\\[lg]e))", last.group(0)))
+    return Candidate("solutions", (last.group(0).strip(),)) if len(names) == 1 else None
 
 
 def tail_value(text: str) -> str | None:
@@ -264,8 +278,62 @@ _LATEX_ISLAND = re.compile(
 )
 
 
+_CURRENCY = re.compile(r"(?<![\\$])\$(?=\d)")
+_CURRENCY_PROSE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
+
+
+def mask_currency(text: str) -> str:
+    """Blank the dollar signs that are prices, not maths delimiters (length kept).
+
+    GSM8K prose ("costs $40 and is discounted by $6, so ... $34.") pairs two prices into one
+    "math span"; a ``$`` before a number whose would-be span holds prose is a currency sign.
+
+    Example:
+        >>> mask_currency("costs $40 and then $34.")
+        'costs  40 and then  34.'
+    """
+    if "$" not in text:
+        return text
+    out, pos = [], 0
+    for m in _CURRENCY.finditer(text):
+        if m.start() < pos:
+            continue
+        close = text.find("$", m.end())
+        line = text.find("\n", m.end())
+        inside = text[m.end(): close if close != -1 and (line == -1 or close < line) else len(text)]
+        if close == -1 or (line != -1 and line < close) or _CURRENCY_PROSE.search(_latex_free(inside)):
+            out.append(text[pos:m.start()] + " ")
+            pos = m.end()
+        else:
+            pos_end = close + 1  # a real span: skip past it
+            out.append(text[pos:pos_end])
+            pos = pos_end
+    return "".join(out) + text[pos:]
+
+
+# "2-3 hours", "about 2 - 3", "2 to 3", "2—3": a range of values, never one answer
+_RANGE_HEAD = re.compile(r"([-+]?\d+(?:\.\d+)?)\s*(—|-|\bto\b)\s*$")
+_APPROX = re.compile(r"\b(?:about|around|approximately|roughly|between|from|range|ranges|some|maybe)\s*$",
+                     re.IGNORECASE)
+RANGE_MARK = "—"  # how a range reads as a candidate: "2—3"
+
+
+def _range(text: str, start: int, end: int) -> tuple[int, str] | None:
+    """The range that the number at ``text[start:end]`` closes, as (its start, "a—b"), or None."""
+    m = _RANGE_HEAD.search(text, max(0, start - 40), start)
+    if m is None or m.end() != start:
+        return None
+    before, after = text[max(0, m.start() - 20): m.start()], text[end: end + 30]
+    if m.group(2) == "-" and not (_APPROX.search(before) or re.match(r"\s*[a-zA-Z]{2,}", after)):
+        return None  # "5-3": arithmetic, unless prose says it is a range ("about 2-3", "2-3 hours")
+    if re.search(r"[=+*/^]\s*$", before):
+        return None
+    return m.start(), f"{m.group(1)}{RANGE_MARK}{text[start:end].strip()}"
+
+
 def _spans_and_numbers(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
-    """Math spans as (end, content) and numbers outside them as (start, text)."""
+    """Math spans as (end, content) and numbers outside them as (start, text); a number that
+    closes a range comes as the range ("2—3")."""
     spans, starts, ends = [], [], []  # covered ranges, in text order (finditer yields them so)
     for m in _MATH_SPAN.finditer(text):
         g = next(x for x in m.groups() if x is not None).strip()
@@ -286,6 +354,10 @@ def _spans_and_numbers(text: str) -> tuple[list[tuple[int, str]], list[tuple[int
             ranges = sorted([*zip(starts, ends), *((m.start(), m.end()) for m in islands)])
             starts, ends = [a for a, _ in ranges], [b for _, b in ranges]
     nums = [(m.start(), m.group(0)) for m in _NUMBER.finditer(text) if not covered(m.start())]
+    if nums:
+        last = next(m for m in _NUMBER.finditer(text, nums[-1][0]))
+        if (rng := _range(text, last.start(), last.end())) is not None:
+            nums = [n for n in nums if n[0] < rng[0]] + [rng]
     return spans, nums
 
 
@@ -297,7 +369,10 @@ _NUMBER = re.compile(
     r"|[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+,\d{1,2}(?![\d,])|\d+)(?:\.\d+)?(?:/\d+)?|[-+]?\.\d+)"
     r"(?:\s?\\?%)?"
 )
-_PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")
+# a word of prose: two Latin letters, or a run of letters of a script maths is not written in
+# ("所以答案是", "ответ": CJK, kana, hangul, Cyrillic, Arabic, Hebrew, Devanagari, Thai)
+_PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}|[\u0400-\u04ff\u0590-\u06ff\u0900-\u097f\u0e00-\u0e7f"
+                         r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 _BARE_OK_WORDS = {"and", "or", "percent", "pct", "percentage", "the"}
 
 
@@ -337,6 +412,7 @@ def iter_candidates(text: str, *, strict: bool = False, gold: bool = False) -> I
     body = strip_reasoning(text)
     if body is None:
         return
+    body = mask_currency(body)
     tags = _ANSWER_TAG.findall(body)
     if tags:
         inner = tags[-1].strip()
@@ -365,7 +441,7 @@ def iter_candidates(text: str, *, strict: bool = False, gold: bool = False) -> I
     gsm = _GSM8K.findall(body)
     if gsm:
         yield Candidate("gsm8k", (gsm[-1].strip(),))
-    if not gold and (listed := solutions_candidate(body)) is not None:
+    if not gold and (listed := solutions_candidate(body) or relations_candidate(body)) is not None:
         yield listed
     if is_bare_answer(body, gold=gold):
         yield Candidate("bare", (body.strip(),))

@@ -48,6 +48,12 @@ _DOLLAR_WORD = re.compile(r"\\\$")
 _TRAILING_UNITS = re.compile(
     r"(?<=[\d}.)])\s*(?:(?:\\(?:text|mathrm|mbox|textrm|rm)\s*\{\s*[a-zA-Z][a-zA-Z/ .]*\}"
     r"|[a-zA-Z]{2,}\.?(?:/[a-zA-Z]+)?)(?:\s*\^\s*\{?\d\}?)?\s*)+$")
+# Units written in \text after a symbol: "36\pi \text{ cm}^2" (never the constants \mathrm{e}, \mathrm{i}).
+_TEXT_UNITS = re.compile(
+    r"(?<=\S)\s*(?:\\(?:text|mathrm|mbox|textrm|rm)\s*\{(?!\s*[eid]\s*\})\s*[a-zA-Z][a-zA-Z/ .]*\}"
+    r"(?:\s*\^\s*\{?\d\}?)?\s*)+$")
+_TEXT_MATH = re.compile(r"\\(?:text|mbox|textrm|textbf)\s*\{\s*\$([^$]*)\$\s*\}")
+_TEXT_PERCENT = re.compile(r"\\(?:text|mathrm|mbox|textrm)\s*\{\s*%\s*\}")
 
 
 def unicode_to_latex(s: str) -> str:
@@ -89,13 +95,14 @@ def normalize(span: str) -> str:
     """
     s = span.strip()
     s = _DOUBLE_ESCAPED.sub(r"\\", s)
+    s = _TEXT_MATH.sub(r" \1 ", s)  # \text{$\frac34$}: maths written inside text
     s = unicode_to_latex(s)
     s = _DELIMS.sub(" ", s.replace("\\$", " "))
     s = _LEFT_RIGHT.sub("", s)
     s = _FRAC_VARIANTS.sub(r"\\frac", s)
     s = _TRIG_DEGREES.sub(r"\\\1(\\frac{\2\\pi}{180})", s)  # sin 60° is sin(pi/3), not sin(60)
     s = _DEGREES.sub("", s)
-    s = _PERCENT.sub("%", s)
+    s = _TEXT_PERCENT.sub("%", _PERCENT.sub("%", s))
     s = strip_thousands(s)
     s = re.sub(r"^\\(?:boxed|fbox)\s*\{(?!.*\}\s*$)", "", s)  # a box that never closed
     s = _SPACING.sub(" ", s)
@@ -118,5 +125,5 @@ def unwrap_text(s: str) -> str:
 
 def strip_units(s: str) -> str:
     """Drop trailing unit words after a quantity ("35 cm" -> "35")."""
-    out = _TRAILING_UNITS.sub("", s).strip()
+    out = _TEXT_UNITS.sub("", _TRAILING_UNITS.sub("", s)).strip()
     return out or s

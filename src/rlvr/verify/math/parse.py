@@ -403,6 +403,8 @@ def parse_alts(span: str) -> Alts:
     s = re.sub(r"\\text\s*\{\s*(and|or)\s*\}", r" \1 ", s)
     s = re.sub(r"\\q?quad", " ", s)
     s = _GLUED_CONNECTOR.sub(" , ", s)
+    if _REL.search(s) and (union := _relations_union(s)) is not None:  # "x < -1 or x > 2"
+        return (union,)
     for seps in ((";",), (",", " or ", " and ", r"\text{or}")):
         parts = [p for p in split_top(s, seps) if p]
         if len(parts) > 1:
@@ -411,6 +413,24 @@ def parse_alts(span: str) -> Alts:
                 return items + (Num(Fraction(f"{m.group(1)}.{m.group(2)}"), approx=True),)
             return items
     return _atom_alts(s)
+
+
+_OR = (" or ", r"\text{or}", r"\lor", r"\vee", r"\text{ or }")
+
+
+def _relations_union(s: str) -> Expr | None:
+    """Inequalities in one variable joined by "or": the union of their sets (a solution set
+    written either way reads the same)."""
+    parts = [p for p in split_top(s, _OR) if p.strip()]
+    if len(parts) < 2 or len({v for p in parts for v in re.findall(r"(?<![\\a-zA-Z])[a-zA-Z](?![a-zA-Z])", p)}) != 1:
+        return None
+    sets = []
+    for p in parts:
+        alts = _relation_alts(p.strip()) if _REL.search(p) else ()
+        if len(alts) != 1 or not isinstance(alts[0], Expr) or not isinstance(alts[0].expr, sympy.Set):
+            return None
+        sets.append(alts[0].expr)
+    return Expr(sympy.Union(*sets))
 
 
 def _atom_alts(s: str) -> Alts:

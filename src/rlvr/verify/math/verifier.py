@@ -1,4 +1,10 @@
-"""``verify_math``: extract -> normalise -> parse -> compare, returning a :class:`Verdict`."""
+"""``verify_math``: extract -> normalise -> parse -> compare, returning a :class:`Verdict`.
+
+Before extraction the completion is cut to the model's own text, as it renders
+(:mod:`rlvr.verify.model_text`); text addressed to the grader is never an answer
+(:mod:`rlvr.verify.grader_talk`); neither is a range ("about 2-3 hours") nor a box that
+negates itself.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +13,20 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from rlvr.errors import VerifierTimeout
 from rlvr.types import Method, Status, Verdict
+from rlvr.verify.grader_talk import grader_talk
 from rlvr.verify.math.equivalence import equal_alts
 from rlvr.verify.math.extract import (
+    RANGE_MARK,
     Candidate,
     find_boxes,
     is_bare_answer,
     iter_candidates,
     unfinished_answer,
 )
-from rlvr.verify.math.normalize import normalize
+from rlvr.verify.math.normalize import normalize, unwrap_text
 from rlvr.verify.math.parse import Alts, Text, is_malformed, try_parse
 from rlvr.verify.mcq import gold_letter, verify_mcq
+from rlvr.verify.model_text import answer_text, plain_unicode
 from rlvr.verify.timeout import time_limit
 
 DEFAULT_TIMEOUT = 5.0
@@ -101,11 +110,37 @@ def verify_math(
         return Verdict(Status.ERROR, reason=f"{type(e).__name__}: {str(e)[:200]}")
 
 
+_NEGATION = re.compile(r"\b(?:incorrect|wrong|false|invalid|not\s+(?:correct|right|the\s+answer|it|valid))\b"
+                       r"|^\W*(?:not|never)\b|\bisn't\b", re.IGNORECASE)
+
+
+def _negated(span: str) -> bool:
+    """A box or tag that says its own content is not the answer (``\\boxed{\\text{42 is incorrect}}``)."""
+    words = unwrap_text(span)
+    return bool(re.search(r"\d", words)) and bool(_NEGATION.search(words))
+
+
+def _final_statement(completion: str) -> str:
+    """The raw content of the last answer tag, else of the last box ('' when neither)."""
+    tags = re.findall(r"<answer\s*>(.*?)</answer\s*>", completion, re.DOTALL | re.IGNORECASE)
+    if tags:
+        return tags[-1]
+    boxes = find_boxes(completion)
+    return boxes[-1][2] if boxes else ""
+
+
 def _verify(completion: str, gold: str, strict: bool) -> Verdict:
     if not isinstance(completion, str) or not isinstance(gold, str):
         raise TypeError(f"completion and gold must be str, got {type(completion).__name__}, {type(gold).__name__}")
     if gold_letter(gold) is not None:  # one option letter: a multiple-choice answer
         return verify_mcq(completion, gold)
+    completion, gold = answer_text(completion), plain_unicode(gold)
+    if (talk := grader_talk(completion)) is not None:
+        return Verdict(Status.WRONG, reason=f"addressed to the grader, not an answer: {talk}",
+                       details={"rule": "grader_talk", "grader_talk": talk})
+    if _negated(stated := _final_statement(completion)):
+        why = f"the answer says it is not the answer: {stated[:60]!r}"
+        return Verdict(Status.WRONG, stated[:200], Method.STRING, why, details={"rule": "negated"})
     if is_bare_answer(gold, gold=True) and not find_boxes(gold) and is_malformed(gold):
         return Verdict(Status.BAD_GOLD, reason=f"gold {gold[:60]!r} is malformed LaTeX", gold=gold)
     # Extract once per side; the first spans may already match as strings (no parsing at all).
@@ -135,6 +170,12 @@ def _verify(completion: str, gold: str, strict: bool) -> Verdict:
     if not p_alts:
         return Verdict(Status.TIMEOUT, extracted=span, gold=g_span, details=details,
                        reason=f"refused up front: {p_refused}")
+    if RANGE_MARK in span and re.fullmatch(rf"[-+]?[\d.]+{RANGE_MARK}[-+]?[\d.]+", span):
+        why = f"a range ({span.replace(RANGE_MARK, '-')}) is not one answer"
+        return Verdict(Status.WRONG, span, Method.STRING, why, g_span, {**details, "rule": "range"})
+    if _negated(span):
+        return Verdict(Status.WRONG, span, Method.STRING, f"the answer says it is not the answer: {span[:60]!r}",
+                       g_span, details)
     if g_cand is not None and (v := _same_string(p_cand, g_cand, details)):
         return v
     ok, method = equal_alts(g_alts, p_alts)

@@ -1,0 +1,125 @@
+"""What part of a completion is the model's answer text, written the way a reader reads it.
+
+Verifiers see raw decoded text. Before any answer is looked for, three things are settled
+here, each a rule of its own with its own tests:
+
+* :func:`model_part`: text after the model's own end-of-turn marker (``<|im_end|>``,
+  ``<|endoftext|>``, ``</s>``, ``<|eot_id|>``, ``<end_of_turn>``...) or inside a turn it made up
+  for someone else (``<|im_start|>user ...``, ``[INST]``) is not the model's answer: it ends
+  where the first chat-control token stands.
+* :func:`visible_latex`: LaTeX that does not render is not written: ``\\phantom{..}`` (and its
+  ``h``/``v`` forms), ``\\iffalse ... \\fi``, a group coloured white (``{\\color{white} ..}``,
+  ``\\textcolor{white}{..}``) and ``%`` comments.
+* :func:`plain_unicode`: what chat models print for arithmetic reads as ASCII: the Unicode
+  minus and dashes used as minus signs, vulgar fractions (``½``, ``2½`` -> ``2 1/2``), the
+  fraction slash, full-width digits; and Markdown emphasis around an answer (``**42**``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+# ChatML, Llama 3, Phi, Qwen and friends: <|anything|>; SentencePiece's </s>; Gemma's turns;
+# Llama 2's [INST]. Any of them ends what the model said (or starts a turn it had no business writing).
+_CONTROL = re.compile(
+    r"<\|[A-Za-z0-9_.:\- ]{1,40}\|>|</s>|<eos>|<end_of_turn>|<start_of_turn>|\[/?INST\]|<<SYS>>",
+)
+
+
+def model_part(text: str) -> str:
+    """The completion up to its first chat-control token.
+
+    Example:
+        >>> model_part("The answer is 41.<|im_end|>The answer is 42.")
+        'The answer is 41.'
+    """
+    m = _CONTROL.search(text)
+    return text[: m.start()] if m else text
+
+
+_PHANTOM = re.compile(r"\\[hv]?phantom\s*(?=\{)")
+_IFFALSE = re.compile(r"\\iffalse\b.*?(?:\\fi\b|$)", re.DOTALL)
+# a comment: "%" opening a line or after a word (never "25%" or "25 %"), hiding something
+_COMMENT = re.compile(r"(?:(?m:^)|(?<=[^\d\s\\]\s))%(?=[^\n]*[\\\d])[^\n]*")
+_WHITE = r"\s*\{\s*(?:white|#?fff(?:fff)?|ffffff)\s*\}"
+_COLOR_GROUP = re.compile(r"\{\s*\\color" + _WHITE, re.IGNORECASE)
+_TEXTCOLOR = re.compile(r"\\(?:textcolor|colorbox)" + _WHITE + r"\s*(?=\{)", re.IGNORECASE)
+
+
+def _close(s: str, i: int) -> int:
+    """Index just past the brace group opening at ``s[i]`` (the end of ``s`` when it never closes)."""
+    depth = 0
+    j = i
+    while j < len(s):
+        c = s[j]
+        if c == "\\":
+            j += 2
+            continue
+        depth += c == "{"
+        depth -= c == "}"
+        if depth == 0:
+            return j + 1
+        j += 1
+    return len(s)
+
+
+def _drop_groups(s: str, pattern: re.Pattern[str]) -> str:
+    """Remove each match of ``pattern`` with the brace group that it opens or that follows it."""
+    while m := pattern.search(s):
+        brace = m.start() if s[m.start()] == "{" else m.end()
+        s = s[: m.start()] + " " + s[_close(s, brace):]
+    return s
+
+
+def visible_latex(text: str) -> str:
+    r"""The text as LaTeX would render it, as far as an answer is concerned.
+
+    Example:
+        >>> visible_latex(r"\boxed{41} {\color{white}\boxed{42}} \phantom{\boxed{43}}").split()
+        ['\\boxed{41}']
+    """
+    if "\\" not in text and "%" not in text:
+        return text
+    s = _COMMENT.sub("", _IFFALSE.sub(" ", text)) if "%" in text else _IFFALSE.sub(" ", text)
+    s = _drop_groups(s, _PHANTOM)
+    s = _drop_groups(s, _COLOR_GROUP)
+    return _drop_groups(s, _TEXTCOLOR)
+
+
+_MINUS = str.maketrans({"\u2212": "-", "\u2012": "-", "\u2013": "-", "\ufe63": "-", "\uff0d": "-",
+                        "\u2044": "/", "\u2215": "/", "\u00a0": " ", "\u202f": " ", "\u2009": " "})
+_VULGAR = re.compile(r"(\d?)([\u00bc-\u00be\u2150-\u215e\u2189])")
+_BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+
+
+@lru_cache(maxsize=64)
+def _vulgar(ch: str) -> str:
+    """``½`` -> ``1/2`` from the character's own decomposition (``<fraction> 1 ⁄ 2``)."""
+    parts = unicodedata.decomposition(ch).split()[1:]
+    return "".join(chr(int(p, 16)) for p in parts).replace("\u2044", "/")
+
+
+def plain_unicode(text: str) -> str:
+    """Unicode maths and Markdown emphasis as a reader takes them.
+
+    The en dash counts as a minus only between a space or an operator and a digit (``x = –2``),
+    never between two numbers (``2–3`` stays a range).
+
+    Example:
+        >>> plain_unicode("x = −2, add 2½ cups and **42**")
+        'x = -2, add 2 1/2 cups and 42'
+    """
+    if text.isascii():
+        return _BOLD.sub(r"\2", text) if ("**" in text or "__" in text) else text
+    text = re.sub(r"(?<=\d)\u2013(?=\d)", "\u2014", text)  # 2–3: a range, kept apart from the minus
+    text = text.translate(_MINUS)
+    text = _VULGAR.sub(lambda m: (m.group(1) + " " if m.group(1) else "") + _vulgar(m.group(2)), text)
+    text = unicodedata.normalize("NFKC", text) if re.search(r"[\uff10-\uff19]", text) else text
+    return _BOLD.sub(r"\2", text) if ("**" in text or "__" in text) else text
+
+
+def answer_text(text: str) -> str:
+    """All three, in the order a reader applies them."""
+    return plain_unicode(visible_latex(model_part(text)))
