@@ -101,7 +101,9 @@ def main() -> None:
     print(f"rlvr-on-TRL / TRL seconds per step: {o['median_step_s'] / t['median_step_s']:.2f}x (bar: <= 1.10x); "
           f"accuracy after: {o['heldout_after']:.3f} vs TRL {t['heldout_after']:.3f} (bar: the same)")
     bars = [Bar("rlvr / TRL seconds per step", r["median_step_s"] / t["median_step_s"], "<=", 0.6, "x"),
-            Bar("rlvr minus TRL held-out accuracy after the run", r["heldout_after"] - t["heldout_after"], ">=", 0.0),
+            # one quick seed on 200 problems: the difference's standard error (~0.05) dwarfs the bar
+            Bar("rlvr minus TRL held-out accuracy after the run", r["heldout_after"] - t["heldout_after"], ">=", 0.0,
+                quick_decides=False),
             Bar("rlvr-on-TRL / TRL seconds per step", o["median_step_s"] / t["median_step_s"], "<=", 1.10, "x"),
             Bar("rlvr-on-TRL minus TRL held-out accuracy, absolute", abs(o["heldout_after"] - t["heldout_after"]),
                 "<=", 0.005)]
