@@ -41,8 +41,9 @@ def model_part(text: str) -> str:
 
 _PHANTOM = re.compile(r"\\[hv]?phantom\s*(?=\{)")
 _IFFALSE = re.compile(r"\\iffalse\b.*?(?:\\fi\b|$)", re.DOTALL)
-# a comment: "%" opening a line or after a word (never "25%" or "25 %"), hiding something
-_COMMENT = re.compile(r"(?:(?m:^)|(?<=[^\d\s\\]\s))%(?=[^\n]*[\\\d])[^\n]*")
+# a comment: "%" opening a line or after a word (never "25%" or "25 %"), then a space or a command,
+# hiding LaTeX (never an answer tag: "%o0<answer>7</answer>" is not LaTeX)
+_COMMENT = re.compile(r"(?:(?m:^)|(?<=[^\d\s\\]\s))%(?=[\s\\])(?=[^\n]*\\[a-zA-Z])(?![^\n]*</?answer)[^\n]*")
 _WHITE = r"\s*\{\s*(?:white|#?fff(?:fff)?|ffffff)\s*\}"
 _COLOR_GROUP = re.compile(r"\{\s*\\color" + _WHITE, re.IGNORECASE)
 _TEXTCOLOR = re.compile(r"\\(?:textcolor|colorbox)" + _WHITE + r"\s*(?=\{)", re.IGNORECASE)
