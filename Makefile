@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 VERL_VENV  := .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed
 
-.PHONY: test test-verl demo bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure \
+.PHONY: test test-verl demo docs docs-serve bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure \
 	bench-real bench-sample pipeline-tiny bench-verl bench-check clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
@@ -31,7 +31,8 @@ $(VERL_STAMP): pyproject.toml requirements/verl-constraints.txt
 	touch $(VERL_STAMP)
 
 test: $(STAMP) $(VERL_STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples docs/hooks
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest
 	timeout 1200 $(VERL_VENV)/bin/python -m pytest tests/verl
 
@@ -40,6 +41,13 @@ test-verl: $(VERL_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/rlvr demo
+
+# The docs site (docs/, mkdocs-material; the reference pages are generated from the code and the results).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 bench-verifier: $(STAMP)
 	$(BIN)/python benchmarks/verifier.py

@@ -3,7 +3,7 @@
 Each benchmark ends with :func:`report`: one ``PASS``/``FAIL`` line per bar (the figure, the bar),
 and a JSON file ``benchmarks/results/<name>.json`` (``results/quick/`` for ``--quick`` runs, which
 git ignores) holding the figures, the bars, the arguments, the commit (``+dirty`` when the tree
-had uncommitted changes), the date and the machine's load. The README's tables cite the commit
+had uncommitted changes), the date and the machine's load. The docs' tables cite the commit
 of the file they were copied from; ``make bench-check`` runs every benchmark in its quick mode.
 
 ``--against REV`` support (:func:`worktree`): a benchmark can measure an older commit of rlvr in

@@ -16,7 +16,8 @@ from rlvr.errors import ConfigError
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # a field's docstring is its description: the config reference (docs) is generated from them
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class LoraConfig(_Strict):

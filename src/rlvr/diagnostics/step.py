@@ -110,7 +110,8 @@ class FailureAware:
         group_size: G, rollouts per prompt (rows of one group are consecutive).
         scale_rewards: divide advantages by the group std (False: Dr. GRPO).
         advantage_clip: clamp advantages to ``[-clip, clip]`` (None: no clamp).
-        think_tag / answer_tag: the format's tags (for the reward-hacking alarms).
+        think_tag: the format's reasoning tag (for the reward-hacking alarms).
+        answer_tag: the format's answer tag (for the reward-hacking alarms).
         run_dir: where ``quarantine.jsonl`` is written (None: kept in memory; in a multi-process
             engine only the main process writes).
     """

@@ -3,7 +3,8 @@
 Each attempt is tried against every spec form: assert tests compiled to calls (judged outside the
 sandbox), assert tests that must run as code (in a sandbox of their own, apart from the program),
 function-call cases, and stdin/stdout cases. None may score ``correct``; where the harness can see
-the attempt, the verdict names it in ``details["tamper"]``. The README's forgery table is this file's results.
+the attempt, the verdict names it in ``details["tamper"]``. The forgery table of docs/guides/code.md is
+this file's results.
 """
 
 from __future__ import annotations

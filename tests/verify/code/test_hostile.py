@@ -1,6 +1,6 @@
 """Hostile generated code: each case comes back as a verdict in time, leaves nothing, reaches nothing.
 
-The table in the README ("What the sandbox guarantees") is this file's results.
+The hostile-code table of docs/guides/code.md is this file's results.
 """
 
 from __future__ import annotations

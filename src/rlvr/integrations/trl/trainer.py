@@ -81,7 +81,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         eval_every: 0 (only before and after) or a step interval.
         log_rollouts: write every rollout to ``rollouts.jsonl``.
         tags: the format's ``(think, answer)`` tags (for alarms and the grammar).
-        *args, **kwargs: ``trl.GRPOTrainer``'s own.
+        *args: ``trl.GRPOTrainer``'s own.
+        **kwargs: ``trl.GRPOTrainer``'s own.
     """
 
     def __init__(self, *args: Any, failure: FailureConfig | None = None, constrain: Any = None,

@@ -1,0 +1,33 @@
+"""The docs' Python examples run, as written (a fence after ``<!-- not run: why -->`` is shown only)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+_FENCE = re.compile(r"(<!-- not run: [^>]*-->\n)?```python\n(.*?)\n```\n", re.DOTALL)
+
+
+def _examples() -> list[tuple[str, int, str]]:
+    out = []
+    for page in sorted(DOCS.rglob("*.md")):
+        text = page.read_text()
+        for m in _FENCE.finditer(text):
+            if m.group(1) is None:
+                out.append((str(page.relative_to(DOCS)), text.count("\n", 0, m.start()) + 1, m.group(2)))
+    return out
+
+
+EXAMPLES = _examples()
+
+
+def test_the_docs_have_runnable_examples() -> None:
+    assert {p for p, _, _ in EXAMPLES} >= {"index.md", "guides/extending.md", "guides/code.md", "guides/rewards.md"}
+
+
+@pytest.mark.parametrize(("page", "line", "code"), EXAMPLES, ids=[f"{p}:{n}" for p, n, _ in EXAMPLES])
+def test_a_docs_example_runs(page: str, line: int, code: str) -> None:
+    exec(compile(code, f"docs/{page}:{line}", "exec"), {"__name__": f"docs_{page}"})
