@@ -1,4 +1,5 @@
-"""The docs' Python examples run, as written (a fence after ``<!-- not run: why -->`` is shown only)."""
+"""The docs' and the README's Python examples run, as written (a fence after ``<!-- not run: why -->``
+is shown only)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ _FENCE = re.compile(r"(<!-- not run: [^>]*-->\n)?```python\n(.*?)\n```\n", re.DO
 
 def _examples() -> list[tuple[str, int, str]]:
     out = []
-    for page in sorted(DOCS.rglob("*.md")):
+    for page in [DOCS.parent / "README.md", *sorted(DOCS.rglob("*.md"))]:
         text = page.read_text()
         for m in _FENCE.finditer(text):
             if m.group(1) is None:
-                out.append((str(page.relative_to(DOCS)), text.count("\n", 0, m.start()) + 1, m.group(2)))
+                out.append((str(page.relative_to(DOCS.parent)), text.count("\n", 0, m.start()) + 1, m.group(2)))
     return out
 
 
@@ -25,9 +26,10 @@ EXAMPLES = _examples()
 
 
 def test_the_docs_have_runnable_examples() -> None:
-    assert {p for p, _, _ in EXAMPLES} >= {"index.md", "guides/extending.md", "guides/code.md", "guides/rewards.md"}
+    assert {p for p, _, _ in EXAMPLES} >= {"README.md", "docs/index.md", "docs/guides/extending.md",
+                                           "docs/guides/code.md", "docs/guides/rewards.md"}
 
 
 @pytest.mark.parametrize(("page", "line", "code"), EXAMPLES, ids=[f"{p}:{n}" for p, n, _ in EXAMPLES])
 def test_a_docs_example_runs(page: str, line: int, code: str) -> None:
-    exec(compile(code, f"docs/{page}:{line}", "exec"), {"__name__": f"docs_{page}"})
+    exec(compile(code, f"{page}:{line}", "exec"), {"__name__": f"docs_{page}"})
