@@ -142,8 +142,19 @@ class FailureConfig(_Strict):
     """Take prompts whose groups keep dying out of training (see diagnostics/quarantine.py)."""
     quarantine_consecutive: int = Field(3, ge=1)
     quarantine_total: int = Field(5, ge=1)
-    quarantine_causes: list[Literal["invalid", "truncated", "no_answer", "wrong"]] = ["invalid"]
-    """A group dies when every rollout has one of these causes."""
+    quarantine_causes: list[Literal["invalid", "truncated", "no_answer", "wrong", "tool_error", "env_timeout",
+                                    "env_crash"]] = ["invalid", "tool_error", "env_timeout", "env_crash"]
+    """A group dies when every rollout has one of these causes (the environment's faults count, so a
+    prompt whose episodes keep dying of the environment is quarantined)."""
+    env_faults: list[Literal["tool_error", "env_timeout", "env_crash", "malformed_tool_call", "unknown_tool",
+                             "bad_arguments", "turn_limit", "context_overflow"]] = [
+        "tool_error", "env_timeout", "env_crash"]
+    """Which episode causes are the environment's fault: such an episode leaves its group's mean and
+    std and the loss, and is redrawn whole with a fresh environment (up to ``resample_tries``); the
+    other episode causes are the policy's and keep their reward."""
+    policy_penalties: dict[Literal["malformed_tool_call", "unknown_tool", "bad_arguments", "turn_limit",
+                                   "context_overflow"], float] = {}
+    """Subtracted from an episode's reward once per event of that cause (the policy's own faults)."""
 
 
 class OptimConfig(_Strict):
@@ -253,6 +264,36 @@ class JudgeConfig(_Strict):
     audit_rate: float = Field(0.0, ge=0, le=1)
 
 
+class EnvConfig(_Strict):
+    """Episodes with tools: an environment reset from each row, tools the policy calls over turns."""
+
+    tools: list[str] = []
+    """Built-in tools (``calculator``, ``python``) offered by a tool-only environment."""
+    environment: str | None = None
+    """A user's environment class, ``module:Class`` (reset, tools, optional reward); instead of ``tools``."""
+    max_turns: int = Field(4, ge=1)
+    """Assistant turns per episode; an episode with no final answer by then ends in ``turn_limit``."""
+    max_tokens: int = Field(512, ge=1)
+    """Tokens the policy may generate over the whole episode (``context_overflow`` when spent)."""
+    tool_timeout_s: float = Field(10.0, gt=0)
+    """Seconds a tool call may run; past it the call is ``env_timeout``."""
+    max_result_chars: int = Field(2000, ge=1)
+    """A tool result longer than this is cut (and says so)."""
+    faults: dict[Literal["tool_error", "env_timeout", "env_crash"], float] = {}
+    """Injected environment faults per kind, for tests and benchmarks (seeded; off by default)."""
+    fault_seed: int = 0
+
+    @model_validator(mode="after")
+    def _one_environment(self) -> EnvConfig:
+        if not self.tools and self.environment is None:
+            raise ValueError("env: give tools (calculator, python) or environment (module:Class)")
+        if self.tools and self.environment is not None:
+            raise ValueError("env: give tools or environment, not both (an environment offers its own tools)")
+        if any(not 0 <= r <= 1 for r in self.faults.values()) or sum(self.faults.values()) > 1:
+            raise ValueError(f"env.faults: rates in [0, 1] summing to at most 1, got {self.faults}")
+        return self
+
+
 class TrainConfig(_Strict):
     """Everything ``rlvr train`` needs."""
 
@@ -271,9 +312,15 @@ class TrainConfig(_Strict):
     """``rlvr``: rlvr's own single-process loop; ``trl``: TRL's ``GRPOTrainer`` with rlvr's
     failure-aware step (accelerate, DeepSpeed / FSDP, vLLM, many processes)."""
     trl: TrlConfig = TrlConfig()
+    env: EnvConfig | None = None
+    """Episodes with tools (see ``rlvr.episodes``)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainConfig:
+        if self.env is not None:
+            raise ValueError("env: multi-turn episodes are built (rlvr.episodes: environments, tools, the guard, "
+                             "the turn loop, their causes in the failure step) but no engine samples them yet "
+                             "(rlvr's sampling loop, TRL and verl); drop the env section")
         n = self.rollout.prompts_per_step * self.rollout.group_size
         mb = self.algo.micro_batch
         if mb is not None and n % mb:

@@ -18,7 +18,7 @@ def causes(
     """Per task: how each rollout ended (correct / wrong / no_answer / truncated / invalid / stale /
     bad_gold), how the two deaths moved over the run, and the prompts that die most."""
     from rlvr.cli.app import abort, console, err_console
-    from rlvr.diagnostics.causes import Cause
+    from rlvr.diagnostics.causes import shown
     from rlvr.diagnostics.table import (
         alarm_lines,
         cause_table,
@@ -36,11 +36,12 @@ def causes(
     t = cause_table(rows, top)
     table = Table(title=f"{run_dir}: {t.rows} rollouts over {t.steps} steps")
     table.add_column("task")
-    for c in Cause:
+    columns = shown(k for counts in t.by_task.values() for k in counts)
+    for c in columns:
         table.add_column(c.value, justify="right")
     for task, counts in sorted(t.by_task.items(), key=lambda kv: kv[0] == "all"):
         n = sum(counts.values())
-        table.add_row(task, *[f"{counts.get(c.value, 0)} ({counts.get(c.value, 0) / n:.0%})" for c in Cause])
+        table.add_row(task, *[f"{counts.get(c.value, 0)} ({counts.get(c.value, 0) / n:.0%})" for c in columns])
     console.print(table)
     phases = Table(title="format deaths (no_answer) vs verification deaths (wrong)")
     for col in ("phase", "steps", "format death", "verification death"):

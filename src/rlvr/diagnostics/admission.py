@@ -3,6 +3,9 @@
 A rollout left out gets no gradient and does not move its group's mean or std:
 
 * ``invalid`` and ``stale`` rollouts, always (they say nothing about the answer or the policy);
+* episodes that died of the environment (``tool_error``, ``env_timeout``, ``env_crash``: the
+  ``also_out`` causes the failure step passes, ``failure.env_faults``), always: masking the loss
+  alone would still let them move their siblings' baseline;
 * ``bad_gold`` rows, always (no reward can be computed);
 * ``truncated`` rollouts, when ``exclude_truncated`` is set;
 * ``no_answer`` (format deaths) during the **cold start**: until the running format-death rate
@@ -35,9 +38,10 @@ def admission(
     exclude_truncated: bool = False,
     cold_start: bool = False,
     drop_flat_groups: bool = False,
+    also_out: frozenset[Cause] = frozenset(),
 ) -> torch.Tensor:
     """``[N]`` bool: True for the rollouts that enter the group statistics and the loss."""
-    out = set(ALWAYS_OUT)
+    out = set(ALWAYS_OUT) | also_out
     if exclude_truncated:
         out.add(Cause.TRUNCATED)
     if cold_start:

@@ -16,6 +16,25 @@ correct     the verifier judged it correct
 wrong       an answer was extracted and judged wrong (verification death)
 no_answer   nothing could be extracted (format death)
 =========== ==============================================================================
+
+Episodes with tools (:mod:`rlvr.episodes`) add the causes their events record where they happen,
+each owned by the environment or by the policy (``env.fault_causes``):
+
+=================== ====== =================================================================
+cause               owner  when
+=================== ====== =================================================================
+tool_error          env    a tool failed on a well-formed call (a service error)
+env_timeout         env    the environment ran past its limit (not the policy's own code)
+env_crash           env    the session or sandbox died or could not be created
+malformed_tool_call policy tool-call markup that does not parse
+unknown_tool        policy a call to a tool the environment does not offer
+bad_arguments       policy arguments that do not fit the tool's schema
+turn_limit          policy ``env.max_turns`` turns without a final answer
+context_overflow    policy the episode's token budget ran out
+=================== ====== =================================================================
+
+An environment fault comes right after ``stale`` (it says nothing about the policy); a policy
+fault that ended the episode comes after ``bad_gold``; the others are events only.
 """
 
 from __future__ import annotations
@@ -35,9 +54,33 @@ class Cause(str, Enum):
     INVALID = "invalid"
     STALE = "stale"
     BAD_GOLD = "bad_gold"
+    # episodes: the environment's faults
+    TOOL_ERROR = "tool_error"
+    ENV_TIMEOUT = "env_timeout"
+    ENV_CRASH = "env_crash"
+    # episodes: the policy's
+    MALFORMED_TOOL_CALL = "malformed_tool_call"
+    UNKNOWN_TOOL = "unknown_tool"
+    BAD_ARGUMENTS = "bad_arguments"
+    TURN_LIMIT = "turn_limit"
+    CONTEXT_OVERFLOW = "context_overflow"
 
     def __str__(self) -> str:
         return self.value
+
+
+#: The causes before episodes (every rollout's metrics list these; episode causes when they occur).
+SINGLE_TURN = (Cause.CORRECT, Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cause.INVALID, Cause.STALE,
+               Cause.BAD_GOLD)
+#: Episode causes the environment owns by default.
+ENV_FAULTS = frozenset({Cause.TOOL_ERROR, Cause.ENV_TIMEOUT, Cause.ENV_CRASH})
+
+
+def shown(present: object = ()) -> list[Cause]:
+    """The causes a table or a metric set lists: every single-turn cause, and the episode causes
+    that occur in ``present`` (an iterable of causes or their values)."""
+    seen = {Cause(c) for c in present}  # type: ignore[attr-defined]
+    return [*SINGLE_TURN, *(c for c in Cause if c not in SINGLE_TURN and c in seen)]
 
 
 def cause_of(
@@ -48,19 +91,32 @@ def cause_of(
     version: int = 0,
     current_version: int = 0,
     max_staleness: int | None = None,
+    episode: Cause | None = None,
+    env_faults: frozenset[Cause] | None = None,
 ) -> Cause:
     """The cause of one rollout (see the module docstring for the rules and their order).
+
+    ``episode``: an episode's own cause (:meth:`rlvr.episodes.Episode.cause`), when it has one;
+    ``env_faults``: which causes are the environment's (default: tool_error, env_timeout, env_crash).
 
     Example:
         >>> cause_of(Status.WRONG, "length").value
         'truncated'
+        >>> cause_of(Status.CORRECT, episode=Cause.TOOL_ERROR).value
+        'tool_error'
     """
     if max_staleness is not None and current_version - version > max_staleness:
         return Cause.STALE
-    if (text is not None and not text.strip()) or status in (Status.TIMEOUT, Status.ERROR, Status.UNCERTAIN):
+    env = ENV_FAULTS if env_faults is None else env_faults
+    if episode is not None and episode in env:
+        return episode
+    if (text is not None and not text.strip() and episode is None) or status in (
+            Status.TIMEOUT, Status.ERROR, Status.UNCERTAIN):
         return Cause.INVALID
     if status is Status.BAD_GOLD:
         return Cause.BAD_GOLD
+    if episode is not None:  # the policy's fault that ended the episode: its reward stands
+        return episode
     if finish == "length":
         return Cause.TRUNCATED
     return {Status.CORRECT: Cause.CORRECT, Status.WRONG: Cause.WRONG}.get(status, Cause.NO_ANSWER)

@@ -41,7 +41,7 @@ from rlvr.diagnostics.alarms import (
     grader_talk,
     share,
 )
-from rlvr.diagnostics.causes import Cause, cause_of
+from rlvr.diagnostics.causes import Cause, cause_of, shown
 from rlvr.diagnostics.quarantine import Quarantine
 from rlvr.grpo.advantages import group_advantages, zero_std_fraction
 from rlvr.grpo.metrics import reward_stats
@@ -62,6 +62,9 @@ class RolloutView:
         version: the policy version that sampled it.
         weights: the reward weights in force (logged as ``weights/<name>``).
         unscored: a reward said it cannot score this row (TRL's ``None``): ``invalid``.
+        episode: an episode's own cause (:meth:`rlvr.episodes.Episode.cause`: an environment fault,
+            or the policy fault that ended it), None for a single-turn rollout.
+        events: the causes of every event the episode recorded (tool metrics, policy penalties).
     """
 
     prompt_id: str
@@ -73,6 +76,8 @@ class RolloutView:
     version: int = 0
     weights: dict[str, float] = field(default_factory=dict)
     unscored: bool = False
+    episode: Cause | None = None
+    events: tuple[Cause, ...] = ()
 
 
 @dataclass
@@ -128,20 +133,23 @@ class FailureAware:
         self.quarantine = (Quarantine(f.quarantine_consecutive, f.quarantine_total,
                                       frozenset(Cause(c) for c in f.quarantine_causes)) if f.quarantine else None)
         self.format_alarm = FormatWithoutAccuracy()
+        self.env_faults = frozenset(Cause(c) for c in f.env_faults)
+        self.penalties = {Cause(k): v for k, v in f.policy_penalties.items()}
 
     # ------------------------------------------------------------------ what an engine asks
     def causes(self, views: Sequence[RolloutView], step: int) -> list[Cause]:
         """One cause per rollout of ``step`` (1-based: the policy that sampled a fresh rollout is
         version ``step - 1``, the number of updates made so far)."""
-        ms = self.cfg.max_staleness
-        return [cause_of(v.verdict.status, v.finish, text=v.text, version=v.version, current_version=step - 1,
-                         max_staleness=ms) if v.verdict is not None and not v.unscored else Cause.INVALID
+        ms, env = self.cfg.max_staleness, self.env_faults
+        return [(v.episode if v.episode in env else Cause.INVALID) if v.verdict is None or v.unscored else
+                cause_of(v.verdict.status, v.finish, text=v.text, version=v.version, current_version=step - 1,
+                         max_staleness=ms, episode=v.episode, env_faults=env)
                 for v in views]
 
     def to_resample(self, causes: Sequence[Cause]) -> list[int]:
         """Rows to redraw for the same prompt: ``invalid`` ones (and ``truncated`` with
         ``exclude_truncated``); the engine keeps the originals as ``replaced`` in its log."""
-        redo = {Cause.INVALID} | ({Cause.TRUNCATED} if self.cfg.exclude_truncated else set())
+        redo = {Cause.INVALID} | self.env_faults | ({Cause.TRUNCATED} if self.cfg.exclude_truncated else set())
         return [i for i, c in enumerate(causes) if c in redo]
 
     def skip(self, prompt_id: str) -> bool:
@@ -161,12 +169,13 @@ class FailureAware:
         if len(views) % g:
             raise ValueError(f"{len(views)} rollouts do not split into groups of {g}")
         causes = self.causes(views, step)
-        totals = torch.tensor([v.total if v.total is not None else float("nan") for v in views], dtype=torch.float32)
+        totals = torch.tensor([v.total - sum(self.penalties.get(e, 0.0) for e in v.events) if v.total is not None
+                               else float("nan") for v in views], dtype=torch.float32)
         format_deaths = sum(c is Cause.NO_ANSWER for c in causes) / max(len(causes), 1)
         cold = self.cold_start.update(format_deaths, step) if self.cold_start is not None else False
         f = self.cfg
         admit = admission(causes, totals, g, exclude_truncated=f.exclude_truncated, cold_start=cold,
-                          drop_flat_groups=f.drop_flat_groups)
+                          drop_flat_groups=f.drop_flat_groups, also_out=self.env_faults)
         flat = 0
         if drop_uninformative:
             signal = torch.tensor(informative(views, g)).repeat_interleave(g)
@@ -212,13 +221,17 @@ class FailureAware:
             m.update({f"weights/{k}": w for k, w in views[0].weights.items()})
         statuses = Counter(v.verdict.status.value for v in views if v.verdict is not None)
         m.update({f"verify/{s.value}": statuses.get(s.value, 0) / n for s in Status})
-        m.update({f"causes/{c.value}": sum(x is c for x in causes) / n for c in Cause})
+        m.update({f"causes/{c.value}": sum(x is c for x in causes) / n for c in shown(causes)})
         m["groups/zero_std_frac"] = zero_std_fraction(torch.nan_to_num(totals), g, admit)
         m["groups/flat_accuracy_frac"] = 1.0 - sum(informative(views, g)) / max(n // g, 1)
         m["failure/cold_start"] = float(cold)
         if self.cold_start is not None and self.cold_start.switched_at == step:
             m["failure/cold_start_ended"] = 1.0  # the switch, marked on the step it happened
         m["failure/excluded_frac"] = float((~admit).float().mean())
+        if any(v.episode is not None or v.events for v in views):  # episodes: how often the environment failed
+            faulted = [c in self.env_faults for c in causes]
+            m["env/fault_rate"] = sum(faulted) / n
+            m["episodes/partial_groups"] = sum(0 < sum(faulted[k:k + g]) < g for k in range(0, n, g)) / max(n // g, 1)
         if self.quarantine is not None:
             m["quarantine/size"] = float(len(self.quarantine.entries))
         texts = [v.text for v in views]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rlvr.diagnostics.causes import Cause
+from rlvr.diagnostics.causes import shown
 from rlvr.report.data import RunData, alarms, causes_by_task, failed_samples, load_run
 from rlvr.report.figures import FIGURES
 
@@ -30,7 +30,7 @@ def _run_context(run: RunData, per_cause: int) -> dict[str, Any]:
         for task, counts in sorted(table.by_task.items(), key=lambda kv: kv[0] == "all"):
             n = sum(counts.values()) or 1
             tasks.append({"task": task, "n": n, "cells": [(counts.get(c.value, 0), counts.get(c.value, 0) / n)
-                                                          for c in Cause]})
+                                                          for c in shown()]})
     last = run.steps[-1] if run.steps else {}
     return {
         "name": run.name, "path": str(run.path), "notes": run.notes, "steps": len(run.steps),
@@ -67,7 +67,7 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
         figures.append({"id": stem, "title": title, "file": path.name,
                         "data": base64.b64encode(png).decode("ascii")})
     page = _environment().get_template("report.html.j2").render(
-        runs=[_run_context(r, per_cause) for r in runs], figures=figures, causes=[c.value for c in Cause],
+        runs=[_run_context(r, per_cause) for r in runs], figures=figures, causes=[c.value for c in shown()],
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         title=" vs ".join(r.name for r in runs))
     tmp = out.with_name(out.name + ".tmp")

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from rlvr.diagnostics.causes import Cause
+from rlvr.diagnostics.causes import Cause, shown
 from rlvr.diagnostics.step import Decision, FailureAware, RolloutView, rollout_record
 from rlvr.errors import ConfigError
 from rlvr.integrations.verl.settings import EXTRA_KEYS
@@ -108,6 +108,6 @@ def decide_rows(fa: FailureAware, rows: Sequence[Row], step: int,
         return RowsDecision(rows, views, causes, d.admit[inv], d.advantages[inv], d.quarantined, d.metrics)
     causes = fa.causes(views, step)
     admit = torch.tensor([bool(r.info.get("admit", 0.0)) for r in rows])
-    metrics = {f"causes/{c.value}": sum(x is c for x in causes) / len(causes) for c in Cause}
+    metrics = {f"causes/{c.value}": sum(x is c for x in causes) / len(causes) for c in shown(causes)}
     metrics["failure/uneven_groups"] = 1.0
     return RowsDecision(rows, views, causes, admit, torch.zeros(len(rows)), [], metrics)

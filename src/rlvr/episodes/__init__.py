@@ -1,0 +1,39 @@
+"""Episodes with tools: environments, the guard around their tools, the turn loop, and the causes
+they record (engine-neutral; the failure step reads them like single-turn rollouts).
+
+An environment's fault (``tool_error``, ``env_timeout``, ``env_crash``) leaves the baseline and the
+loss and is redrawn; the policy's own (``malformed_tool_call``, ``unknown_tool``, ``bad_arguments``,
+``turn_limit``, ``context_overflow``) stays in the gradient with its reward.
+"""
+
+from rlvr.episodes.env import Environment, load_environment, tool_schema, tools_of
+from rlvr.episodes.episode import ENVIRONMENT_FAULTS, POLICY_FAULTS, Episode, Event, ToolCall, Turn
+from rlvr.episodes.guard import Faults, Guard, find_call
+from rlvr.episodes.loop import Policy, run_episode
+from rlvr.episodes.metrics import tool_metrics
+from rlvr.episodes.tools import BUILTIN, Calculator, EnvCrash, PythonTool, evaluate, toolbox
+
+__all__ = [
+           "BUILTIN",
+           "ENVIRONMENT_FAULTS",
+           "POLICY_FAULTS",
+           "Calculator",
+           "EnvCrash",
+           "Environment",
+           "Episode",
+           "Event",
+           "Faults",
+           "Guard",
+           "Policy",
+           "PythonTool",
+           "ToolCall",
+           "Turn",
+           "evaluate",
+           "find_call",
+           "load_environment",
+           "run_episode",
+           "tool_metrics",
+           "tool_schema",
+           "toolbox",
+           "tools_of",
+]

@@ -1,0 +1,81 @@
+"""Environments: a small class with ``reset`` and tools, as TRL's ``environment_factory`` has it.
+
+A user's environment is a class whose instance is made fresh for every episode (so an episode
+redrawn after an environment fault starts clean)::
+
+    class Shop:
+        def reset(self, row: dict) -> str | None:
+            '''Start an episode from a data row; the text returned joins the prompt.'''
+            self.stock = dict(row["stock"])
+            return f"The shop has {len(self.stock)} items."
+
+        def price(self, item: str) -> float:
+            '''The price of an item.
+
+            Args:
+                item: the item's name.
+            '''
+            return self.stock[item]
+
+Its public methods other than ``reset`` and ``reward`` are its tools; each tool's JSON schema is
+taken from its type hints and its Google-style docstring (``transformers.utils.get_json_schema``,
+as TRL does), and every call is checked against it before the tool runs. An optional
+``reward(answer, row) -> float`` replaces the task's verifier for the final answer. An exception
+a tool raises on a well-formed call is the environment's fault (``tool_error``); to hand the
+policy an error that is its own (its code that raised, a number it got wrong), a tool *returns*
+the error text: see :class:`rlvr.episodes.tools.PythonTool`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from rlvr.errors import ConfigError
+
+_RESERVED = {"reset", "reward", "close"}
+
+
+class Environment(Protocol):
+    """What rlvr needs of an environment (tools are its other public methods)."""
+
+    def reset(self, row: dict[str, Any]) -> str | None:
+        """Start an episode from a data row; the text returned (if any) joins the prompt."""
+
+
+def tools_of(env: object) -> dict[str, Callable[..., Any]]:
+    """The environment's tools: its public bound methods, but ``reset``, ``reward`` and ``close``."""
+    return {name: fn for name, fn in inspect.getmembers(env, callable)
+            if not name.startswith("_") and name not in _RESERVED and inspect.ismethod(fn)}
+
+
+def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The OpenAI-style schema of one tool, from its type hints and docstring.
+
+    Raises:
+        ConfigError: the tool cannot be described (no docstring, an argument without a type or
+            without a line in ``Args:``), naming the tool and what to add.
+    """
+    from transformers.utils import get_json_schema
+
+    try:
+        return get_json_schema(fn)
+    except Exception as e:  # transformers' DocstringParsingException / TypeHintParsingException
+        raise ConfigError(f"tool {getattr(fn, '__name__', fn)!r} cannot be described to the policy: {e} "
+                          "(give it type hints and a Google-style docstring with an Args: line per argument)") from None
+
+
+def load_environment(spec: str) -> type:
+    """The environment class named ``module:Class`` (a ConfigError naming what is missing)."""
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise ConfigError(f"env.environment {spec!r}: expected 'module:Class'")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"env.environment {spec!r} cannot be loaded: {e}") from None
+    if not callable(getattr(cls, "reset", None)):
+        raise ConfigError(f"env.environment {spec!r} has no reset(row) method")
+    return cls

@@ -1,0 +1,108 @@
+"""An episode is data: its turns, the events that happened in them (each with its cause), and how it ended.
+
+Nothing downstream parses text back to learn what happened: an event is recorded where it
+happens (the guard around a tool call, the turn loop), with the cause it stands for and who owns
+that cause (:data:`ENVIRONMENT_FAULTS`: the environment's; everything else: the policy's).
+Engines render an episode to tokens and masks (tool-result tokens carry no loss); the failure step
+reads its :meth:`Episode.fault` and :meth:`Episode.ended_by` beside the verdict of its answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rlvr.diagnostics.causes import ENV_FAULTS, Cause
+
+#: Causes that are the environment's fault by default: the episode leaves its group's baseline and
+#: the loss and is redrawn with a fresh environment (``env.fault_causes`` changes the table).
+ENVIRONMENT_FAULTS = ENV_FAULTS
+#: Causes of the policy's own making: they stay in the gradient with their reward.
+POLICY_FAULTS = frozenset({Cause.MALFORMED_TOOL_CALL, Cause.UNKNOWN_TOOL, Cause.BAD_ARGUMENTS, Cause.TURN_LIMIT,
+                           Cause.CONTEXT_OVERFLOW})
+#: Policy faults that end the episode (the others are answered with the error and the episode goes on).
+ENDING_POLICY_FAULTS = frozenset({Cause.TURN_LIMIT, Cause.CONTEXT_OVERFLOW})
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call the policy made: the tool's name and its arguments (as parsed)."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened in an episode, recorded where it happened.
+
+    Attributes:
+        cause: what it stands for (``tool_error``, ``malformed_tool_call``, ``turn_limit``...).
+        turn: the index of the turn it happened in.
+        detail: what happened, in words (the exception, the unparsable markup...).
+        tool: the tool involved, if any.
+        latency_s: how long the call took, when it was a call.
+    """
+
+    cause: Cause
+    turn: int
+    detail: str = ""
+    tool: str = ""
+    latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn: ``assistant`` (the policy's text, maybe a tool call) or ``tool`` (a tool's result)."""
+
+    role: str
+    content: str
+    call: ToolCall | None = None
+    tokens: int = 0
+
+
+@dataclass
+class Episode:
+    """One multi-turn rollout.
+
+    Attributes:
+        prompt: the prompt the policy saw first (with the environment's observation).
+        turns: assistant and tool turns, in order.
+        events: what happened, with causes (see :class:`Event`).
+        answer: the final assistant text (what the task's verifier judges), "" when none.
+        finish: ``eos`` (the policy answered), ``length`` (its last turn hit the token limit),
+            ``turn_limit``, ``context_overflow`` or ``fault`` (the environment failed).
+        tokens: tokens the policy generated over the whole episode.
+    """
+
+    prompt: str
+    turns: list[Turn] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    answer: str = ""
+    finish: str = "eos"
+    tokens: int = 0
+
+    def fault(self, owned: Iterable[Cause] = ENVIRONMENT_FAULTS) -> Cause | None:
+        """The first event that is the environment's fault (None when the environment held)."""
+        owned = frozenset(owned)
+        return next((e.cause for e in self.events if e.cause in owned), None)
+
+    def ended_by(self) -> Cause | None:
+        """The policy fault that ended the episode (turn limit, context overflow), or None."""
+        return next((e.cause for e in reversed(self.events) if e.cause in ENDING_POLICY_FAULTS), None)
+
+    def cause(self, owned: Iterable[Cause] = ENVIRONMENT_FAULTS) -> Cause | None:
+        """The episode's own cause, before its answer is judged: an environment fault first (it says
+        nothing of the policy), else the policy fault that ended it; None when the answer decides."""
+        return self.fault(owned) or self.ended_by()
+
+    def calls(self) -> list[ToolCall]:
+        """Every tool call the policy made."""
+        return [t.call for t in self.turns if t.call is not None]
+
+    def record(self) -> dict[str, Any]:
+        """The episode for ``rollouts.jsonl``: turns, events with their causes, the finish."""
+        return {"turns": [{k: v for k, v in asdict(t).items() if v not in (None, 0)} for t in self.turns],
+                "events": [{**asdict(e), "cause": e.cause.value} for e in self.events],
+                "finish": self.finish, "tokens": self.tokens, "tool_calls": len(self.calls())}

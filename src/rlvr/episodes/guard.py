@@ -1,0 +1,155 @@
+"""The guard around an environment: every tool call parsed, checked, timed and recorded at the source.
+
+The policy writes a call as ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (the
+Hermes / Qwen2.5 markup that chat templates render). :meth:`Guard.call` turns one such text into
+the tool's result and, when something went wrong, the :class:`~rlvr.episodes.episode.Event` that
+says what and whose fault:
+
+* markup that does not parse: ``malformed_tool_call``; a name the environment does not offer:
+  ``unknown_tool``; arguments outside the tool's schema: ``bad_arguments`` (the policy's faults:
+  the error goes back to it as the tool's result and the episode goes on);
+* a tool that raises on a well-formed call: ``tool_error``; one that runs past ``timeout_s``:
+  ``env_timeout``; an :class:`~rlvr.episodes.tools.EnvCrash` (a sandbox or session that died):
+  ``env_crash`` (the environment's: the episode ends there, to be redrawn);
+* a result longer than ``max_result_chars`` is cut to it (said in the result and the turn).
+
+:class:`Faults` injects the environment's faults on purpose, seeded per episode and call, for
+tests and benchmarks (off by default).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlvr.diagnostics.causes import Cause
+from rlvr.episodes.env import tool_schema, tools_of
+from rlvr.episodes.episode import Event, ToolCall
+from rlvr.episodes.tools import EnvCrash
+
+_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+FAULT_KINDS = (Cause.TOOL_ERROR, Cause.ENV_TIMEOUT, Cause.ENV_CRASH)
+
+
+def find_call(text: str) -> str | None:
+    """The markup of the first tool call in an assistant turn (None: the turn is a final answer)."""
+    m = _CALL.search(text)
+    return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Injected environment faults: ``rates`` per kind (``tool_error``, ``env_timeout``, ``env_crash``),
+    drawn from ``seed`` and the episode's key and call number (the same episode, the same faults)."""
+
+    rates: Mapping[str, float] = field(default_factory=dict)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        bad = [k for k in self.rates if k not in {c.value for c in FAULT_KINDS}]
+        if bad or any(not 0 <= r <= 1 for r in self.rates.values()):
+            raise ValueError(f"env.faults: kinds are {', '.join(c.value for c in FAULT_KINDS)} with rates in "
+                             f"[0, 1]; got {dict(self.rates)}")
+
+    def draw(self, key: str, call: int) -> Cause | None:
+        """The fault injected into call ``call`` of episode ``key``, if any."""
+        if not self.rates:
+            return None
+        u = random.Random(f"{self.seed}:{key}:{call}").random()
+        for kind in FAULT_KINDS:
+            u -= self.rates.get(kind.value, 0.0)
+            if u < 0:
+                return kind
+        return None
+
+
+@dataclass
+class Outcome:
+    """One call's result text, the call as parsed (None when it did not parse), and its event."""
+
+    result: str
+    call: ToolCall | None = None
+    event: Event | None = None
+    cut: bool = False
+
+
+class Guard:
+    """Runs an environment's tool calls under the rules above (one guard per episode)."""
+
+    def __init__(self, env: object, *, key: str = "", timeout_s: float = 10.0, max_result_chars: int = 2000,
+                 faults: Faults | None = None) -> None:
+        self.env, self.key, self.timeout_s, self.max_result_chars = env, key, timeout_s, max_result_chars
+        self.faults = faults or Faults()
+        self.tools = tools_of(env)
+        self.schemas = {name: tool_schema(fn) for name, fn in self.tools.items()}
+        self.calls = 0
+
+    def call(self, markup: str, turn: int) -> Outcome:
+        """Parse, check and run one call (see the module docstring for what each failure is)."""
+        try:
+            req = json.loads(markup.strip())
+            name, args = req["name"], req.get("arguments", {})
+            if isinstance(args, str):
+                args = json.loads(args)
+            if not isinstance(name, str) or not isinstance(args, dict):
+                raise TypeError("name must be a string and arguments an object")
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
+            return self._policy(Cause.MALFORMED_TOOL_CALL, turn, f"the tool call does not parse: {e}")
+        call = ToolCall(name, args)
+        if name not in self.tools:
+            return self._policy(Cause.UNKNOWN_TOOL, turn, f"no tool {name!r}; tools: {', '.join(self.tools)}",
+                                call=call)
+        if (why := self._bad_arguments(name, args)) is not None:
+            return self._policy(Cause.BAD_ARGUMENTS, turn, why, call=call)
+        return self._run(call, turn)
+
+    def _policy(self, cause: Cause, turn: int, why: str, call: ToolCall | None = None) -> Outcome:
+        return Outcome(f"error: {why}", call, Event(cause, turn, why, call.name if call else ""))
+
+    def _bad_arguments(self, name: str, args: dict[str, Any]) -> str | None:
+        import jsonschema
+
+        try:
+            jsonschema.validate(args, self.schemas[name]["function"]["parameters"])
+        except jsonschema.ValidationError as e:
+            return f"bad arguments for {name}: {e.message}"
+        return None
+
+    def _run(self, call: ToolCall, turn: int) -> Outcome:
+        self.calls += 1
+        start = time.monotonic()
+        injected = self.faults.draw(self.key, self.calls)
+        if injected is not None:
+            why = f"injected {injected.value}"
+            return Outcome(f"error: {why}", call, Event(injected, turn, why, call.name))
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["value"] = self.tools[call.name](**call.arguments)
+            except BaseException as e:  # every failure of the tool is recorded
+                box["error"] = e
+
+        worker = threading.Thread(target=work, daemon=True, name=f"rlvr-tool-{call.name}")
+        worker.start()
+        worker.join(self.timeout_s)
+        latency = time.monotonic() - start
+        if worker.is_alive():  # left to finish on its own: a daemon thread holds no process or file of ours
+            why = f"{call.name} ran past {self.timeout_s:g}s"
+            return Outcome(f"error: {why}", call, Event(Cause.ENV_TIMEOUT, turn, why, call.name, latency))
+        if "error" in box:
+            e = box["error"]
+            cause = Cause.ENV_CRASH if isinstance(e, EnvCrash) else Cause.TOOL_ERROR
+            why = f"{type(e).__name__}: {str(e)[:300]}"
+            return Outcome(f"error: {why}", call, Event(cause, turn, why, call.name, latency))
+        text = box["value"] if isinstance(box.get("value"), str) else json.dumps(box.get("value"), default=str)
+        cut = len(text) > self.max_result_chars
+        if cut:
+            text = text[: self.max_result_chars] + f"... [cut at {self.max_result_chars} characters]"
+        return Outcome(text, call, None, cut)

@@ -1,0 +1,33 @@
+"""Tool metrics from a step's episodes (the same names on every engine)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from rlvr.episodes.episode import Episode
+
+
+def tool_metrics(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """``tools/calls_per_episode`` and, per tool, ``tools/<name>/calls``, ``/failures`` (calls that
+    recorded an event, whoever's fault) and ``/latency_s`` (mean over calls that ran)."""
+    if not episodes:
+        return {}
+    calls: dict[str, int] = defaultdict(int)
+    failures: dict[str, int] = defaultdict(int)
+    latency: dict[str, list[float]] = defaultdict(list)
+    for ep in episodes:
+        for call in ep.calls():
+            calls[call.name] += 1
+        for e in ep.events:
+            if e.tool:
+                failures[e.tool] += 1
+                if e.latency_s:
+                    latency[e.tool].append(e.latency_s)
+    m: dict[str, Any] = {"tools/calls_per_episode": sum(calls.values()) / len(episodes)}
+    for name in sorted(calls):
+        m[f"tools/{name}/calls"] = calls[name]
+        m[f"tools/{name}/failures"] = failures[name]
+        m[f"tools/{name}/latency_s"] = sum(latency[name]) / len(latency[name]) if latency[name] else None
+    return m
