@@ -52,8 +52,8 @@ def main() -> None:
     from rlvr.data.tasks import addition_eval
     from rlvr.decoding.constrain import Constrainer
     from rlvr.grpo.rollout import generate
-    from rlvr.grpo.trainer import setup_torch
     from rlvr.models.load import load_model
+    from rlvr.runtime import setup_torch
     from rlvr.types import Status
     from rlvr.verify.math import verify_math
 

@@ -48,8 +48,8 @@ VARIANTS = {"plain": PLAIN, "aware": AWARE, "aware+constrained": CONSTRAINED}
 
 def warm_model(out: Path, seed: int) -> Path:
     from rlvr.data.tasks import addition_eval, addition_train
-    from rlvr.grpo.trainer import setup_torch
     from rlvr.models.tiny import build_model, build_tokenizer
+    from rlvr.runtime import setup_torch
     from rlvr.sft import sft
 
     setup_torch(1, seed)

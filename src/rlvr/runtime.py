@@ -6,12 +6,16 @@ and zero-filled by the kernel again, step after step: about 5% of an update on t
 benchmark, seen as system time. :func:`keep_freed_memory` raises the mmap and trim thresholds
 so freed memory stays in the heap and is reused, as jemalloc or tcmalloc would (PyTorch's CPU
 performance guide recommends those). Elsewhere (not Linux/glibc) it does nothing.
+
+:func:`setup_torch` is what every engine and command calls first (rlvr's loop, TRL's adapter,
+``rlvr sft`` / ``sample``, the benchmarks).
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import random
 import sys
 
 M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter numbers (malloc.h)
@@ -41,3 +45,15 @@ def keep_freed_memory(trim_threshold: int = 1 << 30) -> bool:
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     _applied = mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX) == 1 and mallopt(M_TRIM_THRESHOLD, trim_threshold) == 1
     return _applied
+
+
+def setup_torch(threads: int, seed: int) -> None:
+    """One thread (two ran 4-40x slower on a shared 2-core box), no denormals, freed memory kept
+    for reuse (:mod:`rlvr.runtime`), seeded."""
+    import torch
+
+    keep_freed_memory()
+    torch.set_num_threads(threads)
+    torch.set_flush_denormal(True)  # denormal floats made one forward pass 30x slower on CPU
+    torch.manual_seed(seed)
+    random.seed(seed)

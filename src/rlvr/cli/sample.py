@@ -56,10 +56,10 @@ def sample(
     from rlvr.data.datasets import load_samples
     from rlvr.decoding.constrain import from_config
     from rlvr.errors import ConfigError, DataError
-    from rlvr.grpo.trainer import setup_torch
     from rlvr.models.device import lean_paths
     from rlvr.models.load import load_for_inference
     from rlvr.rewards import Total
+    from rlvr.runtime import setup_torch
     from rlvr.traces import KeepRules, SampleSettings, sample_file
 
     if keep not in ("all", "correct"):

@@ -79,8 +79,8 @@ def warm_up(out: Path, *, task: str, steps: int, lr: float, target: float, max_o
     from rlvr.cli.app import abort, console
     from rlvr.cli.train import _progress
     from rlvr.data.tasks import TASKS, addition_eval
-    from rlvr.grpo.trainer import setup_torch
     from rlvr.models.tiny import build_model, build_tokenizer
+    from rlvr.runtime import setup_torch
     from rlvr.sft import sft as run_sft
 
     if task not in TASKS:
@@ -146,9 +146,9 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
     from rlvr.errors import ConfigError, DataError
     from rlvr.grpo import checkpoint
     from rlvr.grpo.evaluate import greedy_eval
-    from rlvr.grpo.trainer import setup_torch
     from rlvr.models.device import lean_paths
     from rlvr.models.load import load_model, model_source
+    from rlvr.runtime import setup_torch
     from rlvr.sft import completion_field
     from rlvr.sft import sft as run_sft
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import copy
 import math
-import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,8 @@ import torch
 
 from rlvr.config import TrainConfig, dump_config
 from rlvr.data.prompts import encode
-from rlvr.data.tasks import TASKS, Sample, addition_eval
+from rlvr.data.stream import DataStream, default_data
+from rlvr.data.tasks import Sample
 from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.step import DrawAhead, FailureAware, RolloutView, informative, rollout_record
 from rlvr.grpo import checkpoint
@@ -30,6 +30,7 @@ from rlvr.grpo.metrics import MetricsLog, RolloutLog
 from rlvr.grpo.rollout import RolloutBatch, generate
 from rlvr.rewards import Total
 from rlvr.rewards.base import prompt_text
+from rlvr.runtime import setup_torch
 
 StepCallback = Callable[[int, dict[str, Any]], None]
 
@@ -38,18 +39,6 @@ def _eval_metrics(ev: dict[str, Any]) -> dict[str, float]:
     """A held-out evaluation as metrics: ``eval/accuracy``, ``eval/truncated``, ``eval/<status>``."""
     return {"eval/accuracy": ev["accuracy"], "eval/truncated": ev["truncated"],
             **{f"eval/{k}": v for k, v in ev["statuses"].items()}}
-
-
-def setup_torch(threads: int, seed: int) -> None:
-    """One thread (two ran 4-40x slower on a shared 2-core box), no denormals, freed memory kept
-    for reuse (:mod:`rlvr.runtime`), seeded."""
-    from rlvr.runtime import keep_freed_memory
-
-    keep_freed_memory()
-    torch.set_num_threads(threads)
-    torch.set_flush_denormal(True)  # denormal floats made one forward pass 30x slower on CPU
-    torch.manual_seed(seed)
-    random.seed(seed)
 
 
 def lr_lambda(schedule: str, warmup: int, total: int) -> Callable[[int], float]:
@@ -66,82 +55,6 @@ def lr_lambda(schedule: str, warmup: int, total: int) -> Callable[[int], float]:
         return 1.0
 
     return f
-
-
-class DataStream:
-    """Training rows in a reproducible order, resumable from a position."""
-
-    def __init__(self, cfg: TrainConfig, rows: list[Sample] | None) -> None:
-        self.cfg, self.rows, self.position = cfg, rows, 0
-        self._it: Iterator[Sample] | None = None
-
-    def _iter(self) -> Iterator[Sample]:
-        seed = self.cfg.run.seed + 10_000
-        if self.rows is None:
-            assert self.cfg.data.task is not None
-            opts = dict(self.cfg.data.task_options)
-            if self.cfg.data.task == "addition":
-                opts.setdefault("held_out", self.cfg.data.eval_size)
-            yield from TASKS[self.cfg.data.task](seed, **opts)
-            return
-        epoch = 0
-        while True:
-            order = list(range(len(self.rows)))
-            random.Random(seed + epoch).shuffle(order)
-            yield from (self.rows[i] for i in order)
-            epoch += 1
-
-    def skip_to(self, position: int) -> None:
-        self._it = self._iter()
-        for _ in range(position):
-            next(self._it)
-        self.position = position
-
-    def take(self, n: int, skip: Callable[[Sample], bool] | None = None) -> list[Sample]:
-        """The next ``n`` rows, passing over those ``skip`` refuses (the position counts them too).
-
-        Raises:
-            DataError: every row of the data is refused (all quarantined).
-        """
-        if self._it is None:
-            self.skip_to(0)
-        assert self._it is not None
-        out: list[Sample] = []
-        passed = 0
-        while len(out) < n:
-            s = next(self._it)
-            self.position += 1
-            if skip is not None and skip(s):
-                passed += 1
-                if self.rows is not None and passed > 2 * len(self.rows):
-                    from rlvr.errors import DataError
-
-                    raise DataError("every training row is quarantined; readmit some with rlvr quarantine")
-                continue
-            out.append(s)
-        return out
-
-
-def default_data(cfg: TrainConfig) -> tuple[list[Sample] | None, list[Sample]]:
-    """``(training rows or None for a synthetic stream, held-out rows)`` for a config."""
-    d = cfg.data
-    if d.path is not None:
-        from rlvr.data.datasets import load_samples
-
-        rows = load_samples(d.path, d.split, system_prompt=d.system_prompt)
-        if d.eval_path:
-            held = load_samples(d.eval_path, d.eval_split, system_prompt=d.system_prompt)[: d.eval_size]
-        else:  # hold out the first rows of the training file
-            held, rows = rows[: d.eval_size], rows[d.eval_size :]
-        if not rows:
-            from rlvr.errors import DataError
-
-            raise DataError(f"{d.path}: no training rows left after holding out {d.eval_size} for evaluation")
-        return rows, held
-    if d.task == "addition":
-        return None, addition_eval(d.eval_size, **d.task_options)
-    assert d.task is not None
-    return None, [s for _, s in zip(range(d.eval_size), TASKS[d.task](1234, **d.task_options))]
 
 
 class GRPOTrainer:

@@ -56,7 +56,7 @@ def _dataset(cfg: TrainConfig, tokenizer: Any) -> tuple[Any, list[Any]]:
     from datasets import Dataset
 
     from rlvr.data.prompts import render
-    from rlvr.grpo.trainer import DataStream, default_data
+    from rlvr.data.stream import DataStream, default_data
 
     rows, held = default_data(cfg)
     if rows is None:  # a synthetic stream: the rows the run will use, in its order
@@ -89,11 +89,11 @@ def train_trl(cfg: TrainConfig, *, resume: bool = False,
     from transformers.trainer_utils import get_last_checkpoint
 
     from rlvr.errors import ConfigError
-    from rlvr.grpo.trainer import setup_torch
     from rlvr.integrations.trl.runfolder import checkpoint_step
     from rlvr.integrations.trl.trainer import FailureAwareGRPOTrainer
     from rlvr.models.load import load_model
     from rlvr.rewards import Total
+    from rlvr.runtime import setup_torch
 
     setup_torch(cfg.run.threads, cfg.run.seed)
     out = Path(cfg.run.out_dir)
