@@ -92,3 +92,21 @@ def test_talking_to_the_grader_fires_its_alarm_in_rlvr_causes(tmp_path):
     assert r.exit_code == 0, r.output
     line = next(ln for ln in r.output.splitlines() if "grader_talk" in ln)
     assert "3" in line.split("grader_talk")[1] and "0.50" in line
+
+
+def test_rlvr_causes_separates_the_environments_faults_from_the_policys(tmp_path):
+    from rlvr.diagnostics.table import whose_fault
+
+    rows = ROWS + [_row(3, "d", "tool_error"), _row(3, "d", "env_crash"), _row(3, "e", "turn_limit")]
+    split = whose_fault(cause_table(rows).by_task["all"])
+    assert split == {"environment": {"env_crash": 1, "tool_error": 1}, "policy": {"turn_limit": 1}}
+    assert whose_fault(cause_table(ROWS).by_task["all"]) == {"environment": {}, "policy": {}}
+    assert whose_fault({"turn_limit": 2}, frozenset({"turn_limit"}))["environment"] == {"turn_limit": 2}
+    (tmp_path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "config.yaml").write_text("failure:\n  env_faults: [tool_error]\n")
+    r = CliRunner().invoke(app, ["causes", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    env_line = next(ln for ln in r.output.splitlines() if "environment" in ln and "tool_error" in ln)
+    assert "1 (8%)" in env_line and "env_crash" not in env_line  # this run's table: only tool_error is theirs
+    policy_line = next(ln for ln in r.output.splitlines() if ln.strip(" │|").startswith("policy"))
+    assert "env_crash 1" in policy_line and "turn_limit 1" in policy_line

@@ -23,6 +23,7 @@ def causes(
         alarm_lines,
         cause_table,
         read_rollouts,
+        whose_fault,
         write_samples,
     )
     from rlvr.grpo.metrics import read_metrics
@@ -43,6 +44,16 @@ def causes(
         n = sum(counts.values())
         table.add_row(task, *[f"{counts.get(c.value, 0)} ({counts.get(c.value, 0) / n:.0%})" for c in columns])
     console.print(table)
+    split = whose_fault(t.by_task.get("all", {}), _env_faults(run_dir))
+    if split["environment"] or split["policy"]:
+        n = sum(t.by_task.get("all", {}).values()) or 1
+        owners = Table(title="episodes: whose fault (the environment's are redrawn, out of the baseline and loss)")
+        for col in ("owner", "episodes", "causes"):
+            owners.add_column(col, justify="right" if col == "episodes" else "left")
+        for owner, causes in split.items():
+            total = sum(causes.values())
+            owners.add_row(owner, f"{total} ({total / n:.0%})", ", ".join(f"{c} {k}" for c, k in causes.items()) or "-")
+        console.print(owners)
     phases = Table(title="format deaths (no_answer) vs verification deaths (wrong)")
     for col in ("phase", "steps", "format death", "verification death"):
         phases.add_column(col, justify="right")
@@ -64,3 +75,15 @@ def causes(
     if sample:
         path = write_samples(rows, out or run_dir / "failures.md", sample)
         console.print(f"failed rollouts to review: {path}")
+
+
+def _env_faults(run_dir: Path) -> frozenset[str] | None:
+    """The run's ``failure.env_faults`` from its ``config.yaml`` (None: the defaults)."""
+    import yaml
+
+    try:
+        cfg = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
+        faults = cfg.get("failure", {}).get("env_faults")
+    except (OSError, yaml.YAMLError, AttributeError):
+        return None
+    return frozenset(faults) if isinstance(faults, list) else None

@@ -31,6 +31,20 @@ class CauseTable:
     torn_last_line: bool = False
 
 
+def whose_fault(counts: dict[str, int], env_faults: frozenset[str] | None = None) -> dict[str, dict[str, int]]:
+    """The episode causes among ``counts`` split by owner: ``{"environment": {...}, "policy": {...}}``
+    (empty dicts for a run without episodes). ``env_faults``: the run's ``failure.env_faults``."""
+    from rlvr.diagnostics.causes import ENV_FAULTS, SINGLE_TURN
+
+    env = env_faults if env_faults is not None else frozenset(c.value for c in ENV_FAULTS)
+    single = {c.value for c in SINGLE_TURN}
+    out: dict[str, dict[str, int]] = {"environment": {}, "policy": {}}
+    for cause, n in sorted(counts.items()):
+        if cause not in single and n:
+            out["environment" if cause in env else "policy"][cause] = n
+    return out
+
+
 def alarm_lines(metrics: list[dict[str, Any]]) -> list[tuple[str, int, int | None, float]]:
     """``(alarm, steps on which it fired, first such step, peak value)`` from a run's metrics."""
     from rlvr.diagnostics.alarms import SHARE_THRESHOLD
