@@ -32,6 +32,7 @@ $(VERL_STAMP): pyproject.toml requirements/verl-constraints.txt
 
 test: $(STAMP) $(VERL_STAMP)
 	$(BIN)/ruff check src tests benchmarks examples docs/hooks
+	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest
 	timeout 1200 $(VERL_VENV)/bin/python -m pytest tests/verl

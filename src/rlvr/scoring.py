@@ -57,7 +57,7 @@ def _score_chunk(total: Total, rows: list[tuple[int, dict[str, Any]]], completio
         golds.append(row[g])
         others.append({k: v for k, v in row.items() if k not in (c, g)})
     keys = sorted({k for o in others for k in o} - {"verdicts", "score", "line"})
-    columns = {k: [o.get(k) for o in others] for k in keys}
+    columns: dict[str, Any] = {k: [o.get(k) for o in others] for k in keys}
     breakdowns = total.breakdown(completions, gold=golds, _on_verified=on_verified, **columns)
     return [{"line": n, **row, "score": b.to_dict()} for (n, row), b in zip(rows, breakdowns)]
 

@@ -86,7 +86,7 @@ def sample(
     total = Total(weights, options={"format": {"think_tag": "think" if think else None},
                                     "accuracy": {"strict": strict, "bad_gold": None}})
     vocab = mdl.get_output_embeddings().weight.shape[0]
-    cons = from_config(DecodingConfig(constrain=constrain, answer=answer), tok, vocab, total)  # type: ignore[arg-type]
+    cons = from_config(DecodingConfig(constrain=constrain, answer=answer), tok, vocab, total)
     rules = KeepRules(max_per_prompt=max_kept, shortest_first=shortest_first, dedup=dedup,
                       complete_only=complete_only, format_only=format_only,
                       language_only=language_only)

@@ -176,7 +176,7 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
         if not train_rows:
             raise DataError(f"{data}: every prompt was held out; lower --eval-share")
         spec = model_source(model)
-        cfg = ModelConfig(name=spec, dtype=dtype,  # type: ignore[arg-type]
+        cfg = ModelConfig(name=spec, dtype=dtype,
                           lora=LoraConfig(r=lora_r, alpha=2 * lora_r) if lora_r else None,
                           gradient_checkpointing=gradient_checkpointing)
     except (ConfigError, DataError) as e:

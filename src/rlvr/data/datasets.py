@@ -84,7 +84,7 @@ def rows_to_samples(rows: Iterable[dict[str, Any]], *, source: str = "", task: s
                 {"role": "user", "content": prompt}]
         else:
             msgs = prompt
-        extra = {k: row[k] for k in ("steps", "language") if k in row}
+        extra: dict[str, Any] = {k: row[k] for k in ("steps", "language") if k in row}
         out.append(Sample(msgs, gold, row.get("task", task), str(row.get("id", row.get("idx", f"{source}:{i}"))),
                           extra))
     return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,4 +101,5 @@ def countdown(seed: int, count: int = 4, max_number: int = 25, max_target: int =
         yield Sample(_user(text), gold, "countdown", f"cd-{'-'.join(map(str, nums))}-{value}")
 
 
-TASKS = {"addition": addition_train, "arithmetic": arithmetic, "countdown": countdown}
+TASKS: dict[str, Callable[..., Iterator[Sample]]] = {"addition": addition_train, "arithmetic": arithmetic,
+                                                     "countdown": countdown}

@@ -43,7 +43,7 @@ How much the masks changed the policy's choices is logged (``decoding/*``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import torch
 from transformers import LogitsProcessor
@@ -362,7 +362,7 @@ class ConstrainedBatch:
         if grammar:
             bits[grammar] = self.engine.fill([self.matchers[i] for i in grammar])
         if window:
-            safe = bits[window] & c.safe
+            safe = bits[window] & cast(torch.Tensor, c.safe)  # window is only set where c.safe is
             ok = (safe != 0).any(1).tolist()
             bits[window] = torch.where(torch.tensor(ok)[:, None], safe, bits[window])
             for i, fine in zip(window, ok):

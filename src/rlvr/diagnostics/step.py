@@ -201,7 +201,7 @@ class FailureAware:
         for k in range(len(views) // g):
             rows = range(k * g, (k + 1) * g)
             fails = [{"completion": views[i].text[:500], "cause": causes[i].value,
-                      "reason": views[i].verdict.reason if views[i].verdict else ""} for i in rows]
+                      "reason": getattr(views[i].verdict, "reason", "")} for i in rows]
             if self.quarantine.observe(views[k * g].prompt_id, [first[i] for i in rows], step, fails):
                 newly.append(views[k * g].prompt_id)
         if newly and self.run_dir is not None:
@@ -214,7 +214,7 @@ class FailureAware:
         m: dict[str, Any] = {}
         names = sorted({k for v in views for k in v.components})
         for name in names:
-            m.update(reward_stats(name, [v.components[name] for v in views if v.components.get(name) is not None]))
+            m.update(reward_stats(name, [c for v in views if (c := v.components.get(name)) is not None]))
         ok = totals[admit]
         m["reward/total/mean"] = float(ok.mean()) if len(ok) else None
         if views and views[0].weights:

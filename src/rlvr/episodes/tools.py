@@ -21,9 +21,10 @@ class EnvCrash(RuntimeError):
     """The environment's session or sandbox died or could not be created (``env_crash``)."""
 
 
-_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-_UN = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_BIN: dict[type, Any] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+                         ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+                         ast.Pow: operator.pow}
+_UN: dict[type, Any] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _MAX_DIGITS = 1000
 
 

@@ -14,7 +14,7 @@ def _open_for_run(path: Path, resume_step: int | None) -> Any:
     steps up to the checkpoint (the later ones will be produced again, identically)."""
     if resume_step is not None and path.exists():
         keep = [ln for ln in path.read_text().splitlines()
-                if ln.strip() and _step_of(ln) is not None and _step_of(ln) <= resume_step]
+                if ln.strip() and (s := _step_of(ln)) is not None and s <= resume_step]
         path.write_text("".join(ln + "\n" for ln in keep))
     elif resume_step is None and path.exists():
         path.unlink()

@@ -15,7 +15,7 @@ sequence has ended.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import torch
 
@@ -279,7 +279,8 @@ def generate(
             prompt_ids[i, tp - len(p):] = torch.tensor(p)
             prompt_mask[i, tp - len(p):] = 1
         prompt_ids, prompt_mask = prompt_ids.to(device), prompt_mask.to(device)
-        state, lead = None, []
+        state: Any = None  # the constrainer's per-row grammar state
+        lead: list[int] = []
         if constrain is not None:  # per-row grammar state: masks the logits, told each row's tokens
             state = constrain.begin(n, max_new_tokens)
             lead = constrain.lead(max_new_tokens)[: max_new_tokens - 1]  # forced for every row: prefilled
@@ -297,7 +298,7 @@ def generate(
             logits = stepper.prefill(pre_ids, pre_mask)
         out_tok = torch.full((n, max_new_tokens), pad, dtype=torch.long, device=device)
         out_lp = torch.zeros((n, max_new_tokens), device=device)
-        bits = None
+        bits: Any = None  # [N, T, words] mask bits, with a grammar
         done = torch.zeros(n, dtype=torch.bool, device=device)
         pos = torch.full((n,), len(lead), dtype=torch.long, device=device)  # tokens each row has so far
         if state is not None:
@@ -369,7 +370,7 @@ def generate(
             else:
                 at = (start[active][:, None] + torch.arange(k - 1, device=device)).clamp(max=max_new_tokens - 1)
                 feed = torch.cat([tok[:, None], out_tok[active].gather(1, at)], 1)
-                logits = stepper.step(feed, 1 + extra)
+                logits = stepper.step(feed, 1 + cast(torch.Tensor, extra))
         steps = int(pos.max())
         draw(steps)  # as many draws as decoding token by token makes: the generator ends in the same state
         out_tok, out_lp = out_tok[:, :steps].clone(), out_lp[:, :steps]

@@ -116,9 +116,9 @@ class GRPOTrainer:
                                answer_tag=getattr(fmt, "answer_tag", "answer"), run_dir=self.run_dir)
         self.ahead = DrawAhead(cfg.failure.max_staleness)  # groups dynamic sampling drew beyond a step's need
         self._buffer_stats = (0, 0)
-        from rlvr.decoding.constrain import from_config
+        from rlvr.decoding.constrain import from_config as constrainer_for
 
-        self.constrainer = from_config(cfg.decoding, self.tok, model.get_output_embeddings().weight.shape[0],
+        self.constrainer = constrainer_for(cfg.decoding, self.tok, model.get_output_embeddings().weight.shape[0],
                                        self.rewards)
         self._prompt_cache: dict[str, list[int]] = {}
 
@@ -261,7 +261,7 @@ class GRPOTrainer:
         temp = self.cfg.rollout.temperature
         return masked_logprobs(token_logprobs(logits, completion, temp), logits, completion, bits, temp)
 
-    def update(self, batch: RolloutBatch, advantages: torch.Tensor, admit: torch.Tensor) -> dict[str, float]:
+    def update(self, batch: RolloutBatch, advantages: torch.Tensor, admit: torch.Tensor) -> dict[str, Any]:
         """``num_iterations`` optimizer steps on one rollout batch."""
         from rlvr.models.fast_decode import supports
         from rlvr.models.grouped_forward import completion_logits
@@ -283,7 +283,8 @@ class GRPOTrainer:
         if grouped:
             groups = live.view(-1, g).any(1).nonzero().squeeze(-1)
             chunks = [groups[i : i + mb // g] for i in range(0, len(groups), mb // g)]
-            parts = [((c[:, None] * g + torch.arange(g, device=c.device)).reshape(-1), c * g) for c in chunks]
+            parts: list[tuple[torch.Tensor, torch.Tensor | None]] = [
+                ((c[:, None] * g + torch.arange(g, device=c.device)).reshape(-1), c * g) for c in chunks]
         else:
             rows = live.nonzero().squeeze(-1)
             parts = [(rows[i : i + mb], None) for i in range(0, len(rows), mb)]

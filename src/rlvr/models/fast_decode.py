@@ -159,9 +159,9 @@ class FastDecoder:
         self.scale = self.head_dim**-0.5
         with torch.no_grad():
             cast = (lambda w: w) if self.dtype == p.dtype else (lambda w: None if w is None else w.to(self.dtype))
-            self.weights = [tuple(map(cast, self._fold(layer))) for layer in self.layers]
+            self.weights: list[tuple[Any, ...]] = [tuple(map(cast, self._fold(layer))) for layer in self.layers]
             # the final norm's weight folded into the output projection (one multiply fewer per step)
-            self.w_out = cast(model.lm_head.weight * self.inner.norm.weight)
+            self.w_out: Any = cast(model.lm_head.weight * self.inner.norm.weight)
         self.b_out = getattr(model.lm_head, "bias", None)
         if self.b_out is not None:
             self.b_out = self.b_out.to(self.dtype)

@@ -17,7 +17,7 @@ architectures :func:`rlvr.models.fast_decode.supports` accepts, and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -166,8 +166,9 @@ def completion_logits(
             qc = st.view(qk, nq + nkv)
             # completion queries read their group's prompt keys (gathered: gradients flow back to
             # the one prompt computation) and their own earlier tokens
-            keys = torch.cat([kp.index_select(0, st.group), qc[:, :, nq:].transpose(1, 2)], 2)
-            values = torch.cat([vp.index_select(0, st.group), st.view(v, nkv).transpose(1, 2)], 2)
+            group = cast(torch.Tensor, st.group)  # a completion stream's: set by completions()
+            keys = torch.cat([kp.index_select(0, group), qc[:, :, nq:].transpose(1, 2)], 2)
+            values = torch.cat([vp.index_select(0, group), st.view(v, nkv).transpose(1, 2)], 2)
             o.append(_attend(qc[:, :, :nq], keys, values, st.bias, scale))
         x = x + F.linear(torch.cat([t.reshape(-1, nq * hd) for t in o]), effective_weight(attn.o_proj),
                          attn.o_proj.bias)

@@ -124,6 +124,7 @@ def load_model(cfg: ModelConfig | str, seed: int = 0, device: Any = None) -> tup
     if isinstance(cfg, str):
         cfg = ModelConfig(name=cfg)
     dtype = torch_dtype(cfg.dtype)
+    model: Any  # a transformers model, then maybe peft's wrapper of it
     if cfg.name == "tiny":
         from rlvr.models.tiny import build_model, build_tokenizer
 

@@ -158,6 +158,7 @@ class Total(Reward):
 
     def _breakdowns(self, texts: list[str], columns: Mapping[str, Any], step: int | None) -> list[RewardBreakdown]:
         weights = self.weights_at(_current_step(columns, step))
+        verdicts: list[Verdict] | None
         if self.jobs > 0 and len(texts) > 1 and column(columns, "verdicts", len(texts)) is None:
             verdicts, comps = self._components_parallel(texts, columns)
         else:

@@ -13,6 +13,7 @@ import ast
 import math
 import re
 from fractions import Fraction
+from typing import cast
 
 from rlvr.errors import Refused
 
@@ -43,7 +44,8 @@ def _eval(node: ast.AST) -> Fraction:
     if isinstance(node, ast.Expression):
         return _eval(node.body)
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return Fraction(str(node.value)) if isinstance(node.value, float) else Fraction(node.value)
+        value = node.value
+        return Fraction(str(value)) if isinstance(value, float) else Fraction(cast(int, value))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd | ast.USub):
         v = _eval(node.operand)
         return v if isinstance(node.op, ast.UAdd) else -v

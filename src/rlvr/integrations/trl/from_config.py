@@ -118,9 +118,11 @@ def train_trl(cfg: TrainConfig, *, resume: bool = False,
     args = grpo_args(cfg, use_cpu=device.type == "cpu")
     callbacks = []
     if on_log is not None:
+        report = on_log
+
         class Progress(TrainerCallback):
-            def on_log(self, a: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **k: Any) -> None:
-                on_log(state.global_step, dict(logs or {}))
+            def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                report(state.global_step, dict(kwargs.get("logs") or {}))
 
         callbacks.append(Progress())
     trainer = FailureAwareGRPOTrainer(

@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
-from trl import GRPOTrainer
+from trl import GRPOConfig, GRPOTrainer
 
 from rlvr.config import DecodingConfig, FailureConfig
 from rlvr.diagnostics.causes import Cause
@@ -85,6 +86,17 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         **kwargs: ``trl.GRPOTrainer``'s own.
     """
 
+    # TRL's attributes as this subclass reads them (transformers types them for any Trainer: its
+    # TrainingArguments, an optional model, any processor): annotations only, nothing is set here
+    args: GRPOConfig
+    model: Any
+    processing_class: Any
+    train_dataset: Any
+    num_generations: int
+    shuffle_dataset: bool
+    max_completion_length: int
+    pad_to_multiple_of: int | None
+
     def __init__(self, *args: Any, failure: FailureConfig | None = None, constrain: Any = None,
                  advantage_clip: float | None = None, run_dir: str | Path | None = None,
                  eval_rows: list[Any] | None = None, eval_every: int = 0, log_rollouts: bool = True,
@@ -106,7 +118,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         self.fa = FailureAware(self.failure, group_size=self.num_generations,
                                scale_rewards=self.scale_rewards != "none", advantage_clip=advantage_clip,
                                think_tag=think or "think", answer_tag=answer, run_dir=None)
-        self.run_dir = Path(run_dir or self.args.output_dir)
+        self.run_dir = Path(cast(str, run_dir or self.args.output_dir))
         if self.accelerator.is_main_process:
             self.fa.run_dir = self.run_dir  # quarantine.jsonl: one writer
         self.constrainer = self._make_constrainer(constrain, tags) if not self.use_vllm else None
@@ -136,8 +148,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         ids = self._prompt_ids if dataset is None else list(dataset["prompt_id"])
         return QuarantineRepeatSampler(
             dataset if dataset is not None else self.train_dataset, mini_repeat_count=self.num_generations,
-            batch_size=self.args.generation_batch_size // self.num_generations,
-            repeat_count=self.num_iterations * self.args.steps_per_generation, shuffle=self.shuffle_dataset,
+            batch_size=cast(int, self.args.generation_batch_size) // self.num_generations,  # set by GRPOConfig
+            repeat_count=self.num_iterations * cast(int, self.args.steps_per_generation), shuffle=self.shuffle_dataset,
             seed=self.args.seed, skip=lambda i: self.fa.skip(ids[i]))
 
     # ------------------------------------------------------------------ sampling and resampling
@@ -197,7 +209,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                 and not self.args.generation_kwargs and list(self.eos_token_ids) == [tok.eos_token_id]
                 and tok.pad_token_id is not None and self.temperature > 0)
 
-    def _constrained_generate(self, prompt_ids: list[list[int]]) -> tuple[list[list[int]], None, list[torch.Tensor]]:
+    def _constrained_generate(self, prompt_ids: list[list[int]]
+                              ) -> tuple[list[list[int]], None, list[torch.Tensor | None]]:
         """Constrained sampling of TRL's rows; each row's masks are kept (one packed row per token).
         rlvr's sampling loop when :meth:`_lean_sampling`, else TRL's transformers ``generate`` with
         rlvr's grammar as a logits processor."""
@@ -208,13 +221,14 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         from rlvr.decoding.constrain import GrammarLogitsProcessor
 
         tok, device, multiple = self._tokenizer, self.accelerator.device, self.pad_to_multiple_of
+        ckpt: Any = self.args.gradient_checkpointing_kwargs  # transformers also allows a JSON string here
         if self._lean_sampling():
             from rlvr.grpo.rollout import generate
 
             with (unwrap_model_for_generation(self.model_wrapped, self.accelerator,
                                               gather_deepspeed3_params=self.args.ds3_gather_for_generation,
                                               generation_kwargs=self.generation_kwargs,
-                                              gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs)
+                                              gradient_checkpointing_kwargs=ckpt)
                   as unwrapped, torch.no_grad(), self._dist.summon_full_params(self.model_wrapped, recurse=False)):
                 # the global RNG, as generate() draws from: TRL's seeding makes it reproducible
                 b = generate(unwrapped, tok, [list(p) for p in prompt_ids], group_size=1,
@@ -229,18 +243,20 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         mask = pad([torch.ones_like(p) for p in prompts], padding_value=0, padding_side="left",
                    pad_to_multiple_of=multiple)
         inputs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+        assert self.constrainer is not None  # constrained generation only runs with one
         proc = GrammarLogitsProcessor(self.constrainer, len(prompt_ids), self.max_completion_length)
         with (unwrap_model_for_generation(self.model_wrapped, self.accelerator,
                                           gather_deepspeed3_params=self.args.ds3_gather_for_generation,
                                           generation_kwargs=self.generation_kwargs,
-                                          gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs)
+                                          gradient_checkpointing_kwargs=ckpt)
               as unwrapped, torch.no_grad(), self._dist.summon_full_params(self.model_wrapped, recurse=False)):
             out = unwrapped.generate(**inputs, generation_config=self.generation_config,
                                      logits_processor=LogitsProcessorList([proc]))
         completion = out[:, inputs["input_ids"].shape[1]:].cpu()
         eos = torch.tensor(self.eos_token_ids)
         masks = torch.stack(proc.masks, 1) if proc.masks else torch.full((len(prompt_ids), 0, 1), -1, dtype=torch.int32)
-        rows, bits = [], []
+        rows: list[list[int]] = []
+        bits: list[torch.Tensor | None] = []
         for i in range(completion.shape[0]):
             c = completion[i]
             ends = torch.isin(c, eos).nonzero()
@@ -318,7 +334,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             if isinstance(func, torch.nn.Module):  # a reward model scores every row
                 col: list[Any] = [0.0] * len(rows)
             else:
-                col = func(prompts=prompts, completions=completions, completion_ids=completion_ids,
+                col = cast(Callable[..., list[Any]], func)(prompts=prompts, completions=completions,
+                                                          completion_ids=completion_ids,
                            trainer_state=self.state, **_NO_LOG, **kwargs)
             for i, v in enumerate(col):
                 values[i].append(None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v))
@@ -437,7 +454,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         super()._save_checkpoint(model, trial)
         if self.accelerator.is_main_process:
-            folder = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
+            folder = Path(cast(str, self.args.output_dir)) / f"checkpoint-{self.state.global_step}"
             if folder.is_dir():
                 (folder / STATE_FILE).write_text(json.dumps(self.fa.state_dict()))
 

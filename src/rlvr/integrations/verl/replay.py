@@ -28,6 +28,7 @@ name: RlvrReplayBuffer}`` and the ``rlvr`` section passed as ``trainer.v1.sample
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +173,7 @@ class RlvrReplayBuffer(ReplayBuffer):
         rows = [self._row(key, data["extra_fields"][i], data["extra_info"][i], batch.tags[i], global_steps)
                 for i, key in enumerate(batch.keys)]
         uids = {r.uid for r in rows}
-        first = {u: c for u, c in self._first.items() if u in uids and self._attempt.get(u)}
+        first: dict[str, Sequence[Cause]] = {u: c for u, c in self._first.items() if u in uids and self._attempt.get(u)}
         d = decide_rows(self.fa, rows, global_steps, first_causes=first)
         replaced, self._replaced = self._replaced, []
         # this step's bookkeeping of these groups is done; evicted ones' (their uids gone) too

@@ -120,7 +120,7 @@ class _Compiler:
             return None
         if len(test.args) != 2 or any(k.arg not in ("rel_tol", "abs_tol") for k in test.keywords):
             raise _NotCompilable
-        tol = {k.arg: _literal(k.value) for k in test.keywords}
+        tol = {str(k.arg): _literal(k.value) for k in test.keywords}
         for res, exp in ((test.args[0], test.args[1]), (test.args[1], test.args[0])):
             try:
                 args, kwargs, wraps = self.result(res)
@@ -131,7 +131,9 @@ class _Compiler:
 
     def _close(self, left: ast.expr, op: ast.cmpop, right: ast.expr, source: str) -> Check | None:
         """``abs(R - y) < tol`` (or ``math.fabs``, either order of the difference)."""
-        f = left.func if isinstance(left, ast.Call) else None
+        if not isinstance(left, ast.Call):
+            return None
+        f = left.func
         is_abs = (isinstance(f, ast.Name) and f.id == "abs") or (isinstance(f, ast.Attribute) and isinstance(
             f.value, ast.Name) and f.value.id == "math" and f.attr == "fabs")
         if not (is_abs and len(left.args) == 1 and isinstance(left.args[0], ast.BinOp)
@@ -259,8 +261,8 @@ def _evaluate(check: Check, returned: Any) -> tuple[bool, str]:
         return bool(check.expected), "" if check.expected else f"failed: {check.source}"
     try:
         r = _wrapped(check, returned)
-    except Exception as e:  # sorted() of mixed types, len() of a number...
-        return False, f"{check.source}: {type(e).__name__} on the returned value"
+    except Exception as err:  # sorted() of mixed types, len() of a number...
+        return False, f"{check.source}: {type(err).__name__} on the returned value"
     e, k = check.expected, check.kind
     if k == "eq":
         ok = strict_equal(r, e)

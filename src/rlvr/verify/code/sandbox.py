@@ -269,8 +269,9 @@ class Running:
         try:
             if proc is not None:
                 r_fd, status_fd = self._fds
+                uid = self.uid
                 _pump(proc, r_fd, self._stdin, self.limits, res, self._start,
-                      (lambda: _kill_uid(self.uid)) if self.uid is not None else None)
+                      (lambda: _kill_uid(uid)) if uid is not None else None)
                 res.wall_s = time.monotonic() - self._start
                 res.returncode = proc.returncode
                 why = _read_status(status_fd)

@@ -75,7 +75,7 @@ def parse_spec(gold: Any) -> TestSpec:
             return TestSpec("assert", tests=gold)
     if not isinstance(gold, dict):
         raise ValueError(f"a test specification is a dict or JSON string, got {type(gold).__name__}")
-    common = {
+    common: dict[str, Any] = {
         "entry_point": gold.get("entry_point") or gold.get("fn_name"),
         "prompt": str(gold.get("prompt") or ""),
         "language": str(gold.get("language") or "python"),

@@ -226,6 +226,7 @@ def _run_harness(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limi
     program in another (:func:`_run_apart`)."""
     if spec.mode == "call" and not spec.entry_point:
         return Verdict(Status.BAD_GOLD, method=Method.EXECUTION, reason="call tests need an entry_point")
+    checks: list[Check] | None
     if spec.mode == "call":
         checks = [_case_check(c, spec.float_tol) for c in spec.cases]
     else:

@@ -208,8 +208,8 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
     math = _leading_math(rest)
     if math is not None:
         return Candidate("answer_is", (math.strip(),))
-    m = re.match(r"(.*?)(?:\.\s|\.$|\n|$)", rest, re.DOTALL)
-    span = (m.group(1) if m else rest).strip().strip('"\\').strip()
+    sentence = re.match(r"(.*?)(?:\.\s|\.$|\n|$)", rest, re.DOTALL)
+    span = (sentence.group(1) if sentence else rest).strip().strip('"\\').strip()
     # "The largest $n$ is 34": the value comes after the last " is ".
     if " is " in span:
         span = span.rsplit(" is ", 1)[1]

@@ -437,8 +437,8 @@ def _atom_alts(s: str) -> Alts:
     if len(s) >= 2 and s[0] == "{" and _matching_close(s, 0) == len(s) - 1:
         return parse_alts(s[1:-1])  # LaTeX grouping braces
     if s.startswith("\\{") and s.endswith("\\}"):
-        inner = s[2:-2].strip()
-        parts = [p for p in split_top(inner, (",", ";")) if p] if inner else []
+        body = s[2:-2].strip()
+        parts = [p for p in split_top(body, (",", ";")) if p] if body else []
         return (Items(tuple(parse_alts(p) for p in parts), ordered=False),)
     if s[0] in "([" and _matching_close(s, 0) == len(s) - 1:
         inner = [p for p in split_top(s[1:-1], (",", ";")) if p]
@@ -488,8 +488,8 @@ def _atom_alts(s: str) -> Alts:
         return (Num(words),)
     if (text := _text_value(s)) is not None:
         return (text,)
-    alts = _sympy_alts(plain)
-    return alts or (Text(re.sub(r"\s+", "", s).lower(), raw=True),)
+    found = _sympy_alts(plain)
+    return found or (Text(re.sub(r"\s+", "", s).lower(), raw=True),)
 
 
 _POWER = re.compile(r"^(\d+)\s*\^\s*(\{.*\}|\d+)$")

@@ -37,7 +37,8 @@ class _Lazy:
     parses: a box found, the costly last-number scan of a long solution is never run)."""
 
     def __init__(self, it: Iterator[Candidate]) -> None:
-        self._it, self._seen = it, []
+        self._it: Iterator[Candidate] = it
+        self._seen: list[Candidate] = []
 
     def __iter__(self) -> Iterator[Candidate]:
         yield from self._seen
