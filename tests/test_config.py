@@ -47,3 +47,25 @@ def test_bad_files(tmp_path):
     bad.write_text("- 1\n- 2\n")
     with pytest.raises(ConfigError, match="top level must be a mapping"):
         load_config(bad)
+
+
+def test_every_config_key_is_documented() -> None:
+    """The config reference (docs/reference/config.md) is generated from the field docstrings: a key
+    without one would be a row with no description."""
+    from pydantic import BaseModel
+
+    from rlvr.config import TrainConfig
+
+    missing = []
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, field in model.model_fields.items():
+            nested = [a for a in (field.annotation, *getattr(field.annotation, "__args__", ()))
+                      if isinstance(a, type) and issubclass(a, BaseModel)]
+            if nested and name != "lora":
+                walk(nested[0], f"{prefix}{name}.")
+            elif not field.description:
+                missing.append(prefix + name)
+
+    walk(TrainConfig, "")
+    assert missing == []

@@ -35,10 +35,15 @@ class ModelConfig(_Strict):
     name: str = "tiny"
     """``tiny``, ``smollm2-135m``, or a path to a folder ``from_pretrained`` can read."""
     arch: Literal["qwen2", "llama"] = "qwen2"
+    """The tiny model's architecture (``name: tiny``)."""
     hidden: int = Field(128, ge=8)
+    """The tiny model's width."""
     layers: int = Field(2, ge=1)
+    """The tiny model's layers."""
     heads: int = Field(4, ge=1)
+    """The tiny model's attention heads."""
     lora: LoraConfig | None = None
+    """Train low-rank adapters (peft) instead of every weight; null: full fine-tuning."""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """The weights' dtype. ``bfloat16`` (with ``lora``) halves the frozen base's memory; the adapters
     (the trained part, and so AdamW's state) stay float32. Full fine-tuning in bfloat16 is refused:
@@ -71,10 +76,15 @@ class DataConfig(_Strict):
     path: str | None = None
     """A JSONL file or ``datasets`` folder (GSM8K, MATH, MATH-500, SVAMP, MAWPS layouts)."""
     split: str = "train"
+    """The split of ``path`` to train on (a dataset folder with splits)."""
     eval_path: str | None = None
+    """A held-out file of its own; null: the first ``eval_size`` rows of ``path`` are held out."""
     eval_split: str = "test"
+    """The split of ``eval_path`` to evaluate on."""
     eval_size: int = Field(200, ge=1)
+    """Held-out rows for greedy accuracy (``eval/accuracy``)."""
     system_prompt: str | None = None
+    """A system message before every prompt (chat templates)."""
 
     @model_validator(mode="after")
     def _has_source(self) -> DataConfig:
@@ -87,10 +97,14 @@ class RolloutConfig(_Strict):
     """Sampling."""
 
     prompts_per_step: int = Field(8, ge=1)
+    """Prompts sampled each step, each ``group_size`` times."""
     group_size: int = Field(8, ge=2, description="completions per prompt (G)")
     max_new_tokens: int = Field(32, ge=1)
+    """Tokens per completion; one that reaches it ends ``truncated``."""
     temperature: float = Field(1.0, gt=0)
+    """Sampling temperature."""
     top_p: float = Field(1.0, gt=0, le=1)
+    """Nucleus sampling: the smallest set of tokens whose probability reaches ``top_p``."""
     dtype: Literal["model", "bfloat16"] = "model"
     """The precision rollouts are sampled in. ``bfloat16``: the lean decoder keeps a bfloat16 copy of
     the weights (matrix products ~4x faster on CPUs with AVX512-BF16 / AMX, and on GPUs); the update
@@ -102,17 +116,22 @@ class AlgoConfig(_Strict):
     """The GRPO objective."""
 
     loss: Literal["grpo", "dr_grpo", "dapo"] = "dapo"
+    """How the per-token loss is normalised: ``grpo`` (per sequence, then over sequences), ``dr_grpo`` (over sequences
+    x the maximum completion length), ``dapo`` (over every token of the batch)."""
     scale_rewards: bool = True
     """Divide advantages by the group std (False: Dr. GRPO)."""
     epsilon: float = Field(0.2, gt=0, lt=1)
+    """The importance ratio is clipped to ``[1 - epsilon, 1 + epsilon_high]``."""
     epsilon_high: float | None = Field(None, gt=0)
     """Upper clip (clip-higher); None: same as epsilon."""
     beta: float = Field(0.0, ge=0)
     """KL (k3) weight to a frozen reference; 0 keeps no reference model."""
     num_iterations: int = Field(1, ge=1)
+    """Optimizer passes over each batch of rollouts (GRPO's mu); above 1 the ratio departs from 1."""
     micro_batch: int | None = Field(None, ge=1)
     """Sequences per forward/backward (gradient accumulation); None: the whole batch."""
     advantage_clip: float | None = Field(None, gt=0)
+    """Clamp advantages to ``[-clip, clip]``; null: no clamp."""
 
 
 class FailureConfig(_Strict):
@@ -124,7 +143,9 @@ class FailureConfig(_Strict):
     """Leave format deaths (no_answer) out until the running format-death rate falls below
     ``cold_start_threshold`` over ``cold_start_window`` steps; then count them. Off in plain GRPO."""
     cold_start_threshold: float = Field(0.05, ge=0, le=1)
+    """The format-death rate below which the cold start ends."""
     cold_start_window: int = Field(10, ge=1)
+    """Steps over which that rate is averaged."""
     drop_flat_groups: bool = False
     """Leave zero-variance groups out of the loss normaliser (they carry no signal)."""
     resample_tries: int = Field(2, ge=0)
@@ -141,7 +162,9 @@ class FailureConfig(_Strict):
     quarantine: bool = True
     """Take prompts whose groups keep dying out of training (see diagnostics/quarantine.py)."""
     quarantine_consecutive: int = Field(3, ge=1)
+    """Dead groups in a row that quarantine a prompt."""
     quarantine_total: int = Field(5, ge=1)
+    """Dead groups over the run that quarantine a prompt."""
     quarantine_causes: list[Literal["invalid", "truncated", "no_answer", "wrong", "tool_error", "env_timeout",
                                     "env_crash"]] = ["invalid", "tool_error", "env_timeout", "env_crash"]
     """A group dies when every rollout has one of these causes (the environment's faults count, so a
@@ -161,18 +184,27 @@ class OptimConfig(_Strict):
     """AdamW and its schedule."""
 
     lr: float = Field(1e-4, gt=0)
+    """AdamW's learning rate."""
     weight_decay: float = Field(0.0, ge=0)
+    """AdamW's decoupled weight decay."""
     betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW's moment coefficients."""
     grad_clip: float = Field(1.0, gt=0)
+    """The gradient norm is clipped to this before each optimizer step."""
     schedule: Literal["constant", "linear", "cosine"] = "constant"
+    """The learning rate over the run, after the warm-up."""
     warmup_steps: int = Field(0, ge=0)
+    """Optimizer steps of linear warm-up from 0."""
 
 
 class RewardsConfig(_Strict):
     """Named rewards with weights (numbers or ``[[step, weight], ...]`` schedules) and options."""
 
     weights: dict[str, float | list[list[float]]] = {"accuracy": 1.0, "format": 0.2}
+    """Reward name -> weight, or ``[[step, weight], ...]`` for a weight that changes by stage; the total is their
+    weighted sum, each component logged apart."""
     options: dict[str, dict[str, Any]] = {"format": {"think_tag": None}}
+    """Reward name -> its keyword options (``accuracy: {strict: true}``...)."""
 
     def active_options(self) -> dict[str, dict[str, Any]]:
         """Options to build the rewards with: the default options only for rewards that are weighted
@@ -186,15 +218,23 @@ class RunConfig(_Strict):
     """Length, seeds, outputs."""
 
     steps: int = Field(100, ge=1)
+    """GRPO steps (one optimizer pass over a step's rollouts each, times ``algo.num_iterations``)."""
     seed: int = 0
+    """Seeds the model's initialisation, the data order and sampling."""
     out_dir: str = "runs/grpo"
+    """The run folder (metrics, rollouts, quarantine, checkpoints)."""
     save_every: int = Field(50, ge=1)
+    """A checkpoint every this many steps (and at the end)."""
     eval_every: int = Field(25, ge=0)
     """Held-out greedy accuracy every N steps (0: only before and after)."""
     threads: int = Field(1, ge=1)
+    """torch threads (one: two ran 4-40x slower on a shared 2-core machine)."""
     max_minutes: float | None = Field(None, gt=0)
+    """Stop after this many minutes of training (a checkpoint is written)."""
     tensorboard: bool = False
+    """Also write TensorBoard logs into the run folder."""
     wandb: bool = False
+    """Also log to Weights & Biases."""
     log_rollouts: bool = True
     """Write every rollout (completion, cause, verdict, components, advantage) to rollouts.jsonl."""
     processes: int = Field(1, ge=1)
@@ -237,9 +277,11 @@ class TrlConfig(_Strict):
     """Generate with vLLM (needs a GPU and vLLM); ``decoding.constrain: full`` then becomes vLLM's
     structured output."""
     vllm_mode: Literal["colocate", "server"] = "colocate"
+    """vLLM in the training processes (``colocate``) or a separate ``trl vllm-serve`` (``server``)."""
     steps_per_generation: int | None = Field(None, ge=1)
     """Optimizer steps each generation batch is split into (TRL's own default: the accumulation)."""
     logging_steps: int = Field(1, ge=1)
+    """TRL logs every this many steps."""
     report_to: list[str] = []
     """TRL's loggers (``tensorboard``, ``wandb``...); rlvr's run folder is written either way."""
     args: dict[str, Any] = {}
@@ -258,10 +300,15 @@ class JudgeConfig(_Strict):
     api_key_env: str = "RLVR_JUDGE_API_KEY"
     """The environment variable holding the key (never the key itself in a config file)."""
     open_tasks: list[str] = []
+    """Tasks always sent to the judge (no rule verifier is trusted for them)."""
     timeout: float = Field(10.0, gt=0)
+    """Seconds per judge call attempt."""
     retries: int = Field(2, ge=0)
+    """Retries of a judge call that failed or timed out."""
     concurrency: int = Field(4, ge=1)
+    """Judge requests in flight at once."""
     audit_rate: float = Field(0.0, ge=0, le=1)
+    """Share of rule-decided rows also judged, to measure agreement (``judge/audit_agreement``)."""
 
 
 class EnvConfig(_Strict):
@@ -282,6 +329,7 @@ class EnvConfig(_Strict):
     faults: dict[Literal["tool_error", "env_timeout", "env_crash"], float] = {}
     """Injected environment faults per kind, for tests and benchmarks (seeded; off by default)."""
     fault_seed: int = 0
+    """Seeds the injected faults (the same episode, the same faults)."""
 
     @model_validator(mode="after")
     def _one_environment(self) -> EnvConfig:
