@@ -27,34 +27,38 @@ _VOICE = re.compile(r"\[\s*(?:system|sys|admin|grader|evaluator|verifier|judge|i
 # What it declares: a verdict object or a grade line.
 _VERDICT = re.compile(r"[{,]\s*[\"']?(?:verdict|is_correct|correct|score|grade|reward|judgement|judgment|"
                       r"evaluation|passed)[\"']?\s*:\s*(?:true|1(?:\.0+)?\b|[\"'](?:correct|pass(?:ed)?|yes|right)[\"'])")
-# What it orders: to be marked right, not to be checked, earlier instructions dropped.
-_ORDER = re.compile(
-    r"\b(?:mark|grade|score|count|treat|accept|consider)\s+(?:this|it|me|my\s+\w+|the\s+(?:answer|response|solution))"
-    r"\s+(?:as\s+)?(?:correct|right|full|a\s+pass|passing)\b"
-    r"|\b(?:should|must|will)\s+be\s+(?:marked|graded|scored|judged|considered|accepted)\s+(?:as\s+)?(?:correct|right)"
-    r"|\b(?:does\s+not|doesn't|do\s+not|don't|no\s+need\s+to|need\s+not|needn't)\s+(?:need\s+to\s+)?be\s+"
-    r"(?:compared|checked|verified|graded|evaluated)"
-    r"|\bno\s+need\s+to\s+(?:compare|check|verify|grade|evaluate)"
-    r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier|preceding)\s+"
-    r"(?:instructions?|rules?|prompts?)"
-    r"|\b(?:award|give|assign)\s+(?:me\s+|this\s+)?(?:full|maximum|max|perfect)\s+(?:marks?|credit|score|points|reward)")
+# What it orders: to be marked right, not to be checked, earlier instructions dropped (one regex a form).
+_ORDERS = (
+    (re.compile(r"\b(?:mark|grade|score|count|treat|accept|consider)\s+(?:this|it|me|my\s+\w+|the\s+(?:answer|"
+                r"response|solution))\s+(?:as\s+)?(?:correct|right|full|a\s+pass|passing)\b"),
+     ("correct", "right", "full", "pass")),
+    (re.compile(r"\b(?:should|must|will)\s+be\s+(?:marked|graded|scored|judged|considered|accepted)\s+(?:as\s+)?"
+                r"(?:correct|right)"), ("marked", "graded", "scored", "judged", "considered", "accepted")),
+    (re.compile(r"\b(?:does\s+not|doesn't|do\s+not|don't|no\s+need\s+to|need\s+not|needn't|needs\s+not)\s+"
+                r"(?:need\s+to\s+)?be\s+(?:compared|checked|verified|graded|evaluated)"),
+     ("compared", "checked", "verified", "graded", "evaluated")),
+    (re.compile(r"\bno\s+need\s+to\s+(?:compare|check|verify|grade|evaluate)"), ("need",)),
+    (re.compile(r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier|"
+                r"preceding)\s+(?:instructions?|rules?|prompts?)"),
+     ("instruction", "instructions", "rule", "rules", "prompt", "prompts")),
+    (re.compile(r"\b(?:award|give|assign)\s+(?:me\s+|this\s+)?(?:full|maximum|max|perfect)\s+(?:marks?|credit|"
+                r"score|points|reward)"), ("full", "maximum", "max", "perfect")),
+)
 
-# Each rule is searched only where one of its words occurs (the regexes are costly on a long
-# solution; a set lookup is not). All matching is on the lower-cased text.
+# Each rule is searched only where one of its words occurs: the text's words are one C-level pass
+# (punctuation to spaces, split), the regexes on a long solution are not. Matching is lower-cased.
 _RULES = (
     ("speaks in the grader's voice", _VOICE, {"system", "sys", "admin", "grader", "evaluator", "verifier", "judge",
                                               "instruction", "instructions"}),
-    ("names the grader or its answer", _NAMES, {"grader", "autograder", "auto", "verifier", "evaluator", "reward",
-                                                "scoring", "scorer", "reference", "gold", "golden", "expected",
-                                                "official", "hidden", "stored", "target", "key", "ground"}),
+    ("names the grader or its answer", _NAMES, {"grader", "graders", "autograder", "auto", "verifier", "evaluator",
+                                                "reward", "scoring", "scorer", "reference", "gold", "golden",
+                                                "expected", "official", "hidden", "stored", "target", "key", "ground",
+                                                "truth"}),
     ("declares its own verdict", _VERDICT, {"verdict", "is_correct", "correct", "score", "grade", "reward",
                                             "judgement", "judgment", "evaluation", "passed"}),
-    ("gives the grader orders", _ORDER, {"mark", "grade", "score", "count", "treat", "accept", "consider", "marked",
-                                         "graded", "scored", "judged", "considered", "accepted", "compared", "checked",
-                                         "verified", "evaluated", "compare", "check", "verify", "evaluate", "ignore",
-                                         "disregard", "forget", "award", "give", "assign"}),
+    *(("gives the grader orders", rule, set(words)) for rule, words in _ORDERS),
 )
-_WORD = re.compile(r"[a-z_]+")
+_PUNCT = str.maketrans(dict.fromkeys("[](){}<>.,;:!?\"'`*/=|-", " "))
 
 
 def grader_talk(text: str) -> str | None:
@@ -68,7 +72,7 @@ def grader_talk(text: str) -> str | None:
         True
     """
     low = text.lower()
-    words = set(_WORD.findall(low))
+    words = set(low.translate(_PUNCT).split())
     for what, rule, triggers in _RULES:
         if not words.isdisjoint(triggers) and (m := rule.search(low)):
             return f"{what}: {text[m.start():m.end()].strip()[:60]!r}"

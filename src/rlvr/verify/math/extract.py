@@ -301,7 +301,8 @@ def mask_currency(text: str) -> str:
         close = text.find("$", m.end())
         line = text.find("\n", m.end())
         inside = text[m.end(): close if close != -1 and (line == -1 or close < line) else len(text)]
-        if close == -1 or (line != -1 and line < close) or _CURRENCY_PROSE.search(_latex_free(inside)):
+        if close == -1 or (line != -1 and line < close) or (
+                _CURRENCY_PROSE.search(inside) and _CURRENCY_PROSE.search(_latex_free(inside))):
             out.append(text[pos:m.start()] + " ")
             pos = m.end()
         else:

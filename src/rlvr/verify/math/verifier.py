@@ -122,11 +122,17 @@ def _negated(span: str) -> bool:
 
 
 def _final_statement(completion: str) -> str:
-    """The raw content of the last answer tag, else of the last box ('' when neither)."""
-    tags = re.findall(r"<answer\s*>(.*?)</answer\s*>", completion, re.DOTALL | re.IGNORECASE)
-    if tags:
-        return tags[-1]
-    boxes = find_boxes(completion)
+    """The raw content of the last complete answer tag, else of the last box ('' when neither)."""
+    end = completion.rfind("</answer")
+    if end != -1:
+        start = completion.rfind("<answer", 0, end)
+        close = completion.find(">", start) if start != -1 else -1
+        if close != -1 and close < end:
+            return completion[close + 1:end]
+    at = completion.rfind("\\boxed")
+    if at == -1:
+        at = completion.rfind("\\fbox")
+    boxes = find_boxes(completion[at:]) if at != -1 else []
     return boxes[-1][2] if boxes else ""
 
 
