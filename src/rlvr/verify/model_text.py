@@ -95,7 +95,7 @@ def visible_latex(text: str) -> str:
     s = _IFFALSE.sub(" ", text) if "\\iffalse" in text else text
     s = _COMMENT.sub("", s) if "%" in s else s
     s = _drop_groups(s, _PHANTOM) if "phantom" in s else s
-    if "color" in s or "colorbox" in s:
+    if "color" in s:  # \color, \textcolor, \colorbox
         s = _drop_groups(_drop_groups(s, _COLOR_GROUP), _TEXTCOLOR)
     return s
 
