@@ -75,7 +75,8 @@ def _param_row(p: Any, ctx: Any) -> str:
 
 
 def _escape(s: str) -> str:
-    return " ".join(s.replace("|", "\\|").split()) if "\n" not in s else s.replace("|", "\\|")
+    """One table cell: whitespace (newlines too) collapsed, pipes escaped."""
+    return " ".join(s.replace("|", "\\|").split())
 
 
 # --------------------------------------------------------------------------- the config

@@ -79,11 +79,12 @@ def causes(
 
 def _env_faults(run_dir: Path) -> frozenset[str] | None:
     """The run's ``failure.env_faults`` from its ``config.yaml`` (None: the defaults)."""
-    import yaml
+    from rlvr.config import read_yaml
+    from rlvr.errors import ConfigError
 
     try:
-        cfg = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
-        faults = cfg.get("failure", {}).get("env_faults")
-    except (OSError, yaml.YAMLError, AttributeError):
+        failure = read_yaml(run_dir / "config.yaml", "run config", "sections").get("failure")
+    except ConfigError:
         return None
+    faults = failure.get("env_faults") if isinstance(failure, dict) else None
     return frozenset(faults) if isinstance(faults, list) else None

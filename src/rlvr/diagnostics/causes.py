@@ -39,6 +39,7 @@ fault that ended the episode comes after ``bad_gold``; the others are events onl
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum
 
 from rlvr.types import Status
@@ -76,10 +77,10 @@ SINGLE_TURN = (Cause.CORRECT, Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cau
 ENV_FAULTS = frozenset({Cause.TOOL_ERROR, Cause.ENV_TIMEOUT, Cause.ENV_CRASH})
 
 
-def shown(present: object = ()) -> list[Cause]:
+def shown(present: Iterable[Cause | str] = ()) -> list[Cause]:
     """The causes a table or a metric set lists: every single-turn cause, and the episode causes
     that occur in ``present`` (an iterable of causes or their values)."""
-    seen = {Cause(c) for c in present}  # type: ignore[attr-defined]
+    seen = {Cause(c) for c in present}
     return [*SINGLE_TURN, *(c for c in Cause if c not in SINGLE_TURN and c in seen)]
 
 
