@@ -300,15 +300,14 @@ def mask_currency(text: str) -> str:
             continue
         close = text.find("$", m.end())
         line = text.find("\n", m.end())
-        inside = text[m.end(): close if close != -1 and (line == -1 or close < line) else len(text)]
-        if close == -1 or (line != -1 and line < close) or (
-                _CURRENCY_PROSE.search(inside) and _CURRENCY_PROSE.search(_latex_free(inside))):
+        unclosed = close == -1 or (line != -1 and line < close)
+        inside = "" if unclosed else text[m.end():close]
+        if unclosed or (_CURRENCY_PROSE.search(inside) and _CURRENCY_PROSE.search(_latex_free(inside))):
             out.append(text[pos:m.start()] + " ")
             pos = m.end()
-        else:
-            pos_end = close + 1  # a real span: skip past it
-            out.append(text[pos:pos_end])
-            pos = pos_end
+        else:  # a real span: kept, and skipped past
+            out.append(text[pos:close + 1])
+            pos = close + 1
     return "".join(out) + text[pos:]
 
 
