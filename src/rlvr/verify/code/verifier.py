@@ -150,6 +150,11 @@ def _verify_code(completion: str, gold: Any, timeout: float | None, language: st
 _Result = tuple[int, int, list[str], str, dict[str, Any]]
 
 
+def _uids(*runs: sandbox.RunResult) -> list[int]:
+    """The sandbox user ids these runs ran as (what a check that nothing is left looks at)."""
+    return [r.uid for r in runs if r.uid is not None]
+
+
 def _run_failure(run: sandbox.RunResult) -> str:
     """Why a run did not finish cleanly, in words ('' when it did)."""
     if run.timed_out:
@@ -202,7 +207,7 @@ def _run_io(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, b
         run = sandbox.run(_build_argv(lang), {lang.source: code}, stdin=str(case["input"]),
                           limits=_limits(limits, left))
         level = run.isolation
-        uids += [run.uid] if run.uid is not None else []
+        uids += _uids(run)
         if run.error:
             return Verdict(Status.ERROR, extracted=code[:2000], method=Method.EXECUTION, reason=run.error)
         if (bad := _built(lang, run, code)) is not None:
@@ -243,7 +248,7 @@ def _run_harness(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limi
     if run.error:
         return Verdict(Status.ERROR, extracted=code[:2000], method=Method.EXECUTION, reason=run.error)
     passed, total, failures, level, extra = _judge_calls(checks, _read_report(run, nonce), early_stop)
-    return passed, total, failures, level, {**extra, "sandbox_uids": [run.uid] if run.uid is not None else []}
+    return passed, total, failures, level, {**extra, "sandbox_uids": _uids(run)}
 
 
 @dataclass
@@ -339,7 +344,7 @@ def _run_apart(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits
         if r.error:
             return Verdict(Status.ERROR, extracted=code[:2000], method=Method.EXECUTION, reason=r.error)
     rep, prog_rep = _read_report(tests_run, tests_nonce), _read_report(prog_run, prog_nonce)
-    extra = {"sandbox_uids": [u for u in (tests_run.uid, prog_run.uid) if u is not None]}
+    extra = {"sandbox_uids": _uids(tests_run, prog_run)}
     total = rep.total or 1  # no total: the tests' runner died at load
     if prog_rep.tamper:
         passed, total, failures, level, more = _tampered(prog_rep, total, "apart")
@@ -409,7 +414,7 @@ def _run_program(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limi
         return bad
     why = _run_failure(run)
     return (0 if why else 1), 1, ([why] if why else []), run.isolation, {
-        "checks": "exit_status", "sandbox_uids": [run.uid] if run.uid is not None else []}
+        "checks": "exit_status", "sandbox_uids": _uids(run)}
 
 
 def same_output(got: str, want: str, float_tol: float = 0.0) -> bool:
