@@ -320,8 +320,10 @@ class EnvConfig(_Strict):
     """A user's environment class, ``module:Class`` (reset, tools, optional reward); instead of ``tools``."""
     max_turns: int = Field(4, ge=1)
     """Assistant turns per episode; an episode with no final answer by then ends in ``turn_limit``."""
-    max_tokens: int = Field(512, ge=1)
-    """Tokens the policy may generate over the whole episode (``context_overflow`` when spent)."""
+    max_tokens: int | None = Field(None, ge=2)
+    """Tokens of the whole episode after the prompt: the policy's turns and the tool results
+    appended to them (default ``rollout.max_new_tokens``). A tool result that leaves no room to
+    answer ends the episode as ``context_overflow``; a final turn cut by it is ``truncated``."""
     tool_timeout_s: float = Field(10.0, gt=0)
     """Seconds a tool call may run; past it the call is ``env_timeout``."""
     max_result_chars: int = Field(2000, ge=1)
@@ -366,9 +368,12 @@ class TrainConfig(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> TrainConfig:
         if self.env is not None:
-            raise ValueError("env: multi-turn episodes are built (rlvr.episodes: environments, tools, the guard, "
-                             "the turn loop, their causes in the failure step) but no engine samples them yet "
-                             "(rlvr's sampling loop, TRL and verl); drop the env section")
+            if self.engine != "rlvr":
+                raise ValueError(f"env: multi-turn episodes run on engine rlvr; engine {self.engine!r} does not sample "
+                                 "them yet (drop the env section, or use engine: rlvr)")
+            if self.decoding.constrain != "none":
+                raise ValueError("env with decoding.constrain: the grammar would have to admit tool calls; "
+                                 "constrained decoding of episodes is not supported (set decoding.constrain: none)")
         n = self.rollout.prompts_per_step * self.rollout.group_size
         mb = self.algo.micro_batch
         if mb is not None and n % mb:

@@ -6,34 +6,45 @@ loss and is redrawn; the policy's own (``malformed_tool_call``, ``unknown_tool``
 ``turn_limit``, ``context_overflow``) stays in the gradient with its reward.
 """
 
-from rlvr.episodes.env import Environment, load_environment, tool_schema, tools_of
+from rlvr.episodes.env import (
+    Environment,
+    check_environment,
+    environment_class,
+    load_environment,
+    tool_schema,
+    tools_of,
+)
 from rlvr.episodes.episode import ENVIRONMENT_FAULTS, POLICY_FAULTS, Episode, Event, ToolCall, Turn
-from rlvr.episodes.guard import Faults, Guard, find_call
+from rlvr.episodes.guard import Faults, Guard, call_markup, find_call, result_markup
 from rlvr.episodes.loop import Policy, run_episode
 from rlvr.episodes.metrics import tool_metrics
 from rlvr.episodes.tools import BUILTIN, Calculator, EnvCrash, PythonTool, evaluate, toolbox
 
 __all__ = [
-           "BUILTIN",
-           "ENVIRONMENT_FAULTS",
-           "POLICY_FAULTS",
-           "Calculator",
-           "EnvCrash",
-           "Environment",
-           "Episode",
-           "Event",
-           "Faults",
-           "Guard",
-           "Policy",
-           "PythonTool",
-           "ToolCall",
-           "Turn",
-           "evaluate",
-           "find_call",
-           "load_environment",
-           "run_episode",
-           "tool_metrics",
-           "tool_schema",
-           "toolbox",
-           "tools_of",
+    "BUILTIN",
+    "ENVIRONMENT_FAULTS",
+    "POLICY_FAULTS",
+    "Calculator",
+    "EnvCrash",
+    "Environment",
+    "Episode",
+    "Event",
+    "Faults",
+    "Guard",
+    "Policy",
+    "PythonTool",
+    "ToolCall",
+    "Turn",
+    "call_markup",
+    "check_environment",
+    "environment_class",
+    "evaluate",
+    "find_call",
+    "load_environment",
+    "result_markup",
+    "run_episode",
+    "tool_metrics",
+    "tool_schema",
+    "toolbox",
+    "tools_of",
 ]

@@ -79,3 +79,39 @@ def load_environment(spec: str) -> type:
     if not callable(getattr(cls, "reset", None)):
         raise ConfigError(f"env.environment {spec!r} has no reset(row) method")
     return cls
+
+
+def environment_class(tools: list[str], environment: str | None) -> type:
+    """The environment class an ``env`` config section names: a tool-only one offering the built-in
+    ``tools``, or the user's ``module:Class``."""
+    if environment is not None:
+        return load_environment(environment)
+    from rlvr.episodes.tools import toolbox
+
+    return toolbox(tools)
+
+
+def check_environment(cls: type, row: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Build one instance of ``cls`` and describe its tools, before a run spends anything: a class
+    that raises on construction, offers no tools, or has a tool the policy cannot be told how to
+    call is a :class:`ConfigError` naming it. ``row``: a data row to try ``reset`` on.
+
+    Returns:
+        Each tool's schema, by name.
+    """
+    try:
+        env = cls()
+    except Exception as e:
+        raise ConfigError(f"env: the environment {cls.__name__} cannot be built: {type(e).__name__}: {e}") from None
+    tools = tools_of(env)
+    if not tools:
+        raise ConfigError(f"env: the environment {cls.__name__} offers no tools (public methods other than "
+                          "reset, reward and close)")
+    schemas = {name: tool_schema(fn) for name, fn in tools.items()}
+    if row is not None:
+        try:
+            env.reset(row)
+        except Exception as e:
+            raise ConfigError(f"env: {cls.__name__}.reset fails on the first data row: "
+                              f"{type(e).__name__}: {e}") from None
+    return schemas

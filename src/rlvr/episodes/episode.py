@@ -54,12 +54,14 @@ class Event:
 
 @dataclass(frozen=True)
 class Turn:
-    """One turn: ``assistant`` (the policy's text, maybe a tool call) or ``tool`` (a tool's result)."""
+    """One turn: ``assistant`` (the policy's text, maybe a tool call) or ``tool`` (a tool's result,
+    with how long the call ran: ``latency_s``, 0 when it never ran)."""
 
     role: str
     content: str
     call: ToolCall | None = None
     tokens: int = 0
+    latency_s: float = 0.0
 
 
 @dataclass
@@ -74,6 +76,8 @@ class Episode:
         finish: ``eos`` (the policy answered), ``length`` (its last turn hit the token limit),
             ``turn_limit``, ``context_overflow`` or ``fault`` (the environment failed).
         tokens: tokens the policy generated over the whole episode.
+        reward: the environment's own reward for the answer (its ``reward(answer, row)``), when it
+            has one; None: the task's verifier judges the answer.
     """
 
     prompt: str
@@ -82,6 +86,7 @@ class Episode:
     answer: str = ""
     finish: str = "eos"
     tokens: int = 0
+    reward: float | None = None
 
     def fault(self, owned: Iterable[Cause] = ENVIRONMENT_FAULTS) -> Cause | None:
         """The first event that is the environment's fault (None when the environment held)."""
@@ -105,4 +110,5 @@ class Episode:
         """The episode for ``rollouts.jsonl``: turns, events with their causes, the finish."""
         return {"turns": [{k: v for k, v in asdict(t).items() if v not in (None, 0)} for t in self.turns],
                 "events": [{**asdict(e), "cause": e.cause.value} for e in self.events],
-                "finish": self.finish, "tokens": self.tokens, "tool_calls": len(self.calls())}
+                "finish": self.finish, "tokens": self.tokens, "tool_calls": len(self.calls()),
+                **({"reward": self.reward} if self.reward is not None else {})}

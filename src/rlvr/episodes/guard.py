@@ -37,6 +37,19 @@ _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 FAULT_KINDS = (Cause.TOOL_ERROR, Cause.ENV_TIMEOUT, Cause.ENV_CRASH)
 
 
+CALL_END = "</tool_call>"
+
+
+def call_markup(name: str, arguments: dict[str, Any]) -> str:
+    """A tool call as the policy writes it (compact JSON)."""
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments}, separators=(',', ':'))}{CALL_END}"
+
+
+def result_markup(result: str) -> str:
+    """A tool's result as it is appended to the policy's sequence (the Hermes ``tool_response`` tag)."""
+    return f"<tool_response>{result}</tool_response>"
+
+
 def find_call(text: str) -> str | None:
     """The markup of the first tool call in an assistant turn (None: the turn is a final answer)."""
     m = _CALL.search(text)
@@ -77,6 +90,7 @@ class Outcome:
     call: ToolCall | None = None
     event: Event | None = None
     cut: bool = False
+    latency_s: float = 0.0
 
 
 class Guard:
@@ -142,14 +156,15 @@ class Guard:
         latency = time.monotonic() - start
         if worker.is_alive():  # left to finish on its own: a daemon thread holds no process or file of ours
             why = f"{call.name} ran past {self.timeout_s:g}s"
-            return Outcome(f"error: {why}", call, Event(Cause.ENV_TIMEOUT, turn, why, call.name, latency))
+            return Outcome(f"error: {why}", call, Event(Cause.ENV_TIMEOUT, turn, why, call.name, latency),
+                           latency_s=latency)
         if "error" in box:
             e = box["error"]
             cause = Cause.ENV_CRASH if isinstance(e, EnvCrash) else Cause.TOOL_ERROR
             why = f"{type(e).__name__}: {str(e)[:300]}"
-            return Outcome(f"error: {why}", call, Event(cause, turn, why, call.name, latency))
+            return Outcome(f"error: {why}", call, Event(cause, turn, why, call.name, latency), latency_s=latency)
         text = box["value"] if isinstance(box.get("value"), str) else json.dumps(box.get("value"), default=str)
         cut = len(text) > self.max_result_chars
         if cut:
             text = text[: self.max_result_chars] + f"... [cut at {self.max_result_chars} characters]"
-        return Outcome(text, call, None, cut)
+        return Outcome(text, call, None, cut, latency)

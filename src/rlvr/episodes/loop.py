@@ -77,7 +77,7 @@ def run_episode(
             return ep
         out = guard.call(markup, turn)
         ep.turns.append(Turn("assistant", text, out.call, n))
-        ep.turns.append(Turn("tool", out.result))
+        ep.turns.append(Turn("tool", out.result, latency_s=out.latency_s))
         messages += [{"role": "assistant", "content": text}, {"role": "tool", "content": out.result}]
         if out.event is not None:
             ep.events.append(out.event)

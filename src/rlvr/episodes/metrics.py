@@ -11,7 +11,7 @@ from rlvr.episodes.episode import Episode
 
 def tool_metrics(episodes: Sequence[Episode]) -> dict[str, Any]:
     """``tools/calls_per_episode`` and, per tool, ``tools/<name>/calls``, ``/failures`` (calls that
-    recorded an event, whoever's fault) and ``/latency_s`` (mean over calls that ran)."""
+    recorded an event, whoever's fault) and ``/latency_s`` (mean over the calls that ran)."""
     if not episodes:
         return {}
     calls: dict[str, int] = defaultdict(int)
@@ -23,8 +23,9 @@ def tool_metrics(episodes: Sequence[Episode]) -> dict[str, Any]:
         for e in ep.events:
             if e.tool:
                 failures[e.tool] += 1
-                if e.latency_s:
-                    latency[e.tool].append(e.latency_s)
+        for before, t in zip(ep.turns, ep.turns[1:]):  # a tool turn follows the call it answers
+            if t.role == "tool" and before.call is not None and t.latency_s:
+                latency[before.call.name].append(t.latency_s)
     m: dict[str, Any] = {"tools/calls_per_episode": sum(calls.values()) / len(episodes)}
     for name in sorted(calls):
         m[f"tools/{name}/calls"] = calls[name]

@@ -43,6 +43,10 @@ class RolloutBatch:
         bitmask: ``[N, Tc, W]`` packed sampling masks of constrained decoding (-1: unmasked);
             ``None`` when nothing was constrained. The training forward applies them again.
         decode_stats: what the masks did (:class:`rlvr.decoding.constrain.DecodeStats`), if any.
+        tool_mask: ``[N, Tc]`` 1 for tool-result tokens appended to a multi-turn episode (attended
+            to, never in the loss); ``None`` for single-turn rollouts.
+        episodes: per rollout, its :class:`rlvr.episodes.Episode` (turns, events with their causes),
+            for multi-turn rollouts; ``texts`` then hold each episode's final answer.
     """
 
     prompt_ids: torch.Tensor
@@ -57,6 +61,8 @@ class RolloutBatch:
     versions: list[int] = field(default_factory=list)
     bitmask: torch.Tensor | None = None
     decode_stats: Any = None
+    tool_mask: torch.Tensor | None = None
+    episodes: list[Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.versions:
@@ -66,6 +72,13 @@ class RolloutBatch:
     def truncated(self) -> torch.Tensor:
         """``[N]`` bool: the rollout hit the length limit before its eos."""
         return torch.tensor([f == "length" for f in self.finish])
+
+    @property
+    def loss_mask(self) -> torch.Tensor:
+        """``[N, Tc]`` the tokens the policy sampled (tool results left out)."""
+        if self.tool_mask is None:
+            return self.completion_mask
+        return self.completion_mask * (1 - self.tool_mask.to(self.completion_mask.dtype))
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -81,7 +94,9 @@ class RolloutBatch:
                             self.completion_mask[idx], self.logprobs[idx], [self.finish[i] for i in rows],
                             [self.texts[i] for i in rows], self.policy_version, g,
                             [self.versions[i] for i in rows],
-                            self.bitmask[idx] if self.bitmask is not None else None, self.decode_stats)
+                            self.bitmask[idx] if self.bitmask is not None else None, self.decode_stats,
+                            self.tool_mask[idx] if self.tool_mask is not None else None,
+                            [self.episodes[i] for i in rows] if self.episodes is not None else None)
 
     def concat(self, other: RolloutBatch, pad_id: int) -> RolloutBatch:
         """This batch's groups followed by ``other``'s (prompts re-padded on the left, completions on
@@ -106,7 +121,8 @@ class RolloutBatch:
             torch.cat([right(self.completion_mask, 0), right(other.completion_mask, 0)]),
             torch.cat([right(self.logprobs, 0.0), right(other.logprobs, 0.0)]),
             self.finish + other.finish, self.texts + other.texts, max(self.policy_version, other.policy_version),
-            self.group_size, self.versions + other.versions, _cat_bits(self, other, tc), self.decode_stats)
+            self.group_size, self.versions + other.versions, _cat_bits(self, other, tc), self.decode_stats,
+            _cat_tools(self, other, tc), _cat_episodes(self, other))
 
     def replace_rows(self, rows: list[int], new: RolloutBatch, pad_id: int) -> RolloutBatch:
         """A copy with ``rows`` taken from ``new`` (resampled rollouts of the same prompts, in order);
@@ -121,6 +137,11 @@ class RolloutBatch:
         ids, mask, lp = widen(self.completion_ids, pad_id), widen(self.completion_mask, 0), widen(self.logprobs, 0.0)
         n_ids, n_mask, n_lp = widen(new.completion_ids, pad_id), widen(new.completion_mask, 0), widen(new.logprobs, 0.0)
         finish, texts, versions = list(self.finish), list(self.texts), list(self.versions)
+        tools = n_tools = None
+        if self.tool_mask is not None or new.tool_mask is not None:
+            tools, n_tools = _widen_tools(self, tc), _widen_tools(new, tc)
+        episodes = _episodes_of(self) if self.episodes is not None or new.episodes is not None else None
+        new_episodes = _episodes_of(new)
         bits = n_bits = None
         if self.bitmask is not None or new.bitmask is not None:  # one side may be unconstrained: all -1
             w = (self.bitmask if self.bitmask is not None else new.bitmask).shape[-1]  # type: ignore[union-attr]
@@ -130,8 +151,12 @@ class RolloutBatch:
             finish[i], texts[i], versions[i] = new.finish[j], new.texts[j], new.versions[j]
             if bits is not None and n_bits is not None:
                 bits[i] = n_bits[j]
+            if tools is not None and n_tools is not None:
+                tools[i] = n_tools[j]
+            if episodes is not None:
+                episodes[i] = new_episodes[j]
         return RolloutBatch(self.prompt_ids, self.prompt_mask, ids, mask, lp, finish, texts, self.policy_version,
-                            self.group_size, versions, bits, self.decode_stats)
+                            self.group_size, versions, bits, self.decode_stats, tools, episodes)
 
 
 def _widen_bits(b: RolloutBatch, tc: int, words: int | None = None) -> torch.Tensor:
@@ -142,6 +167,30 @@ def _widen_bits(b: RolloutBatch, tc: int, words: int | None = None) -> torch.Ten
     if b.bitmask is not None:
         out[:, : b.bitmask.shape[1]] = b.bitmask
     return out
+
+
+def _widen_tools(b: RolloutBatch, tc: int) -> torch.Tensor:
+    """``b``'s tool mask padded to ``tc`` tokens (all 0 when it has none)."""
+    out = torch.zeros((b.completion_ids.shape[0], tc), dtype=torch.long)
+    if b.tool_mask is not None:
+        out[:, : b.tool_mask.shape[1]] = b.tool_mask
+    return out
+
+
+def _cat_tools(a: RolloutBatch, b: RolloutBatch, tc: int) -> torch.Tensor | None:
+    if a.tool_mask is None and b.tool_mask is None:
+        return None
+    return torch.cat([_widen_tools(a, tc), _widen_tools(b, tc)])
+
+
+def _episodes_of(b: RolloutBatch) -> list[Any]:
+    return list(b.episodes) if b.episodes is not None else [None] * b.completion_ids.shape[0]
+
+
+def _cat_episodes(a: RolloutBatch, b: RolloutBatch) -> list[Any] | None:
+    if a.episodes is None and b.episodes is None:
+        return None
+    return _episodes_of(a) + _episodes_of(b)
 
 
 def _cat_bits(a: RolloutBatch, b: RolloutBatch, tc: int) -> torch.Tensor | None:
@@ -242,6 +291,7 @@ def generate(
     constrain: Any = None,
     dtype: torch.dtype | None = None,
     jump: bool = True,
+    turns: Any = None,
 ) -> RolloutBatch:
     """Sample ``group_size`` completions for each tokenised prompt.
 
@@ -259,12 +309,18 @@ def generate(
             without sampling and fed to the model together with the sampled token before them, one
             forward for the run instead of one per token. The samples and masks are those of decoding
             token by token (same draws); only the forced tokens' logits are never computed.
+        turns: a :class:`rlvr.grpo.turns.Turns`: every row is a multi-turn episode; a tool call's
+            result is appended to the row's sequence and fed in the next forward (the cache carries
+            over), marked in ``tool_mask``. ``max_new_tokens`` is then the episode's whole budget.
 
     Sampling runs under ``torch.inference_mode`` (less per-op bookkeeping than ``no_grad``); the
     returned tensors are copied out of it so training can use them.
     """
     from rlvr.models.fast_decode import FastDecoder, supports
 
+    if turns is not None and constrain is not None:
+        raise ValueError("constrained decoding of multi-turn episodes is not supported: the grammar would have to "
+                         "admit tool calls (set decoding.constrain: none with an env section)")
     with torch.inference_mode():
         was_training = model.training
         model.eval()
@@ -317,6 +373,13 @@ def generate(
                 draws[drawn] = torch.rand(n, generator=generator, device=device)
                 drawn += 1
 
+        tools: Any = None  # [N, T] 1 for appended tool-result tokens, with turns
+        closers: Any = None
+        if turns is not None:
+            tools = torch.zeros((n, max_new_tokens), dtype=torch.long, device=device)
+            closers = turns.closers(logits.shape[-1], device)
+            for r in turns.ended_at_start():
+                done[r] = True
         draw(len(lead))  # the draws the prefilled steps would have made
         jumping = state is not None and jump
         # Rows that have ended are dropped from the lean decoder once they are at least COMPACT_AT of
@@ -324,7 +387,7 @@ def generate(
         # per position, so the samples do not depend on when rows are dropped or jumped.
         compact = isinstance(stepper, FastDecoder)
         active = torch.arange(n, device=device)  # the rows the decoder still runs
-        while True:
+        while not bool(done.all()):
             at = pos[active]
             if state is not None:  # told which rows the logits are, once ended ones were dropped
                 step_bits = state.mask(logits, done, rows=active.cpu() if len(active) < n else None)
@@ -344,8 +407,12 @@ def generate(
             pos[rows_go] += 1
             done[rows_go] = (tok[go] == eos) | (pos[rows_go] >= max_new_tokens)
             run: list = []
+            start = pos.clone()
+            moved = False  # some row took tokens beyond its sampled one (forced, or a tool's result)
+            if turns is not None:
+                moved = _turns_step(turns, rows_go, tok[go], done, pos, out_tok, tools, closers, eos,
+                                    max_new_tokens)
             if jumping:  # tokens the masks force next are taken now and fed in the same forward
-                start = pos.clone()
                 nxt = rows_go[~done[rows_go]]
                 run = state.jump(nxt.tolist(), (max_new_tokens - pos[nxt]).tolist()) if len(nxt) else []
                 for rows_k, toks_k, bits_k in run:  # one position further for each of rows_k
@@ -354,6 +421,7 @@ def generate(
                     bits[torch.tensor(rows_k), pos[r].cpu()] = bits_k
                     pos[r] += 1
                     done[r] = (tk == eos) | (pos[r] >= max_new_tokens)
+                moved = moved or bool(run)
             if bool(done.all()):
                 break
             ended = done[active]
@@ -363,7 +431,7 @@ def generate(
                 tok, active = tok[keep], active[keep]
             # the sampled token, then the row's forced ones; a row that has ended needs no more (its forced
             # closing tag and stop are never read)
-            extra = torch.where(done[active], 0, pos[active] - start[active]) if run else None
+            extra = torch.where(done[active], 0, pos[active] - start[active]) if moved else None
             k = 1 + int(extra.max()) if extra is not None else 1
             if k == 1:
                 logits = stepper.step(tok)
@@ -378,14 +446,43 @@ def generate(
         ended_before = torch.cumsum((out_tok == eos).long(), 1) - (out_tok == eos).long()
         mask = (ended_before == 0).long()
         mask = mask * (out_tok != pad).long() if pad != eos else mask
-        finish: list[FinishReason] = ["eos" if e else "length" for e in (out_tok == eos).any(1).tolist()]
-        texts = tokenizer.batch_decode(out_tok.masked_fill(mask == 0, pad), skip_special_tokens=True)
+        finish: list[Any] = ["eos" if e else "length" for e in (out_tok == eos).any(1).tolist()]
+        if turns is not None:  # an episode's finish and text are its own: how it ended, its final answer
+            finish = [ep.finish for ep in turns.episodes]
+            texts = [ep.answer for ep in turns.episodes]
+        else:
+            texts = tokenizer.batch_decode(out_tok.masked_fill(mask == 0, pad), skip_special_tokens=True)
         if was_training:
             model.train()
         b = RolloutBatch(prompt_ids, prompt_mask, out_tok, mask, out_lp * mask, finish, texts, policy_version,
                          group_size, bitmask=bits[:, :steps] if bits is not None else None,
-                         decode_stats=state.stats if state is not None else None)
+                         decode_stats=state.stats if state is not None else None,
+                         tool_mask=tools[:, :steps] * mask if tools is not None else None,
+                         episodes=list(turns.episodes) if turns is not None else None)
     return RolloutBatch(b.prompt_ids.clone(), b.prompt_mask.clone(), b.completion_ids.clone(),
                         b.completion_mask.clone(), b.logprobs.clone(), b.finish, b.texts, b.policy_version,
                         b.group_size, b.versions, b.bitmask.clone() if b.bitmask is not None else None,
-                        b.decode_stats)
+                        b.decode_stats, b.tool_mask.clone() if b.tool_mask is not None else None, b.episodes)
+
+
+def _turns_step(turns: Any, rows: torch.Tensor, toks: torch.Tensor, done: torch.Tensor, pos: torch.Tensor,
+                out_tok: torch.Tensor, tools: torch.Tensor, closers: torch.Tensor, eos: int, limit: int) -> bool:
+    """After ``rows`` sampled ``toks``: rows whose turn is now a complete tool call get its result
+    appended (or end their episode); rows that ended give their final answer. True when some row
+    took result tokens (they are fed with the next forward)."""
+    moved = False
+    for r in rows[~done[rows] & closers[toks]].tolist():
+        at = int(pos[r])
+        add, end = turns.on_close(r, out_tok[r, :at].tolist(), limit - at)
+        if end:
+            done[r] = True
+        elif add:
+            k = len(add)
+            out_tok[r, at : at + k] = torch.tensor(add, device=out_tok.device)
+            tools[r, at : at + k] = 1
+            pos[r] = at + k
+            moved = True
+    ended = rows[done[rows]]
+    for r, t in zip(ended.tolist(), toks[done[rows]].tolist()):
+        turns.on_end(r, out_tok[r, : int(pos[r])].tolist(), "eos" if t == eos else "length")
+    return moved

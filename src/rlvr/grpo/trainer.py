@@ -36,9 +36,35 @@ StepCallback = Callable[[int, dict[str, Any]], None]
 
 
 def _eval_metrics(ev: dict[str, Any]) -> dict[str, float]:
-    """A held-out evaluation as metrics: ``eval/accuracy``, ``eval/truncated``, ``eval/<status>``."""
+    """A held-out evaluation as metrics: ``eval/accuracy``, ``eval/truncated``, ``eval/<status>``
+    (and ``eval/tool_calls``, ``eval/tool_rate`` for episodes)."""
     return {"eval/accuracy": ev["accuracy"], "eval/truncated": ev["truncated"],
-            **{f"eval/{k}": v for k, v in ev["statuses"].items()}}
+            **{f"eval/{k}": v for k, v in ev["statuses"].items()},
+            **{f"eval/{k}": ev[k] for k in ("tool_calls", "tool_rate") if k in ev}}
+
+
+def _with_observation(prompt: Any, observation: str) -> Any:
+    """The prompt with an environment's observation after the user's last message (or the text)."""
+    if isinstance(prompt, str):
+        return f"{prompt}\n\n{observation}"
+    msgs = [dict(m) for m in prompt]
+    last = max((i for i, m in enumerate(msgs) if m.get("role") == "user"), default=len(msgs) - 1)
+    msgs[last]["content"] = f"{msgs[last]['content']}\n\n{observation}"
+    return msgs
+
+
+def _env_scored(b: Any, episode: Any) -> Any:
+    """A breakdown whose accuracy is the environment's reward (the total re-weighed, the verdict
+    saying who judged)."""
+    import dataclasses
+
+    from rlvr.types import Status, Verdict
+
+    comps = {**b.components, "accuracy": episode.reward}
+    total = sum(b.weights.get(k, 0.0) * v for k, v in comps.items() if v is not None)
+    verdict = Verdict(Status.CORRECT if episode.reward > 0 else Status.WRONG, extracted=episode.answer[-200:],
+                      reason=f"the environment's reward: {episode.reward:g}")
+    return dataclasses.replace(b, components=comps, total=total, verdict=verdict)
 
 
 def lr_lambda(schedule: str, warmup: int, total: int) -> Callable[[int], float]:
@@ -121,6 +147,12 @@ class GRPOTrainer:
         self.constrainer = constrainer_for(cfg.decoding, self.tok, model.get_output_embeddings().weight.shape[0],
                                        self.rewards)
         self._prompt_cache: dict[str, list[int]] = {}
+        self.env_cls: type | None = None
+        if cfg.env is not None:  # episodes with tools: the environment is built and described once, up front
+            from rlvr.episodes import check_environment, environment_class
+
+            self.env_cls = environment_class(cfg.env.tools, cfg.env.environment)
+            check_environment(self.env_cls)
 
     # ------------------------------------------------------------------ pieces
 
@@ -146,14 +178,58 @@ class GRPOTrainer:
         resampling round, ``(37, k)`` the k-th extra round of dynamic sampling.
         """
         r = self.cfg.rollout
+        g = group_size or r.group_size
         base = self.cfg.run.seed * 1_000_003 + self.step
         gen = torch.Generator(device=self.device).manual_seed(base * draw[0] + draw[1])
+        turns, prompts = None, [self._encode(s) for s in samples]
+        max_new = r.max_new_tokens
+        if self.env_cls is not None:
+            turns, prompts = self._turns(samples, g, f"{self.step}:{draw[0]}.{draw[1]}", fault_free=False)
+            max_new = self._episode_tokens()
         with self._autocast():
-            return generate(self.model, self.tok, [self._encode(s) for s in samples],
-                            group_size=group_size or r.group_size, max_new_tokens=r.max_new_tokens,
+            return generate(self.model, self.tok, prompts, group_size=g, max_new_tokens=max_new,
                             temperature=r.temperature, top_p=r.top_p, generator=gen, policy_version=self.step,
                             fast=self.fast, constrain=self.constrainer, dtype=self.rollout_dtype,
-                            jump=self.cfg.decoding.jump_forward)
+                            jump=self.cfg.decoding.jump_forward, turns=turns)
+
+    def _episode_tokens(self) -> int:
+        assert self.cfg.env is not None
+        return self.cfg.env.max_tokens or self.cfg.rollout.max_new_tokens
+
+    def _turns(self, samples: list[Sample], group_size: int, draw: str, *,
+               fault_free: bool) -> tuple[Any, list[list[int]]]:
+        """The episodes of one draw (a fresh environment per row, reset from its sample) and the
+        prompts' tokens, each with its environment's observation."""
+        from rlvr.episodes import Faults
+        from rlvr.grpo.turns import Turns
+
+        env = self.cfg.env
+        assert env is not None and self.env_cls is not None
+        rows = [s for s in samples for _ in range(group_size)]
+        rates = {str(k): v for k, v in env.faults.items()}
+        faults = None if fault_free or not rates else Faults(rates, env.fault_seed)
+        turns = Turns(self.tok, self.env_cls, [{"prompt": s.prompt, "gold": s.gold, "task": s.task, "id": s.id,
+                                                 **s.extra} for s in rows],
+                      [f"{s.id}:{draw}:{i % group_size}" for i, s in enumerate(rows)],
+                      [prompt_text(s.prompt) for s in rows], max_turns=env.max_turns, timeout_s=env.tool_timeout_s,
+                      max_result_chars=env.max_result_chars, faults=faults, env_faults=self.fa.env_faults)
+        prompts = []
+        for k, s in enumerate(samples):
+            seen = {o for o in turns.observations[k * group_size : (k + 1) * group_size] if o}
+            if len(seen) > 1:
+                from rlvr.errors import ConfigError
+
+                raise ConfigError(f"env: reset gave {len(seen)} different observations for prompt {s.id!r}; the "
+                                  f"{group_size} episodes of a group share their prompt (make reset depend on "
+                                  "the row only)")
+            if not seen:
+                prompts.append(self._encode(s))
+                continue
+            obs = seen.pop()
+            for ep in turns.episodes[k * group_size : (k + 1) * group_size]:
+                ep.prompt = f"{ep.prompt}\n\n{obs}"
+            prompts.append(encode(self.tok, _with_observation(s.prompt, obs)))
+        return turns, prompts
 
     def score(self, samples: list[Sample], batch: RolloutBatch) -> tuple[list[Any], torch.Tensor]:
         """Every rollout's :class:`RewardBreakdown` and total (NaN where nothing applied)."""
@@ -163,22 +239,31 @@ class GRPOTrainer:
         cols: dict[str, Any] = {"gold": [s.gold for s in rows], "task": [s.task for s in rows],
                                 "prompt": [s.prompt for s in rows],
                                 "completion_ids": [ids[m.bool()].tolist() for ids, m in
-                                                   zip(batch.completion_ids, batch.completion_mask)]}
+                                                   zip(batch.completion_ids, batch.loss_mask)]}
         for key in {k for s in rows for k in s.extra}:
             cols[key] = [s.extra.get(key) for s in rows]
         if self.judge is not None:
             questions = [prompt_text(p) for p in cols["prompt"]]
             cols["verdicts"] = self.judge.verify_many(batch.texts, cols["gold"], questions, cols["task"])
         breakdowns = self.rewards.breakdown(batch.texts, step=self.step, **cols)
+        if batch.episodes is not None:  # an environment's own reward replaces the verifier's accuracy
+            breakdowns = [_env_scored(b, ep) if ep is not None and ep.reward is not None else b
+                          for b, ep in zip(breakdowns, batch.episodes)]
         totals = torch.tensor([b.total if b.total is not None else float("nan") for b in breakdowns])
         return breakdowns, totals
 
-    @staticmethod
-    def _views(samples: list[Sample], batch: RolloutBatch, breakdowns: list[Any]) -> list[RolloutView]:
+    def _views(self, samples: list[Sample], batch: RolloutBatch, breakdowns: list[Any]) -> list[RolloutView]:
         """The failure-aware step's view of each rollout."""
-        rows = [s for s in samples for _ in range(batch.group_size)]
-        return [RolloutView(s.id, b.verdict, b.total, b.components, fin, text, v, b.weights)
-                for s, b, fin, text, v in zip(rows, breakdowns, batch.finish, batch.texts, batch.versions)]
+        return self._row_views([s for s in samples for _ in range(batch.group_size)], batch, breakdowns)
+
+    def _row_views(self, rows: list[Sample], batch: RolloutBatch, breakdowns: list[Any]) -> list[RolloutView]:
+        episodes = batch.episodes or [None] * len(rows)
+        owned = self.fa.env_faults
+        return [RolloutView(s.id, b.verdict, b.total, b.components, fin, text, v, b.weights,
+                            episode=ep.cause(owned) if ep is not None else None,
+                            events=tuple(e.cause for e in ep.events) if ep is not None else ())
+                for s, b, fin, text, v, ep in zip(rows, breakdowns, batch.finish, batch.texts, batch.versions,
+                                                  episodes)]
 
     def _sample_groups(self) -> tuple[list[Sample], RolloutBatch, list[Any], torch.Tensor, int]:
         """Prompts for this step, their rollouts and scores. With ``failure.dynamic_sampling``, groups
@@ -235,13 +320,12 @@ class GRPOTrainer:
             rows = [samples[i // g] for i in bad]
             new = self.rollout(rows, 1, (31, attempt))
             new_bd, new_tot = self._score_rows(rows, new)
-            new_causes = self.fa.causes([RolloutView(s.id, b.verdict, b.total, b.components, fin, text, v)
-                                         for s, b, fin, text, v in zip(rows, new_bd, new.finish, new.texts,
-                                                                       new.versions)], self.step + 1)
+            new_causes = self.fa.causes(self._row_views(rows, new, new_bd), self.step + 1)
             for j, i in enumerate(bad):
                 replaced.append({"row": i, "attempt": attempt, "completion": batch.texts[i],
                                  "finish": batch.finish[i], "cause": causes[i].value, "breakdown": breakdowns[i],
-                                 "version": batch.versions[i]})
+                                 "version": batch.versions[i],
+                                 "episode": batch.episodes[i] if batch.episodes is not None else None})
                 breakdowns[i], totals[i], causes[i] = new_bd[j], new_tot[j], new_causes[j]
             batch = batch.replace_rows(bad, new, self.tok.pad_token_id)
         return batch, breakdowns, totals, causes, replaced
@@ -271,7 +355,7 @@ class GRPOTrainer:
         advantages, admit = advantages.to(self.device), admit.to(self.device)
         ids = torch.cat([batch.prompt_ids, batch.completion_ids], 1)
         mask = torch.cat([batch.prompt_mask, batch.completion_mask], 1)
-        loss_mask = batch.completion_mask * admit[:, None].long()
+        loss_mask = batch.loss_mask * admit[:, None].long()  # tool results never carry loss
         norm = Normalizer.of(loss_mask)  # over every admitted rollout, as if all were in the pass
         # A rollout with advantage 0 contributes exactly 0 loss and 0 gradient when there is no KL
         # term (flat groups, excluded rollouts): it is left out of the forward/backward passes.
@@ -336,6 +420,12 @@ class GRPOTrainer:
 
     # ------------------------------------------------------------------ the loop
     def evaluate(self) -> dict[str, Any]:
+        """Greedy held-out accuracy; episodes run in a fault-free environment (what the policy can do,
+        not what the faults let through)."""
+        if self.env_cls is not None:
+            return greedy_eval(self.model, self.tok, self.eval_rows, max_new_tokens=self._episode_tokens(),
+                               fast=self.fast,
+                               turns_for=lambda rows: self._turns(rows, 1, "eval", fault_free=True))
         return greedy_eval(self.model, self.tok, self.eval_rows, max_new_tokens=self.cfg.rollout.max_new_tokens,
                            fast=self.fast,
                            constrain=self.constrainer if self.cfg.decoding.in_eval else None)
@@ -373,12 +463,17 @@ class GRPOTrainer:
                  replaced: list[dict]) -> list[dict[str, Any]]:
         """``rollouts.jsonl`` lines: every rollout of the step, then the originals resampling replaced."""
         g = batch.group_size
+        eps = batch.episodes or [None] * len(views)
+
+        def ep_of(ep: Any) -> dict[str, Any]:  # an episode's turns and events, where the rollout is one
+            return {"episode": ep.record()} if ep is not None else {}
+
         kept = [rollout_record(v, d.causes[i], samples[i // g], advantage=float(d.advantages[i]),
-                               admitted=bool(d.admit[i])) for i, v in enumerate(views)]
+                               admitted=bool(d.admit[i]), **ep_of(eps[i])) for i, v in enumerate(views)]
         gone = [rollout_record(RolloutView(samples[o["row"] // g].id, o["breakdown"].verdict, o["breakdown"].total,
                                            o["breakdown"].components, o["finish"], o["completion"], o["version"]),
                                Cause(o["cause"]), samples[o["row"] // g], advantage=0.0, admitted=False,
-                               replaced=True, attempt=o["attempt"]) for o in replaced]
+                               replaced=True, attempt=o["attempt"], **ep_of(o.get("episode"))) for o in replaced]
         return kept + gone
 
     def _engine_metrics(self, batch: RolloutBatch, upd: dict[str, float],
@@ -390,7 +485,13 @@ class GRPOTrainer:
             m.update(self.judge.stats.metrics())
         if batch.decode_stats is not None:
             m.update(batch.decode_stats.metrics())
-        lengths = batch.lengths.float()
+        if batch.episodes is not None:
+            from rlvr.episodes import tool_metrics
+
+            m.update(tool_metrics([ep for ep in batch.episodes if ep is not None]))
+            m["episodes/turns"] = sum(sum(t.role == "assistant" for t in ep.turns) for ep in batch.episodes
+                                      if ep is not None) / max(len(batch.episodes), 1)
+        lengths = batch.loss_mask.sum(1).float()  # the policy's own tokens
         m["completions/mean_length"] = float(lengths.mean())
         m["completions/p90_length"] = float(torch.quantile(lengths, 0.9))
         m["completions/truncated_frac"] = float(batch.truncated.float().mean())

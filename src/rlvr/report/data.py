@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.data.jsonl import read_log
+from rlvr.diagnostics.causes import Cause, shown
 from rlvr.diagnostics.table import FAILED, CauseTable, alarm_lines, cause_table
 
 Series = tuple[list[int], list[float]]
@@ -175,10 +176,14 @@ def highlight(completion: str, extracted: str) -> tuple[str, str, str]:
 
 
 def failed_samples(run: RunData, per_cause: int = 8, seed: int = 0) -> dict[str, list[dict[str, Any]]]:
-    """Up to ``per_cause`` random failed rollouts per cause, ready to show (answer highlighted)."""
+    """Up to ``per_cause`` random failed rollouts per cause, ready to show (answer highlighted; an
+    episode's turns and events with it)."""
     rng = random.Random(seed)
     out: dict[str, list[dict[str, Any]]] = {}
-    for cause in FAILED:
+    met = {str(r["cause"]) for r in run.rollouts if r.get("cause")}
+    episode_causes = [c for c in shown(c for c in met if c in Cause._value2member_map_) if c not in FAILED
+                      and c is not Cause.CORRECT]
+    for cause in (*FAILED, *episode_causes):
         pool = [r for r in run.rollouts if r.get("cause") == cause.value and not r.get("replaced")]
         if not pool:
             continue
@@ -190,6 +195,8 @@ def failed_samples(run: RunData, per_cause: int = 8, seed: int = 0) -> dict[str,
             rows.append({"step": r.get("step"), "prompt_id": r.get("prompt_id"), "task": r.get("task"),
                          "prompt": r.get("prompt", ""), "gold": r.get("gold", v.get("gold", "")),
                          "status": v.get("status", ""), "reason": v.get("reason", ""), "finish": r.get("finish"),
-                         "total": r.get("total"), "before": before, "answer": answer, "after": after})
+                         "total": r.get("total"), "before": before, "answer": answer, "after": after,
+                         "turns": (r.get("episode") or {}).get("turns") or [],
+                         "events": (r.get("episode") or {}).get("events") or []})
         out[cause.value] = rows
     return out

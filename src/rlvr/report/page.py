@@ -23,14 +23,19 @@ def _environment() -> Any:
     return env
 
 
-def _run_context(run: RunData, per_cause: int) -> dict[str, Any]:
+def _present(runs: Sequence[RunData]) -> list[Any]:
+    """The causes the tables list: the single-turn ones, and the episode causes these runs met."""
+    return shown(r["cause"] for run in runs for r in run.rollouts if r.get("cause"))
+
+
+def _run_context(run: RunData, per_cause: int, causes: Sequence[Any] = ()) -> dict[str, Any]:
     table = causes_by_task(run)
     tasks = []
     if table is not None:
         for task, counts in sorted(table.by_task.items(), key=lambda kv: kv[0] == "all"):
             n = sum(counts.values()) or 1
             tasks.append({"task": task, "n": n, "cells": [(counts.get(c.value, 0), counts.get(c.value, 0) / n)
-                                                          for c in shown()]})
+                                                          for c in causes or shown()]})
     last = run.steps[-1] if run.steps else {}
     return {
         "name": run.name, "path": str(run.path), "notes": run.notes, "steps": len(run.steps),
@@ -67,7 +72,8 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
         figures.append({"id": stem, "title": title, "file": path.name,
                         "data": base64.b64encode(png).decode("ascii")})
     page = _environment().get_template("report.html.j2").render(
-        runs=[_run_context(r, per_cause) for r in runs], figures=figures, causes=[c.value for c in shown()],
+        runs=[_run_context(r, per_cause, _present(runs)) for r in runs], figures=figures,
+        causes=[c.value for c in _present(runs)],
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         title=" vs ".join(r.name for r in runs))
     tmp = out.with_name(out.name + ".tmp")

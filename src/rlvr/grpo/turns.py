@@ -1,0 +1,158 @@
+"""Multi-turn episodes inside rlvr's sampling loop: one episode per rollout row, one KV cache each.
+
+:func:`rlvr.grpo.rollout.generate` decodes every row of the batch together; with a :class:`Turns`
+it asks, whenever a row samples a token that can close a tool call (``</tool_call>``), whether
+the row's current turn is a complete call. When it is, the call runs through the episode's
+:class:`~rlvr.episodes.guard.Guard` (parsed, checked, timed, its cause recorded where it
+happens) and its result is *appended* to the row's sequence, as
+``<tool_response>RESULT</tool_response>`` tokens that are fed to the model in the next forward
+together with the other rows' sampled tokens: the cache carries over, nothing is prefilled again
+(the tool-integrated reasoning of ToRL / SimpleTIR, whose interpreter output is inlined the same
+way). Those tokens are marked in the batch's ``tool_mask`` and never carry loss; their
+log-probs are not the policy's and stay 0.
+
+Each row's episode ends where :mod:`rlvr.episodes.loop` says: a turn without a call is the final
+answer (``eos``, or ``length`` when the budget cut it: judged, truncated); an environment fault
+(a call's event, or ``reset`` raising: ``env_crash``) ends it as ``fault``, to be redrawn; the
+``max_turns``-th call ends it as ``turn_limit``; a tool result that leaves no room to answer ends
+it as ``context_overflow``. The finished :class:`~rlvr.episodes.episode.Episode` objects are the
+batch's ``episodes``; engines and the failure step read their causes, never the text.
+
+A tool result is tokenized with ``split_special_tokens``: whatever it prints, it cannot write the
+tokenizer's end-of-sequence or any other special token into the policy's sequence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import torch
+
+from rlvr.diagnostics.causes import Cause
+from rlvr.episodes.episode import ENVIRONMENT_FAULTS, Episode, Event, Turn
+from rlvr.episodes.guard import CALL_END, Faults, Guard, find_call, result_markup
+
+
+def closing_tokens(tokenizer: Any, vocab: int) -> torch.Tensor:
+    """``[vocab]`` bool: the token ids whose text can end ``</tool_call>`` (they contain ``>``)."""
+    pieces = tokenizer.convert_ids_to_tokens(list(range(min(vocab, len(tokenizer)))))
+    out = torch.zeros(vocab, dtype=torch.bool)
+    out[: len(pieces)] = torch.tensor([p is not None and ">" in p for p in pieces])
+    return out
+
+
+class Turns:
+    """The episodes of one :func:`~rlvr.grpo.rollout.generate` call, one per row (prompt-major, as
+    the batch's rows are: ``rows[i]`` the data row, ``keys[i]`` its seeded fault key).
+
+    Args:
+        tokenizer: the policy's tokenizer (segments decoded, tool results encoded).
+        make_env: a fresh environment per episode (``reset(row)``, tools as methods).
+        rows: each episode's data row (what ``reset`` reads).
+        keys: each episode's name for the seeded fault injection (prompt id, step, draw, row).
+        prompts: each episode's prompt text (kept in the episode).
+        max_turns: assistant turns per episode (the ``max_turns``-th call ends it: ``turn_limit``).
+        timeout_s: seconds a tool call may run (``env_timeout`` past it).
+        max_result_chars: a longer tool result is cut to it (and says so).
+        faults: injected environment faults (None: none).
+        env_faults: the causes that are the environment's (they end the episode as ``fault``).
+    """
+
+    def __init__(self, tokenizer: Any, make_env: Callable[[], object], rows: Sequence[dict[str, Any]],
+                 keys: Sequence[str], prompts: Sequence[str], *, max_turns: int = 4, timeout_s: float = 10.0,
+                 max_result_chars: int = 2000, faults: Faults | None = None,
+                 env_faults: Iterable[Cause] = ENVIRONMENT_FAULTS) -> None:
+        if max_turns < 1:
+            raise ValueError("env.max_turns must be at least 1")
+        if not len(rows) == len(keys) == len(prompts):
+            raise ValueError(f"{len(rows)} rows, {len(keys)} keys and {len(prompts)} prompts: one each per episode")
+        self.tok, self.max_turns, self.owned = tokenizer, max_turns, frozenset(env_faults)
+        self.rows = list(rows)
+        self.episodes = [Episode(prompt=p) for p in prompts]
+        self.envs: list[object | None] = [None] * len(rows)
+        self.guards: list[Guard | None] = [None] * len(rows)
+        self.observations: list[str | None] = [None] * len(rows)
+        self.seg_start = [0] * len(rows)  # where each row's current assistant turn starts in its completion
+        self.turn = [0] * len(rows)
+        self.special = set(getattr(tokenizer, "all_special_ids", []) or [])
+        self._closers: torch.Tensor | None = None
+        for i, key in enumerate(keys):  # reset every environment before any token: its observation joins the prompt
+            try:
+                env = make_env()
+                self.guards[i] = Guard(env, key=key, timeout_s=timeout_s, max_result_chars=max_result_chars,
+                                       faults=faults)
+                obs = env.reset(self.rows[i])  # type: ignore[attr-defined]
+                self.envs[i], self.observations[i] = env, obs or None
+            except Exception as e:  # the session could not be created: the environment's fault
+                ep = self.episodes[i]
+                ep.events.append(Event(Cause.ENV_CRASH, 0, f"the environment could not start: {type(e).__name__}: {e}"))
+                ep.finish = "fault"
+                self.guards[i] = None
+
+    # ------------------------------------------------------------------ what generate asks
+    def ended_at_start(self) -> list[int]:
+        """Rows whose environment could not start (they sample nothing)."""
+        return [i for i, g in enumerate(self.guards) if g is None]
+
+    def closers(self, vocab: int, device: torch.device) -> torch.Tensor:
+        if self._closers is None or self._closers.shape[0] != vocab:
+            self._closers = closing_tokens(self.tok, vocab)
+        return self._closers.to(device)
+
+    def _text(self, ids: Sequence[int]) -> str:
+        return self.tok.decode([t for t in ids if t not in self.special])
+
+    def on_close(self, row: int, ids: Sequence[int], room: int) -> tuple[list[int], bool]:
+        """Row ``row`` sampled a token that may close a call (``ids``: its completion so far; ``room``:
+        tokens left in its budget). Returns ``(tokens to append, the episode ended)``: the call's
+        result when the turn is a complete call, nothing when it is not (decoding goes on)."""
+        seg = ids[self.seg_start[row]:]
+        text = self._text(seg)
+        if not text.endswith(CALL_END):
+            return [], False
+        # a closing tag without its opening does not parse: the guard records malformed_tool_call
+        markup = find_call(text) or text
+        guard, ep, turn = self.guards[row], self.episodes[row], self.turn[row]
+        assert guard is not None
+        out = guard.call(markup, turn)
+        ep.turns.append(Turn("assistant", text, out.call, len(seg)))
+        ep.turns.append(Turn("tool", out.result, latency_s=out.latency_s))
+        ep.tokens += len(seg)
+        if out.event is not None:
+            ep.events.append(out.event)
+            if out.event.cause in self.owned:
+                ep.finish = "fault"
+                return [], True
+        self.turn[row] = turn + 1
+        if self.turn[row] >= self.max_turns:
+            ep.events.append(Event(Cause.TURN_LIMIT, turn, f"{self.max_turns} turns without a final answer"))
+            ep.finish = "turn_limit"
+            return [], True
+        result = self.tok(result_markup(out.result), add_special_tokens=False,
+                          split_special_tokens=True)["input_ids"]
+        if len(result) >= room:  # no token would be left to answer with
+            ep.events.append(Event(Cause.CONTEXT_OVERFLOW, turn, f"the tool result ({len(result)} tokens) leaves no "
+                                   f"room in the episode's budget ({room} tokens left)"))
+            ep.finish = "context_overflow"
+            return [], True
+        self.seg_start[row] = len(ids) + len(result)
+        return list(result), False
+
+    def on_end(self, row: int, ids: Sequence[int], finish: str) -> None:
+        """Row ``row`` ended its turn with its eos, or ran out of budget (``length``): its final answer."""
+        ep = self.episodes[row]
+        if ep.finish in ("fault", "turn_limit", "context_overflow"):
+            return
+        seg = ids[self.seg_start[row]:]
+        text = self._text(seg)
+        ep.turns.append(Turn("assistant", text, tokens=len(seg)))
+        ep.tokens += len(seg)
+        ep.answer, ep.finish = text, finish
+        fn = getattr(self.envs[row], "reward", None)
+        if callable(fn):  # the environment judges its own episodes
+            try:
+                ep.reward = float(fn(text, self.rows[row]))
+            except Exception as e:  # the environment failed to judge: its fault, not the policy's
+                ep.events.append(Event(Cause.TOOL_ERROR, self.turn[row], f"reward raised {type(e).__name__}: {e}"))
+                ep.finish = "fault"

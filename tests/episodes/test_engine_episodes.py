@@ -1,0 +1,294 @@
+"""Episodes on rlvr's own engine: tool results appended to the cache, out of the loss, causes in the run folder.
+
+The policy is the tiny model taught by SFT to call the calculator on a handful of products (a
+real model through rlvr's sampling loop; nothing scripted), so its episodes make real calls.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rlvr.config import TrainConfig
+from rlvr.data.prompts import encode
+from rlvr.data.tasks import Sample
+from rlvr.episodes import toolbox
+from rlvr.episodes.traces import trace_of
+from rlvr.errors import ConfigError
+from rlvr.grpo.rollout import generate
+from rlvr.grpo.trainer import GRPOTrainer
+from rlvr.grpo.turns import Turns
+
+PAIRS = [(12, 34), (56, 78), (91, 23), (45, 67)]
+
+
+def _rows() -> list[Sample]:
+    return [Sample([{"role": "user", "content": f"{a}*{b}"}], str(a * b), "math", f"p{a}x{b}") for a, b in PAIRS]
+
+
+@pytest.fixture(scope="module")
+def policy():
+    """The tiny model after SFT on calculator traces of PAIRS (it calls the tool, then answers)."""
+    from rlvr.models.tiny import build_model, build_tokenizer
+    from rlvr.sft import sft
+
+    torch.manual_seed(0)
+    tok = build_tokenizer()
+    model = build_model(tok, hidden=64, layers=2, heads=4, max_positions=256)
+    sft(model, tok, itertools.cycle(_rows()), steps=150, batch_size=4, lr=5e-3, eval_every=0, warmup_steps=10,
+        completion_of=trace_of)
+    return model.eval(), tok
+
+
+def _turns(tok, rows, g=1, **kw):
+    eps = [s for s in rows for _ in range(g)]
+    return Turns(tok, toolbox(["calculator"]), [{} for _ in eps], [f"{s.id}:{i}" for i, s in enumerate(eps)],
+                 ["" for _ in eps], **kw)
+
+
+def _forward_logprobs(model, b):
+    ids = torch.cat([b.prompt_ids, b.completion_ids], 1)
+    mask = torch.cat([b.prompt_mask, b.completion_mask], 1)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, b.prompt_ids.shape[1] - 1 : -1]
+    return torch.log_softmax(logits.float(), -1).gather(-1, b.completion_ids[..., None]).squeeze(-1)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["lean-decoder", "hf-cache"])
+def test_a_tool_result_is_appended_to_the_cache_and_never_in_the_loss(policy, fast) -> None:
+    model, tok = policy
+    rows = _rows()
+    turns = _turns(tok, rows)
+    b = generate(model, tok, [encode(tok, s.prompt) for s in rows], group_size=1, max_new_tokens=160,
+                 temperature=0.0, fast=fast, turns=turns)
+    for s, ep, text in zip(rows, b.episodes, b.texts):
+        assert [t.role for t in ep.turns] == ["assistant", "tool", "assistant"], ep.record()
+        assert ep.calls()[0].name == "calculator" and ep.turns[1].content == s.gold  # the tool's exact result
+        assert ep.finish == "eos" and text == ep.answer == ep.turns[2].content
+    for i in range(len(rows)):  # the tool-result tokens are exactly the appended <tool_response> text
+        tool = b.tool_mask[i].bool()
+        assert tok.decode(b.completion_ids[i][tool]) == f"<tool_response>{b.episodes[i].turns[1].content}</tool_response>"
+        assert not b.loss_mask[i][tool].any() and b.completion_mask[i][tool].all()  # attended, never trained
+        assert (b.logprobs[i][tool] == 0).all()
+    # the sampling log-probs are the behaviour policy's: a full forward over the whole sequence agrees
+    gap = ((_forward_logprobs(model, b) - b.logprobs).abs() * b.loss_mask).max()
+    assert gap < 1e-4
+
+
+def test_sampled_episodes_with_faults_keep_their_causes_and_the_group_shape(policy) -> None:
+    from rlvr.episodes import Faults
+
+    model, tok = policy
+    rows = _rows()
+    turns = _turns(tok, rows, g=4, faults=Faults({"tool_error": 0.5, "env_crash": 0.2}, seed=3))
+    b = generate(model, tok, [encode(tok, s.prompt) for s in rows], group_size=4, max_new_tokens=160,
+                 temperature=1.0, generator=torch.Generator().manual_seed(0), turns=turns)
+    assert len(b.episodes) == 16 and b.completion_ids.shape[0] == 16
+    faulted = [ep for ep in b.episodes if ep.finish == "fault"]
+    assert faulted and all(ep.fault() is not None and ep.answer == "" for ep in faulted)
+    for ep, fin in zip(b.episodes, b.finish):
+        assert fin == ep.finish
+    # a faulted episode stops at its fault: nothing after the failed call was sampled
+    for i, ep in enumerate(b.episodes):
+        if ep.finish == "fault":
+            assert tok.decode(b.completion_ids[i][b.completion_mask[i].bool()]).endswith("</tool_call>")
+
+
+def _cfg(tmp: Path, **env) -> TrainConfig:
+    return TrainConfig.model_validate({
+        "data": {"task": "arithmetic", "task_options": {"digits": 2, "ops": "*"}, "eval_size": 4},
+        "rollout": {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 160},
+        "env": {"tools": ["calculator"], "max_turns": 2, **env},
+        "run": {"steps": 2, "out_dir": str(tmp), "eval_every": 0, "save_every": 100}})
+
+
+def test_the_trainer_keeps_environment_faults_out_and_writes_episodes_to_the_run(policy, tmp_path) -> None:
+    model, tok = policy
+    cfg = _cfg(tmp_path, faults={"tool_error": 0.4, "env_timeout": 0.1, "env_crash": 0.1})
+    tr = GRPOTrainer(cfg, model=copy.deepcopy(model), tokenizer=tok, train_rows=_rows() * 4, eval_rows=_rows())
+    out = tr.train()
+    assert out["after"]["tool_rate"] > 0.5  # evaluated in a fault-free environment: the policy still calls
+    lines = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    assert all("episode" in r for r in lines)
+    env_faults = {"tool_error", "env_timeout", "env_crash"}
+    faulted = [r for r in lines if r["cause"] in env_faults]
+    assert faulted, "no episode met an injected fault"
+    for r in faulted:  # recorded where it happened, out of the baseline and the loss, and redrawn
+        assert not r["admitted"] and r["advantage"] == 0.0
+        assert r["cause"] in [e["cause"] for e in r["episode"]["events"]] and r["episode"]["finish"] == "fault"
+    assert any(r.get("replaced") for r in faulted)  # the fault's original is kept, marked replaced
+    kept = [r for r in lines if not r.get("replaced")]
+    assert len(kept) == 2 * 2 * 4
+    m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    step = next(x for x in m if x["step"] == 1)
+    assert step["tools/calls_per_episode"] > 0 and "env/fault_rate" in step and "episodes/partial_groups" in step
+    assert step["tools/calculator/latency_s"] is not None
+    assert "eval/tool_rate" in m[-1]
+    # the tools that read a run: the report shows the turns of sampled failures and the episode causes
+    from rlvr.report.page import build_report
+
+    html = build_report([tmp_path]).read_text()
+    assert all(f"<th>{r['cause']}</th>" in html for r in faulted)
+    assert 'class="turn tool"' in html and "event, turn" in html
+    stood = {r["cause"] for r in faulted if not r.get("replaced")}  # a redrawn original is not sampled
+    assert all(f"<summary>{c} (" in html for c in stood)
+    r = subprocess.run([sys.executable, "-c", "from rlvr.cli.app import main; main()", "causes", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "whose fault" in r.stdout and "environment" in r.stdout, r.stderr
+
+
+def test_tool_tokens_carry_no_gradient(policy, tmp_path) -> None:
+    """Poisoning the old log-probs of the tool-result tokens changes nothing in the update."""
+    model, tok = policy
+
+    def trainer() -> GRPOTrainer:
+        return GRPOTrainer(_cfg(tmp_path), model=copy.deepcopy(model), tokenizer=tok, train_rows=_rows() * 4,
+                           eval_rows=[])
+
+    tr, twin = trainer(), trainer()
+    batch = tr.rollout(_rows()[:2])
+    assert batch.tool_mask is not None and batch.tool_mask.sum() > 0
+    adv = torch.linspace(-1, 1, batch.completion_ids.shape[0])
+    admit = torch.ones_like(adv, dtype=torch.bool)
+    tr.update(batch, adv, admit)
+    poisoned = copy.copy(batch)
+    poisoned.logprobs = batch.logprobs.masked_fill(batch.tool_mask.bool(), -5.0)
+    twin.update(poisoned, adv, admit)
+    moved = False
+    for (k, v), w in zip(tr.model.state_dict().items(), twin.model.state_dict().values()):
+        assert torch.equal(v, w), k
+        moved |= not torch.equal(v, model.state_dict()[k])
+    assert moved  # the update did change the weights: only the tool tokens were left out
+
+
+def test_episode_configs_that_cannot_work_fail_before_the_run(policy, tmp_path) -> None:
+    model, tok = policy
+    with pytest.raises(ValueError, match="engine rlvr"):
+        TrainConfig(env={"tools": ["calculator"]}, engine="trl")
+    with pytest.raises(ValueError, match="decoding.constrain"):
+        TrainConfig(env={"tools": ["calculator"]}, decoding={"constrain": "answer"})
+    with pytest.raises(ValueError, match="max_turns"):
+        TrainConfig(env={"tools": ["calculator"], "max_turns": 0})
+    with pytest.raises(ConfigError, match="cannot be built.*no sandbox"):
+        GRPOTrainer(_cfg(tmp_path, environment=f"{__name__}:Unbuildable", tools=[]), model=model, tokenizer=tok,
+                    train_rows=_rows(), eval_rows=[])
+    tr = GRPOTrainer(_cfg(tmp_path, environment=f"{__name__}:Moody", tools=[]), model=model, tokenizer=tok,
+                     train_rows=_rows(), eval_rows=[])
+    with pytest.raises(ConfigError, match="different observations"):
+        tr.rollout(_rows()[:1])
+    assert not (tmp_path / "rollouts.jsonl").exists()
+
+
+class Unbuildable:
+    def __init__(self) -> None:
+        raise RuntimeError("no sandbox")
+
+    def reset(self, row: dict) -> None:
+        return None
+
+
+class Moody:
+    """Its observation differs per instance: a group's episodes would not share their prompt."""
+
+    count = 0
+
+    def reset(self, row: dict) -> str:
+        Moody.count += 1
+        return f"mood {Moody.count}"
+
+    def ping(self) -> str:
+        """Answer pong."""
+        return "pong"
+
+
+class Graded:
+    """An environment that judges its own episodes (its reward replaces the verifier's accuracy)."""
+
+    def reset(self, row: dict) -> str:
+        self.gold = row["gold"]
+        return "Use the calculator."
+
+    def calculator(self, expression: str) -> str:
+        """Evaluate an arithmetic expression.
+
+        Args:
+            expression: the expression.
+        """
+        from rlvr.episodes import evaluate
+
+        return str(evaluate(expression))
+
+    def reward(self, answer: str, row: dict) -> float:
+        return 1.0 if row["gold"] in answer else 0.25
+
+
+def test_an_environment_observation_joins_the_prompt_and_its_reward_judges(policy, tmp_path) -> None:
+    model, tok = policy
+    tr = GRPOTrainer(_cfg(tmp_path, environment=f"{__name__}:Graded", tools=[]), model=model, tokenizer=tok,
+                     train_rows=_rows(), eval_rows=[])
+    rows = _rows()[:2]
+    batch = tr.rollout(rows)
+    assert all(ep.prompt.endswith("Use the calculator.") for ep in batch.episodes)
+    assert "Use the calculator." in tok.decode(batch.prompt_ids[0])
+    breakdowns, _ = tr.score(rows, batch)
+    for b, ep in zip(breakdowns, batch.episodes):
+        if ep.finish in ("eos", "length"):
+            assert b.components["accuracy"] == ep.reward and "environment's reward" in b.verdict.reason
+
+
+def test_sigkill_mid_episode_run_then_resume_equals_uninterrupted(policy, tmp_path) -> None:
+    """Environment state lives within a step (a fresh environment per episode, faults seeded by
+    episode): a run killed between checkpoints resumes to the same weights and rollouts."""
+    model, tok = policy
+    folder = tmp_path / "policy"
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    sets = [f"model.name={folder}", "data.task=arithmetic", "data.task_options={digits: 2, ops: '*'}",
+            "data.eval_size=2", "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=160",
+            "env={tools: [calculator], max_turns: 2, faults: {tool_error: 0.3, env_crash: 0.2}}",
+            "run.eval_every=0", "run.steps=4", "run.save_every=2"]
+
+    def cmd(out: Path) -> list[str]:
+        return [sys.executable, "-c", "from rlvr.cli.app import main; main()", "train",
+                *[a for s in [*sets, f"run.out_dir={out}"] for a in ("--set", s)]]
+
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    ref, killed = tmp_path / "ref", tmp_path / "killed"
+    r = subprocess.run(cmd(ref), env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    proc = subprocess.Popen(cmd(killed), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, metrics = time.monotonic() + 120, killed / "metrics.jsonl"
+    while time.monotonic() < deadline:  # step 3 logged: checkpoint 2 exists; kill mid-run
+        if metrics.exists() and any(ln.startswith('{"step": 3,') for ln in metrics.open()):
+            break
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (killed / "model").exists(), "the run finished before it could be killed"
+    r = subprocess.run([sys.executable, "-c", "from rlvr.cli.app import main; main()", "train", "--resume",
+                        str(killed)], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    def rollouts(run: Path) -> list[dict]:  # every field but how long each call took
+        lines = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
+        for r in lines:
+            for t in r["episode"]["turns"]:
+                t.pop("latency_s", None)
+        return lines
+
+    assert rollouts(ref) == rollouts(killed) and any(r["episode"]["tool_calls"] for r in rollouts(ref))
+    from safetensors.torch import load_file
+
+    a, b = (load_file(str(run / "model" / "model.safetensors")) for run in (ref, killed))
+    assert all(torch.equal(a[k], b[k]) for k in a)
