@@ -79,7 +79,8 @@ def test_a_tool_result_is_appended_to_the_cache_and_never_in_the_loss(policy, fa
         assert ep.finish == "eos" and text == ep.answer == ep.turns[2].content
     for i in range(len(rows)):  # the tool-result tokens are exactly the appended <tool_response> text
         tool = b.tool_mask[i].bool()
-        assert tok.decode(b.completion_ids[i][tool]) == f"<tool_response>{b.episodes[i].turns[1].content}</tool_response>"
+        result = b.episodes[i].turns[1].content
+        assert tok.decode(b.completion_ids[i][tool]) == f"<tool_response>{result}</tool_response>"
         assert not b.loss_mask[i][tool].any() and b.completion_mask[i][tool].all()  # attended, never trained
         assert (b.logprobs[i][tool] == 0).all()
     # the sampling log-probs are the behaviour policy's: a full forward over the whole sequence agrees
@@ -177,11 +178,11 @@ def test_episode_configs_that_cannot_work_fail_before_the_run(policy, tmp_path) 
     model, tok = policy
     with pytest.raises(ValueError, match="engine rlvr"):
         TrainConfig(env={"tools": ["calculator"]}, engine="trl")
-    with pytest.raises(ValueError, match="decoding.constrain"):
+    with pytest.raises(ValueError, match=r"decoding\.constrain"):
         TrainConfig(env={"tools": ["calculator"]}, decoding={"constrain": "answer"})
     with pytest.raises(ValueError, match="max_turns"):
         TrainConfig(env={"tools": ["calculator"], "max_turns": 0})
-    with pytest.raises(ConfigError, match="cannot be built.*no sandbox"):
+    with pytest.raises(ConfigError, match=r"cannot be built.*no sandbox"):
         GRPOTrainer(_cfg(tmp_path, environment=f"{__name__}:Unbuildable", tools=[]), model=model, tokenizer=tok,
                     train_rows=_rows(), eval_rows=[])
     tr = GRPOTrainer(_cfg(tmp_path, environment=f"{__name__}:Moody", tools=[]), model=model, tokenizer=tok,

@@ -214,6 +214,19 @@ def test_an_environment_fault_leaves_the_baseline_and_the_loss_and_is_redrawn() 
     assert d.metrics["causes/tool_error"] == 0.25
 
 
+def test_masking_only_the_loss_keeps_the_fault_in_the_baseline_as_the_ablation_says() -> None:
+    # NeMo-RL #4061: with the dead row masked from the loss only, the survivors get the advantages of
+    # [1, 1, 0, 0], not of [1, 1, 0]; the row is neither trained on nor redrawn
+    fa = FailureAware(FailureConfig(quarantine=False, env_fault_handling="mask_loss"), group_size=4)
+    eps = [_episode(None), _episode(None), _episode(None), _episode(Cause.TOOL_ERROR)]
+    d = fa.decide(_views(eps, [1, 1, 0, 0.7]), step=1)  # whatever it scored, it counts as 0
+    plain = FailureAware(FailureConfig(quarantine=False), group_size=4).decide(
+        _views([_episode(None)] * 4, [1, 1, 0, 0]), step=1).advantages
+    assert d.admit.tolist() == [True, True, True, False] and d.advantages[3] == 0
+    assert d.advantages[:3].tolist() == pytest.approx(plain[:3].tolist())
+    assert fa.to_resample(d.causes) == [] and d.causes[3] is Cause.TOOL_ERROR
+
+
 def test_the_policys_faults_stay_in_the_gradient_with_their_penalty() -> None:
     cfg = FailureConfig(quarantine=False, policy_penalties={"malformed_tool_call": 0.5})
     fa = FailureAware(cfg, group_size=4)

@@ -149,7 +149,8 @@ class FailureAware:
     def to_resample(self, causes: Sequence[Cause]) -> list[int]:
         """Rows to redraw for the same prompt: ``invalid`` ones (and ``truncated`` with
         ``exclude_truncated``); the engine keeps the originals as ``replaced`` in its log."""
-        redo = {Cause.INVALID} | self.env_faults | ({Cause.TRUNCATED} if self.cfg.exclude_truncated else set())
+        env = self.env_faults if self.cfg.env_fault_handling == "exclude" else frozenset()
+        redo = {Cause.INVALID} | env | ({Cause.TRUNCATED} if self.cfg.exclude_truncated else set())
         return [i for i, c in enumerate(causes) if c in redo]
 
     def skip(self, prompt_id: str) -> bool:
@@ -174,14 +175,22 @@ class FailureAware:
         format_deaths = sum(c is Cause.NO_ANSWER for c in causes) / max(len(causes), 1)
         cold = self.cold_start.update(format_deaths, step) if self.cold_start is not None else False
         f = self.cfg
+        mask_only = f.env_fault_handling == "mask_loss"
         admit = admission(causes, totals, g, exclude_truncated=f.exclude_truncated, cold_start=cold,
-                          drop_flat_groups=f.drop_flat_groups, also_out=self.env_faults)
+                          drop_flat_groups=f.drop_flat_groups, also_out=frozenset() if mask_only else self.env_faults)
+        faulted = torch.tensor([c in self.env_faults for c in causes], dtype=torch.bool)
         flat = 0
         if drop_uninformative:
             signal = torch.tensor(informative(views, g)).repeat_interleave(g)
             flat = int((admit & ~signal).sum())
             admit = admit & signal
-        adv = group_advantages(torch.nan_to_num(totals), g, admit, scale=self.scale_rewards)
+        if mask_only and bool(faulted.any()):  # in the baseline at 0, out of the loss (the ablation)
+            stats = torch.where(faulted, torch.zeros_like(totals), torch.nan_to_num(totals))
+            adv = group_advantages(stats, g, admit | faulted, scale=self.scale_rewards)
+            admit = admit & ~faulted
+            adv = adv.masked_fill(faulted, 0.0)
+        else:
+            adv = group_advantages(torch.nan_to_num(totals), g, admit, scale=self.scale_rewards)
         clip = self.advantage_clip
         clipped = float(((adv.abs() > clip) & admit).sum() / admit.sum().clamp(min=1)) if clip else 0.0
         if clip:
