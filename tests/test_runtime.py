@@ -31,3 +31,12 @@ def test_large_tensors_are_served_from_the_heap():
     del t
     freed = libc.mallinfo2().fordblks  # free bytes kept in the heap
     assert freed >= 16 << 20
+
+
+def test_the_cpu_report_names_what_torchs_kernels_can_use() -> None:
+    import torch
+
+    from rlvr.runtime import cpu_report
+
+    report = cpu_report()
+    assert torch.backends.cpu.get_cpu_capability() in report and "cores" in report

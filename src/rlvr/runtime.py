@@ -57,3 +57,26 @@ def setup_torch(threads: int, seed: int) -> None:
     torch.set_flush_denormal(True)  # denormal floats made one forward pass 30x slower on CPU
     torch.manual_seed(seed)
     random.seed(seed)
+
+
+def cpu_report() -> str:
+    """The CPU's model name and what torch's kernels can use on it (``AVX512``, ``AVX2``...), for
+    the record beside benchmark figures: the same run differs severalfold between machines."""
+    import os
+    import platform
+    from pathlib import Path
+
+    import torch
+
+    name, flags = platform.processor() or platform.machine(), ""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        if line.startswith("model name"):
+            name = line.split(":", 1)[1].strip()
+            break
+    if "avx512_bf16" in text or "amx_bf16" in text:
+        flags = " +bf16"
+    return f"{name} ({torch.backends.cpu.get_cpu_capability()}{flags}, {os.cpu_count()} cores)"
