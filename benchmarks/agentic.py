@@ -9,8 +9,8 @@ wrapper (``env.faults``: a tool error, a hang past the limit, a crashed session,
 the same warm model and seed four runs train:
 
 * ``fault-free``: no faults, ``M`` steps (the target);
-* ``reward-0`` (what TRL and verl do): nothing is the environment's fault; the error goes back to
-  the policy as the tool's result and the episode is scored as usual (``failure.env_faults: []``);
+* ``reward-0`` (what TRL and verl do): a faulted episode scores 0 and stays in its group's baseline
+  and the loss (``failure.env_fault_handling: score_zero``), not redrawn;
 * ``mask-only``: a faulted episode leaves the loss but stays in its group's baseline at 0
   (``failure.env_fault_handling: mask_loss``, NeMo-RL #4061), not redrawn;
 * ``rlvr``: a faulted episode leaves the baseline and the loss and is redrawn whole with a fresh
@@ -45,7 +45,7 @@ BASE = [*TASK, "rollout.prompts_per_step=8", "rollout.group_size=4", "rollout.ma
         "rewards.options={accuracy: {strict: true}, format: {think_tag: null}}"]
 ARMS = {
     "rlvr": [],
-    "reward-0": ["failure.env_faults=[]"],
+    "reward-0": ["failure.env_fault_handling=score_zero"],
     "mask-only": ["failure.env_fault_handling=mask_loss"],
 }
 
@@ -139,9 +139,10 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=60, help="M: the fault-free run's steps (faulty arms: 1.5 M)")
     ap.add_argument("--rates", type=float, nargs="+", default=[0.2, 0.5, 0.9])
     ap.add_argument("--eval-every", type=int, default=10)
-    ap.add_argument("--sft-steps", type=int, default=600)
+    ap.add_argument("--sft-steps", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--warm", type=Path, help="reuse a warm-up folder (written there when it does not exist)")
+    ap.add_argument("--jobs", type=int, default=1, help="runs side by side (one torch thread each)")
     ap.add_argument("--keep", type=Path, help="keep each run folder as DIR/<fault rate>/<arm>/")
     ap.add_argument("--quick", action="store_true", help="0.5 faults only, 30 steps (make bench-check)")
     args = ap.parse_args()
@@ -158,16 +159,30 @@ def main() -> None:
     if not (warm / "config.json").exists():
         warm_model(warm, args.sft_steps, args.seed)
     m, long = args.steps, int(1.5 * args.steps)
+    jobs = [("0", "fault-free", m, 0.0, [])]
+    jobs += [(f"{rate:g}", arm, long, rate, extra) for rate in args.rates for arm, extra in ARMS.items()]
     results: dict[str, dict[str, dict]] = {}
-    print(f"fault-free: {m} steps", flush=True)
-    results["0"] = {"fault-free": summarise(train(warm, root / "0" / "fault-free", m, args.eval_every, 0.0, [],
-                                                  args.seed))}
-    for rate in args.rates:
-        results[f"{rate:g}"] = {}
-        for arm, extra in ARMS.items():
-            print(f"{arm} @ {rate:g} faults: {long} steps", flush=True)
-            results[f"{rate:g}"][arm] = summarise(train(warm, root / f"{rate:g}" / arm, long, args.eval_every, rate,
-                                                        extra, args.seed))
+
+    def done(key: str, arm: str, metrics: list[dict]) -> None:
+        results.setdefault(key, {})[arm] = summarise(metrics)
+        r = results[key][arm]
+        print(f"{arm} @ {key} faults: {r['start']:.3f} -> {r['final']:.3f} held-out, tool-call rate "
+              f"{r['final_tool_rate']:.2f}", flush=True)
+
+    if args.jobs > 1:  # runs side by side, one torch thread each (every run is seeded: the same figures)
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(train, warm, root / key / arm, steps, args.eval_every, rate, extra, args.seed):
+                       (key, arm) for key, arm, steps, rate, extra in jobs}
+            for f, (key, arm) in futures.items():
+                done(key, arm, f.result())
+    else:
+        for key, arm, steps, rate, extra in jobs:
+            print(f"{arm} @ {key} faults: {steps} steps", flush=True)
+            done(key, arm, train(warm, root / key / arm, steps, args.eval_every, rate, extra, args.seed))
+    results = {k: results[k] for k in ["0", *(f"{r:g}" for r in args.rates)]}
     ff = results["0"]["fault-free"]
     lines, bars = [], []
     for rate in args.rates:

@@ -175,12 +175,13 @@ class FailureConfig(_Strict):
     """Which episode causes are the environment's fault: such an episode leaves its group's mean and
     std and the loss, and is redrawn whole with a fresh environment (up to ``resample_tries``); the
     other episode causes are the policy's and keep their reward."""
-    env_fault_handling: Literal["exclude", "mask_loss"] = "exclude"
+    env_fault_handling: Literal["exclude", "mask_loss", "score_zero"] = "exclude"
     """``exclude``: an environment-fault episode leaves its group's mean and std and the loss and
-    is redrawn. ``mask_loss``: it leaves only the loss and stays in the baseline with a reward of 0,
-    not redrawn: what masking the loss alone does (NeMo-RL #4061), kept for ablations. To score
-    faults as TRL and verl do (the error goes back to the policy as text, the episode is scored as
-    usual), make nothing the environment's: ``env_faults: []``."""
+    is redrawn. The other two are kept for ablations, neither redraws: ``mask_loss``: it leaves only
+    the loss and stays in the baseline with a reward of 0 (masking the loss alone, NeMo-RL #4061);
+    ``score_zero``: it stays in both with a reward of 0 (a failed episode scores 0, as in TRL and
+    verl). To let the episode go on with the error as the tool's result and score it as usual,
+    make nothing the environment's: ``env_faults: []``."""
     policy_penalties: dict[Literal["malformed_tool_call", "unknown_tool", "bad_arguments", "turn_limit",
                                    "context_overflow"], float] = {}
     """Subtracted from an episode's reward once per event of that cause (the policy's own faults)."""

@@ -181,10 +181,10 @@ def test_a_tool_that_cannot_be_described_is_refused_before_anything_runs() -> No
     assert ep.cause() is Cause.ENV_CRASH
 
 
-def _views(episodes: list[Episode], rewards: list[float]) -> list[RolloutView]:
+def _views(episodes: list[Episode], rewards: list[float | None]) -> list[RolloutView]:
     out = []
     for ep, r in zip(episodes, rewards):
-        status = Status.CORRECT if r > 0 else Status.WRONG
+        status = Status.CORRECT if r is not None and r > 0 else Status.WRONG
         out.append(RolloutView("p", Verdict(status), r, text=ep.answer or "x", finish=ep.finish if ep.finish in (
             "eos", "length") else "eos", episode=ep.cause(), events=tuple(e.cause for e in ep.events)))
     return out
@@ -225,6 +225,16 @@ def test_masking_only_the_loss_keeps_the_fault_in_the_baseline_as_the_ablation_s
     assert d.admit.tolist() == [True, True, True, False] and d.advantages[3] == 0
     assert d.advantages[:3].tolist() == pytest.approx(plain[:3].tolist())
     assert fa.to_resample(d.causes) == [] and d.causes[3] is Cause.TOOL_ERROR
+
+
+def test_scoring_a_fault_zero_keeps_it_in_the_baseline_and_the_loss_as_trl_does() -> None:
+    fa = FailureAware(FailureConfig(quarantine=False, env_fault_handling="score_zero"), group_size=4)
+    eps = [_episode(None), _episode(None), _episode(None), _episode(Cause.TOOL_ERROR)]
+    d = fa.decide(_views(eps, [1, 1, 0, None]), step=1)  # an episode cut by its fault has no score: it gets 0
+    plain = FailureAware(FailureConfig(quarantine=False), group_size=4).decide(
+        _views([_episode(None)] * 4, [1, 1, 0, 0]), step=1).advantages
+    assert d.admit.all() and d.advantages.tolist() == pytest.approx(plain.tolist()) and d.advantages[3] < 0
+    assert fa.to_resample(d.causes) == []
 
 
 def test_the_policys_faults_stay_in_the_gradient_with_their_penalty() -> None:

@@ -149,7 +149,7 @@ class FailureAware:
     def to_resample(self, causes: Sequence[Cause]) -> list[int]:
         """Rows to redraw for the same prompt: ``invalid`` ones (and ``truncated`` with
         ``exclude_truncated``); the engine keeps the originals as ``replaced`` in its log."""
-        env = self.env_faults if self.cfg.env_fault_handling == "exclude" else frozenset()
+        env = self.env_faults if self.cfg.env_fault_handling == "exclude" else frozenset()  # ablations keep them
         redo = {Cause.INVALID} | env | ({Cause.TRUNCATED} if self.cfg.exclude_truncated else set())
         return [i for i, c in enumerate(causes) if c in redo]
 
@@ -176,9 +176,12 @@ class FailureAware:
         cold = self.cold_start.update(format_deaths, step) if self.cold_start is not None else False
         f = self.cfg
         mask_only = f.env_fault_handling == "mask_loss"
-        admit = admission(causes, totals, g, exclude_truncated=f.exclude_truncated, cold_start=cold,
-                          drop_flat_groups=f.drop_flat_groups, also_out=frozenset() if mask_only else self.env_faults)
         faulted = torch.tensor([c in self.env_faults for c in causes], dtype=torch.bool)
+        if f.env_fault_handling == "score_zero":  # the ablation: a failed episode is a reward of 0, trained on
+            totals = torch.where(faulted, torch.zeros_like(totals), totals)
+        admit = admission(causes, totals, g, exclude_truncated=f.exclude_truncated, cold_start=cold,
+                          drop_flat_groups=f.drop_flat_groups,
+                          also_out=self.env_faults if f.env_fault_handling == "exclude" else frozenset())
         flat = 0
         if drop_uninformative:
             signal = torch.tensor(informative(views, g)).repeat_interleave(g)
