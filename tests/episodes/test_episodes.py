@@ -17,6 +17,7 @@ from rlvr.config import FailureConfig
 from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.step import FailureAware, RolloutView
 from rlvr.episodes import (
+    ENVIRONMENT_FAULTS,
     Calculator,
     EnvCrash,
     Episode,
@@ -225,6 +226,17 @@ def test_masking_only_the_loss_keeps_the_fault_in_the_baseline_as_the_ablation_s
     assert d.admit.tolist() == [True, True, True, False] and d.advantages[3] == 0
     assert d.advantages[:3].tolist() == pytest.approx(plain[:3].tolist())
     assert fa.to_resample(d.causes) == [] and d.causes[3] is Cause.TOOL_ERROR
+
+
+def test_group_filters_read_only_the_episodes_that_stay_in_the_group() -> None:
+    from rlvr.diagnostics.step import informative
+
+    # one correct episode and three environment faults: after the faults leave, nothing varies
+    views = _views([_episode(None), *[_episode(Cause.TOOL_ERROR)] * 3], [1, 0, 0, 0])
+    assert informative(views, 4) == [True]
+    assert informative(views, 4, ENVIRONMENT_FAULTS) == [False]
+    fa = FailureAware(FailureConfig(quarantine=False), group_size=4)
+    assert fa.decide(views, step=1, drop_uninformative=True).admit.tolist() == [False] * 4
 
 
 def test_scoring_a_fault_zero_keeps_it_in_the_baseline_and_the_loss_as_trl_does() -> None:

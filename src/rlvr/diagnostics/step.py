@@ -101,10 +101,14 @@ class Decision:
     metrics: dict[str, Any]
 
 
-def informative(views: Sequence[RolloutView], group_size: int) -> list[bool]:
-    """Per group: does binary accuracy (verdict correct or not) vary across its rollouts?"""
-    ok = [v.verdict is not None and v.verdict.correct for v in views]
-    return [len(set(ok[k * group_size : (k + 1) * group_size])) > 1 for k in range(len(ok) // group_size)]
+def informative(views: Sequence[RolloutView], group_size: int, out: Iterable[Cause] = ()) -> list[bool]:
+    """Per group: does binary accuracy (verdict correct or not) vary across its rollouts? Episodes
+    whose own cause is in ``out`` (the environment's faults: they leave the group) do not count."""
+    gone = frozenset(out)
+    ok = [None if v.episode is not None and v.episode in gone else (v.verdict is not None and v.verdict.correct)
+          for v in views]
+    return [len({x for x in ok[k * group_size : (k + 1) * group_size] if x is not None}) > 1
+            for k in range(len(ok) // group_size)]
 
 
 class FailureAware:
@@ -153,6 +157,10 @@ class FailureAware:
         redo = {Cause.INVALID} | env | ({Cause.TRUNCATED} if self.cfg.exclude_truncated else set())
         return [i for i, c in enumerate(causes) if c in redo]
 
+    def left_out(self) -> frozenset[Cause]:
+        """The episode causes that leave their group (none under the ablations that keep faults in)."""
+        return self.env_faults if self.cfg.env_fault_handling == "exclude" else frozenset()
+
     def skip(self, prompt_id: str) -> bool:
         """True for a quarantined prompt (engines leave it out of their prompt stream)."""
         return self.quarantine is not None and prompt_id in self.quarantine
@@ -184,7 +192,7 @@ class FailureAware:
                           also_out=self.env_faults if f.env_fault_handling == "exclude" else frozenset())
         flat = 0
         if drop_uninformative:
-            signal = torch.tensor(informative(views, g)).repeat_interleave(g)
+            signal = torch.tensor(informative(views, g, self.left_out())).repeat_interleave(g)
             flat = int((admit & ~signal).sum())
             admit = admit & signal
         if mask_only and bool(faulted.any()):  # in the baseline at 0, out of the loss (the ablation)
@@ -235,7 +243,7 @@ class FailureAware:
         m.update({f"verify/{s.value}": statuses.get(s.value, 0) / n for s in Status})
         m.update({f"causes/{c.value}": sum(x is c for x in causes) / n for c in shown(causes)})
         m["groups/zero_std_frac"] = zero_std_fraction(torch.nan_to_num(totals), g, admit)
-        m["groups/flat_accuracy_frac"] = 1.0 - sum(informative(views, g)) / max(n // g, 1)
+        m["groups/flat_accuracy_frac"] = 1.0 - sum(informative(views, g, self.left_out())) / max(n // g, 1)
         m["failure/cold_start"] = float(cold)
         if self.cold_start is not None and self.cold_start.switched_at == step:
             m["failure/cold_start_ended"] = 1.0  # the switch, marked on the step it happened

@@ -286,8 +286,9 @@ class GRPOTrainer:
         for s_, b_, bd_, t_ in fresh:  # groups drawn ahead on earlier steps come first
             pool = ([s_, *pool[0]], b_.concat(pool[1], self.tok.pad_token_id), bd_ + pool[2], torch.cat([t_, pool[3]]))
 
-        def signal(pool: tuple) -> list[bool]:
-            return informative([RolloutView("", b.verdict, b.total) for b in pool[2]], g)
+        def signal(pool: tuple) -> list[bool]:  # read from the rows that stay in their group
+            return informative(self._row_views([s_ for s_ in pool[0] for _ in range(g)], pool[1], pool[2]), g,
+                               self.fa.left_out())
 
         while rounds < self.cfg.failure.dynamic_sampling and sum(signal(pool)) < p:
             rounds += 1
