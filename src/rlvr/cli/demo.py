@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -35,7 +35,7 @@ def demo(
         t_sft = bar.add_task("sft warm-up", total=1000, info="")
         t_grpo = bar.add_task(f"grpo (<= {minutes:g} min)", total=steps, info="")
 
-        def on_step(step: int, m: dict) -> None:
+        def on_step(step: int, m: dict[str, Any]) -> None:
             info = f"no_answer {m['verify/no_answer']:.2f}  wrong {m['verify/wrong']:.2f}"
             if "eval/accuracy" in m:
                 info += f"  held-out {m['eval/accuracy']:.3f}"

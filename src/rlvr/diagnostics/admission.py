@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -82,9 +83,9 @@ class ColdStart:
             self.switched_at = step
         return self.switched_at != step
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {"active": self.active, "switched_at": self.switched_at, "history": list(self.history)}
 
-    def load(self, state: dict) -> None:
+    def load(self, state: dict[str, Any]) -> None:
         self.active, self.switched_at = state["active"], state["switched_at"]
         self.history = deque(state["history"])

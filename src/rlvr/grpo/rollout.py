@@ -406,7 +406,7 @@ def generate(
                 state.take(rows_go.tolist(), tok[go].tolist())
             pos[rows_go] += 1
             done[rows_go] = (tok[go] == eos) | (pos[rows_go] >= max_new_tokens)
-            run: list = []
+            run: list[Any] = []
             start = pos.clone()
             moved = False  # some row took tokens beyond its sampled one (forced, or a tool's result)
             if turns is not None:

@@ -286,7 +286,7 @@ class GRPOTrainer:
         for s_, b_, bd_, t_ in fresh:  # groups drawn ahead on earlier steps come first
             pool = ([s_, *pool[0]], b_.concat(pool[1], self.tok.pad_token_id), bd_ + pool[2], torch.cat([t_, pool[3]]))
 
-        def signal(pool: tuple) -> list[bool]:  # read from the rows that stay in their group
+        def signal(pool: tuple[Any, ...]) -> list[bool]:  # read from the rows that stay in their group
             return informative(self._row_views([s_ for s_ in pool[0] for _ in range(g)], pool[1], pool[2]), g,
                                self.fa.left_out())
 
@@ -308,11 +308,12 @@ class GRPOTrainer:
                 pool[3][torch.tensor(rows)], rounds)
 
     def resample(self, samples: list[Sample], batch: RolloutBatch, breakdowns: list[Any], totals: torch.Tensor,
-                 causes: list[Cause]) -> tuple[RolloutBatch, list[Any], torch.Tensor, list[Cause], list[dict]]:
+                 causes: list[Cause]
+                 ) -> tuple[RolloutBatch, list[Any], torch.Tensor, list[Cause], list[dict[str, Any]]]:
         """Redraw the rows :meth:`FailureAware.to_resample` names for the same prompts, at most
         ``failure.resample_tries`` rounds; returns the originals for the log."""
         g = batch.group_size
-        replaced: list[dict] = []
+        replaced: list[dict[str, Any]] = []
         breakdowns, causes = list(breakdowns), list(causes)
         for attempt in range(1, self.cfg.failure.resample_tries + 1):
             bad = self.fa.to_resample(causes)
@@ -443,7 +444,7 @@ class GRPOTrainer:
         step = self.step + 1  # the step these rollouts train; the policy that sampled them is version self.step
         causes = self.fa.causes(self._views(samples, batch, breakdowns), step)
         first_causes = list(causes)  # quarantine judges what the model produced, before any resampling
-        replaced: list[dict] = []
+        replaced: list[dict[str, Any]] = []
         if self.cfg.failure.resample_tries:
             batch, breakdowns, totals, causes, replaced = self.resample(samples, batch, breakdowns, totals, causes)
         views = self._views(samples, batch, breakdowns)
@@ -461,7 +462,7 @@ class GRPOTrainer:
         return m
 
     def _records(self, samples: list[Sample], batch: RolloutBatch, views: list[RolloutView], d: Any,
-                 replaced: list[dict]) -> list[dict[str, Any]]:
+                 replaced: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``rollouts.jsonl`` lines: every rollout of the step, then the originals resampling replaced."""
         g = batch.group_size
         eps = batch.episodes or [None] * len(views)

@@ -32,7 +32,7 @@ DEFAULT_WEIGHTS = {"format": 0.1, "accuracy": 1.0}
 _NOT_COLUMNS = ("trainer_state", "log_extra", "log_metric", "environments", "verdicts")
 
 
-def _score_row(item: tuple[str, dict[str, Any]], total: Total, verdict: Verdict | None = None) -> tuple:
+def _score_row(item: tuple[str, dict[str, Any]], total: Total, verdict: Verdict | None = None) -> tuple[Any, ...]:
     """One row's verdict and components (runs in a worker; ``verdict`` given skips verification)."""
     text, row = item
     cols: dict[str, Any] = {k: [v] for k, v in row.items()}
@@ -113,7 +113,8 @@ class Total(Reward):
         return row_verdicts(texts, columns, gold_field=gold_field, strict=strict, timeout=self.timeout, task=task,
                             prefer=prefer)
 
-    def _components(self, texts: list[str], columns: Mapping[str, Any]) -> tuple[list[Verdict] | None, list[dict]]:
+    def _components(self, texts: list[str], columns: Mapping[str, Any]
+                    ) -> tuple[list[Verdict] | None, list[dict[str, Any]]]:
         """Verdicts and every component's value, in this process."""
         cols = dict(columns)
         verdicts = self._verdicts(texts, cols)
@@ -125,7 +126,8 @@ class Total(Reward):
         comps = [{name: per_reward[name][i].value for name in self.rewards} for i in range(len(texts))]
         return verdicts, comps
 
-    def _components_parallel(self, texts: list[str], columns: Mapping[str, Any]) -> tuple[list[Verdict], list[dict]]:
+    def _components_parallel(self, texts: list[str], columns: Mapping[str, Any]
+                             ) -> tuple[list[Verdict], list[dict[str, Any]]]:
         """Whole rows (verdict and components) scored in worker processes with hard time limits."""
         from rlvr.verify.batch import run_batch
         from rlvr.verify.math.parse import warm_up

@@ -48,7 +48,7 @@ class RlvrRewardManager(RewardManagerBase):
         eos = getattr(tokenizer, "eos_token_id", None)
         self.eos_ids = {eos} if isinstance(eos, int) else set(eos or [])
 
-    async def run_single(self, data: DataProto) -> dict:
+    async def run_single(self, data: DataProto) -> dict[str, Any]:
         """Score the last sequence of one trajectory (verl's per-trajectory call)."""
         item = data[-1:][0]
         responses = item.batch["responses"]

@@ -109,7 +109,7 @@ class RlvrReplayBuffer(ReplayBuffer):
                     self._prompt_of_uid[key.split("_")[0]] = prompt_id_of(_data(info))
         return {u for u in finished if self.fa.skip(self._prompt_of_uid.get(u, ""))}
 
-    def _terminal_eviction_reasons(self, global_steps: int, partition_id: str) -> tuple:
+    def _terminal_eviction_reasons(self, global_steps: int, partition_id: str) -> tuple[Any, ...]:
         stale, dapo, failed, counts = super()._terminal_eviction_reasons(global_steps, partition_id)
         if partition_id == "val":
             return stale, dapo, failed, counts
@@ -152,7 +152,7 @@ class RlvrReplayBuffer(ReplayBuffer):
                                 _data(data["data_source"][i])) for v, c, i in zip(views, causes, ix, strict=True)]
         return out
 
-    def _row(self, key: str, extra: Any, info: Any, tag: dict, global_steps: int) -> Row:
+    def _row(self, key: str, extra: Any, info: Any, tag: dict[str, Any], global_steps: int) -> Row:
         extra, info = _data(extra) or {}, _data(info)
         uid = key.split("_")[0]
         pid = prompt_id_of(info)
@@ -165,7 +165,7 @@ class RlvrReplayBuffer(ReplayBuffer):
                    int(tag.get("min_global_steps") or global_steps - 1))
 
     # ------------------------------------------------------------------ the failure-aware step
-    def sample(self, global_steps: int, partition_id: str, batch_size: int) -> tuple[Any, dict]:
+    def sample(self, global_steps: int, partition_id: str, batch_size: int) -> tuple[Any, dict[str, Any]]:
         batch, metrics = super().sample(global_steps, partition_id, batch_size)
         if partition_id == "val" or not batch.keys:
             return batch, metrics
@@ -200,7 +200,7 @@ class RlvrReplayBuffer(ReplayBuffer):
         self._log(global_steps, rows, data, d, replaced)
         return batch, metrics
 
-    def _log(self, step: int, rows: list[Row], data: Any, d: Any, replaced: list) -> None:
+    def _log(self, step: int, rows: list[Row], data: Any, d: Any, replaced: list[Any]) -> None:
         if self.run_dir is None:
             return
         from rlvr.grpo.metrics import MetricsLog, RolloutLog

@@ -79,7 +79,7 @@ class RlvrTrainer(PPOTrainerSync):
 
         raise DataError("every training prompt is quarantined; readmit some with rlvr quarantine RUN_DIR --readmit")
 
-    def _remember(self, sent: OrderedDict, batch: Any) -> Any:
+    def _remember(self, sent: OrderedDict[Any, Any], batch: Any) -> Any:
         """Keep the batch a uid was submitted with (a redraw submits it again); the oldest go first."""
         sent[_first(batch, "uid")] = batch
         while len(sent) > 4 * int(self.config.data.train_batch_size) + 16:

@@ -80,9 +80,9 @@ class _Compiler:
     def __init__(self, callees: set[str]) -> None:
         self.callees = callees
 
-    def result(self, node: ast.expr) -> tuple[tuple[Any, ...], dict[str, Any], tuple[tuple[str, tuple], ...]]:
+    def result(self, node: ast.expr) -> tuple[tuple[Any, ...], dict[str, Any], tuple[tuple[str, tuple[Any, ...]], ...]]:
         """``callee(literals...)``, possibly inside wrappers: its arguments and the wrappers."""
-        wrappers: list[tuple[str, tuple]] = []
+        wrappers: list[tuple[str, tuple[Any, ...]]] = []
         while isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _WRAPPERS \
                 and node.func.id not in self.callees:
             if not node.args or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):

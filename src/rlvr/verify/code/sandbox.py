@@ -168,7 +168,7 @@ def _set_limits(limits: Limits, uid: int | None) -> None:
     jail.die_with_parent()  # die with the verifier, whatever kills it
 
 
-def _rlimits_child(limits: Limits, uid: int | None):
+def _rlimits_child(limits: Limits, uid: int | None) -> Callable[[], None]:
     def pre() -> None:
         _set_limits(limits, uid)
         if uid is not None:
@@ -252,7 +252,7 @@ class Running:
     def __init__(self, limits: Limits, level: str, uid: int | None, host_dir: str) -> None:
         self.limits, self.uid, self.host_dir = limits, uid, host_dir
         self.result = RunResult(returncode=None, isolation=level, uid=uid)
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self._fds: tuple[int, int] = (-1, -1)  # (results read end, sandbox status read end)
         self._stdin, self._start = b"", 0.0
 
@@ -377,7 +377,7 @@ def run(
     return start(argv, files, stdin=stdin, limits=limits, level=level).finish()
 
 
-def _pump(proc: subprocess.Popen, r_fd: int, data: bytes, limits: Limits, res: RunResult, start: float,
+def _pump(proc: subprocess.Popen[bytes], r_fd: int, data: bytes, limits: Limits, res: RunResult, start: float,
           kill_user: Callable[[], None] | None) -> None:
     """Feed stdin, collect stdout/stderr/results up to the caps, enforce the wall clock.
 
@@ -462,7 +462,7 @@ def _pump(proc: subprocess.Popen, r_fd: int, data: bytes, limits: Limits, res: R
     res.results = bytes(bufs[3])
 
 
-def _killpg(proc: subprocess.Popen) -> None:
+def _killpg(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
@@ -472,7 +472,7 @@ def _killpg(proc: subprocess.Popen) -> None:
             pass
 
 
-def _reap(proc: subprocess.Popen) -> None:
+def _reap(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         _killpg(proc)
         try:

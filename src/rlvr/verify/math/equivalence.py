@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import cmath
 import random
+from typing import Any
 
 import sympy
 
@@ -59,7 +60,7 @@ def _eq_num(a: Num, b: Num) -> bool:
 _DISCRETE = (sympy.Sum, sympy.Product, sympy.factorial, sympy.binomial, sympy.floor, sympy.ceiling)
 
 
-def _random_points(symbols: set[sympy.Symbol], seed: int, discrete: bool = False) -> list[dict]:
+def _random_points(symbols: set[sympy.Symbol], seed: int, discrete: bool = False) -> list[dict[Any, Any]]:
     """Evaluation points: small integers for sums and factorials, awkward rationals otherwise."""
     rng = random.Random(seed)
     if discrete:
