@@ -175,6 +175,11 @@ class FailureConfig(_Strict):
     """Which episode causes are the environment's fault: such an episode leaves its group's mean and
     std and the loss, and is redrawn whole with a fresh environment (up to ``resample_tries``); the
     other episode causes are the policy's and keep their reward."""
+    verifier_failures: Literal["exclude", "score"] = "exclude"
+    """``exclude``: a row whose verifier failed (``timeout``, ``error``, ``uncertain``: a judge or
+    sandbox outage) is ``invalid``: out of the baseline and the loss, redrawn. ``score``: it keeps
+    the reward its rewards gave it (``accuracy``'s ``undecided``, set 0 to score it as TRL's default
+    rewards do) and stays in both, and no ``invalid`` row is redrawn: plain GRPO, for comparison."""
     env_fault_handling: Literal["exclude", "mask_loss", "score_zero"] = "exclude"
     """``exclude``: an environment-fault episode leaves its group's mean and std and the loss and
     is redrawn. The other two are kept for ablations, neither redraws: ``mask_loss``: it leaves only
@@ -212,6 +217,11 @@ class RewardsConfig(_Strict):
     weighted sum, each component logged apart."""
     options: dict[str, dict[str, Any]] = {"format": {"think_tag": None}}
     """Reward name -> its keyword options (``accuracy: {strict: true}``...)."""
+    outage: float = Field(0.0, ge=0, le=1)
+    """Injected verifier outages, for tests and benchmarks: this share of rows (seeded by the
+    completion and its gold) gets a ``timeout`` or ``error`` verdict instead of its own (off by default)."""
+    outage_seed: int = 0
+    """Seeds the injected outages."""
 
     def active_options(self) -> dict[str, dict[str, Any]]:
         """Options to build the rewards with: the default options only for rewards that are weighted

@@ -47,6 +47,8 @@ from rlvr.grpo.advantages import group_advantages, zero_std_fraction
 from rlvr.grpo.metrics import reward_stats
 from rlvr.types import Status, Verdict
 
+_UNDECIDED = frozenset({Status.TIMEOUT, Status.ERROR, Status.UNCERTAIN})
+
 
 @dataclass(frozen=True)
 class RolloutView:
@@ -154,7 +156,8 @@ class FailureAware:
         """Rows to redraw for the same prompt: ``invalid`` ones (and ``truncated`` with
         ``exclude_truncated``); the engine keeps the originals as ``replaced`` in its log."""
         env = self.env_faults if self.cfg.env_fault_handling == "exclude" else frozenset()  # ablations keep them
-        redo = {Cause.INVALID} | env | ({Cause.TRUNCATED} if self.cfg.exclude_truncated else set())
+        redo = ({Cause.INVALID} if self.cfg.verifier_failures == "exclude" else set()) | env | (
+            {Cause.TRUNCATED} if self.cfg.exclude_truncated else set())
         return [i for i, c in enumerate(causes) if c in redo]
 
     def left_out(self) -> frozenset[Cause]:
@@ -195,6 +198,10 @@ class FailureAware:
             signal = torch.tensor(informative(views, g, self.left_out())).repeat_interleave(g)
             flat = int((admit & ~signal).sum())
             admit = admit & signal
+        if f.verifier_failures == "score":  # plain GRPO: a failed verification is scored like any verdict
+            undecided = torch.tensor([v.verdict is not None and v.verdict.status in _UNDECIDED and not v.unscored
+                                      for v in views], dtype=torch.bool)
+            admit = admit | (undecided & ~torch.isnan(totals))
         if mask_only and bool(faulted.any()):  # in the baseline at 0, out of the loss (the ablation)
             stats = torch.where(faulted, torch.zeros_like(totals), torch.nan_to_num(totals))
             adv = group_advantages(stats, g, admit | faulted, scale=self.scale_rewards)

@@ -115,7 +115,7 @@ class GRPOTrainer:
             train_rows, eval_rows = default_data(cfg)
         self.data = DataStream(cfg, train_rows)
         self.eval_rows = eval_rows or []
-        self.rewards = rewards or Total(dict(cfg.rewards.weights), options=cfg.rewards.active_options())
+        self.rewards = rewards or Total.from_config(cfg.rewards)
         self.judge = None
         if cfg.judge is not None:  # two-level verification: the judge sees only what rules cannot decide
             from rlvr.verify.judge.judged import from_config

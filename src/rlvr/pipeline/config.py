@@ -142,7 +142,7 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
         if s.kind == "grpo":
             try:
                 run = load_config(s.config, grpo_overrides(cfg, s))
-                Total(dict(run.rewards.weights), options=run.rewards.active_options())  # rewards build
+                Total.from_config(run.rewards)  # rewards build
             except ConfigError as e:
                 raise ConfigError(f"{path}: stage {s.name!r}: {e}") from None
     return cfg

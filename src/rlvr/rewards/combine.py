@@ -59,6 +59,8 @@ class Total(Reward):
         rewards: ready-built rewards to use instead of building by name.
         jobs: worker processes for verification in :meth:`breakdown` (0: in process).
         timeout: seconds per verification.
+        outage: injected verifier failures (:class:`rlvr.verify.outage.Outage`), for tests and
+            benchmarks: the rows it hits get a ``timeout`` / ``error`` verdict instead of their own.
     """
 
     name = "total"
@@ -72,8 +74,10 @@ class Total(Reward):
         rewards: Mapping[str, Reward] | None = None,
         jobs: int = 0,
         timeout: float = DEFAULT_TIMEOUT,
+        outage: Any = None,
     ) -> None:
         super().__init__()
+        self.outage = outage
         weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
         if not weights:
             raise ConfigError("total needs at least one weighted reward")
@@ -100,6 +104,14 @@ class Total(Reward):
         # a component's own verification time limit wins when longer (running code takes longer than maths)
         self.timeout = max([timeout, *(t for r in judges if isinstance(t := getattr(r, "timeout", None), int | float))])
 
+    @classmethod
+    def from_config(cls, rewards: Any, **kwargs: Any) -> Total:
+        """The total a config's ``rewards`` section names (weights, options, an injected outage)."""
+        from rlvr.verify.outage import Outage
+
+        outage = Outage(rewards.outage, rewards.outage_seed) if rewards.outage else None
+        return cls(dict(rewards.weights), options=rewards.active_options(), outage=outage, **kwargs)
+
     def weights_at(self, step: int = 0) -> dict[str, float]:
         """The weight of every component at ``step`` (log these each step)."""
         return {name: s.at(step) for name, s in self.schedules.items()}
@@ -110,8 +122,13 @@ class Total(Reward):
         from rlvr.rewards.verdicts import row_verdicts
 
         strict, gold_field, task, prefer = self._verify_with
-        return row_verdicts(texts, columns, gold_field=gold_field, strict=strict, timeout=self.timeout, task=task,
-                            prefer=prefer)
+        verdicts = row_verdicts(texts, columns, gold_field=gold_field, strict=strict, timeout=self.timeout, task=task,
+                                prefer=prefer)
+        if self.outage is not None and column(columns, "verdicts", len(texts)) is None:
+            from rlvr.rewards.base import gold_column
+
+            verdicts = self.outage.apply(verdicts, texts, gold_column(columns, len(texts), gold_field, prefer))
+        return verdicts
 
     def _components(self, texts: list[str], columns: Mapping[str, Any]
                     ) -> tuple[list[Verdict] | None, list[dict[str, Any]]]:

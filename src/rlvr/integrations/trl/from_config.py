@@ -108,7 +108,7 @@ def train_trl(cfg: TrainConfig, *, resume: bool = False,
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     dataset, held = _dataset(cfg, tok)
-    total = Total(dict(cfg.rewards.weights), options=cfg.rewards.active_options())
+    total = Total.from_config(cfg.rewards)
     fmt = total.rewards.get("format")
     tags = (getattr(fmt, "think_tag", None), getattr(fmt, "answer_tag", "answer"))
     if cfg.decoding.constrain != "none":  # the format reward's weight as rlvr's engine sets it under constraints

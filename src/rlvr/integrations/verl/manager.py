@@ -44,7 +44,7 @@ class RlvrRewardManager(RewardManagerBase):
                               f"reward.custom_reward_function.path={custom.get('path')!r} would go unused: drop it")
         self.settings = settings_of(config)
         r = self.settings.rewards
-        self.total = Total(dict(r.weights), options=r.active_options())
+        self.total = Total.from_config(r)
         eos = getattr(tokenizer, "eos_token_id", None)
         self.eos_ids = {eos} if isinstance(eos, int) else set(eos or [])
 

@@ -1,0 +1,201 @@
+"""What the failure step buys, with error bars: single-turn runs under the faults it exists for.
+
+From the format-weak warm-up of ``failure_aware.py`` (the tiny model on 2-digit addition, a third
+of its SFT targets without the answer tag), injected verifier outages (``rewards.outage``: a seeded
+share of rows whose verifier times out or errors, as a judge or sandbox outage would) at each rate:
+
+* ``plain``: GRPO as TRL's default rewards have it: a failed verification scores 0 and stays in
+  the baseline and the loss (``failure.verifier_failures: score``, ``accuracy.undecided: 0``), no
+  redraws, no quarantine, no dynamic sampling;
+* ``aware``: rlvr's failure step: failed verifications (``invalid``) and truncated rows out of the
+  baseline and the loss and redrawn, flat groups redrawn, quarantine, advantage clipping;
+
+and the fault-free target (plain at 0). Every arm runs the same seeds (paired: seed ``s`` of each
+arm starts from the same weights and data order); mean and standard error over seeds at every
+evaluation point, the paired difference aware - plain with its standard error, and the rollouts
+each arm sampled (the failure step's redraws cost rollouts: equal steps are not equal compute).
+A difference is called "better" or "worse" only beyond twice its standard error.
+
+    .venv/bin/python benchmarks/failure_step.py [--seeds 5] [--rates 0.2 0.5] [--engine rlvr|trl] [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from failure_aware import AWARE, warm_model
+from results import RESULTS, Bar, report, src_path
+
+sys.path.insert(0, src_path())
+
+PLAIN = ["failure.quarantine=false", "failure.resample_tries=0", "failure.dynamic_sampling=0",
+         "failure.verifier_failures=score"]
+ARMS = {"plain": PLAIN, "aware": AWARE}
+
+
+def run(warm: Path, out: Path, seed: int, steps: int, every: int, rate: float, extra: list[str],
+        engine: str) -> list[dict]:
+    from rlvr.config import load_config
+    from rlvr.grpo.metrics import read_metrics
+    from rlvr.runtime import setup_torch
+
+    setup_torch(1, seed)
+    cfg = load_config(None, [f"model.name={warm}", f"run.out_dir={out}", f"run.steps={steps}", f"run.seed={seed}",
+                             f"run.eval_every={every}", f"run.save_every={steps}", f"engine={engine}",
+                             "rewards.options={accuracy: {strict: true, undecided: 0.0}, format: {think_tag: null}}",
+                             f"rewards.outage={rate}", f"rewards.outage_seed={seed}", *extra])
+    if engine == "trl":
+        import warnings
+
+        from rlvr.integrations.trl.from_config import train_trl
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            train_trl(cfg)
+    else:
+        from rlvr.grpo.trainer import GRPOTrainer
+
+        GRPOTrainer(cfg).train()
+    return read_metrics(out)
+
+
+def mean_se(xs: list[float]) -> tuple[float, float]:
+    """Mean and standard error of the mean (0 for one value)."""
+    m = statistics.mean(xs)
+    return m, (statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0.0)
+
+
+def verdict(diff: float, se: float) -> str:
+    """``better`` / ``worse`` only beyond twice the standard error, else ``no difference measured``."""
+    if se > 0 and abs(diff) > 2 * se:
+        return "better" if diff > 0 else "worse"
+    return "no difference measured"
+
+
+def summarise(metrics: list[dict], group: int, prompts: int) -> dict:
+    curve = [[m["step"], m["eval/accuracy"]] for m in metrics if "eval/accuracy" in m]
+    steps = [m for m in metrics if "causes/correct" in m]
+    sampled = sum(prompts * group + m.get("failure/resampled", 0.0) + group * prompts * m.get(
+        "failure/dynamic_rounds", 0.0) for m in steps)
+    return {"curve": curve, "final": curve[-1][1], "rollouts": sampled,
+            "invalid": statistics.mean(m.get("causes/invalid", 0.0) for m in steps),
+            "no_answer": statistics.mean(m.get("causes/no_answer", 0.0) for m in steps)}
+
+
+def plot(agg: dict, rates: list[float], engine: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(rates), figsize=(4.6 * len(rates), 3.8), squeeze=False, sharey=True)
+    colours = {"plain": "tab:red", "aware": "tab:green", "fault-free": "black"}
+    for j, rate in enumerate(rates):
+        ax = axes[0][j]
+        for name, a in [("fault-free", agg["0"]["plain"]), *agg[f"{rate:g}"].items()]:
+            xs = [s for s, _, _ in a["curve"]]
+            ms = [m for _, m, _ in a["curve"]]
+            ses = [e for _, _, e in a["curve"]]
+            ls = "--" if name == "fault-free" else "-"
+            ax.plot(xs, ms, ls, color=colours[name], label=name)
+            ax.fill_between(xs, [m - e for m, e in zip(ms, ses)], [m + e for m, e in zip(ms, ses)],
+                            color=colours[name], alpha=0.15)
+        ax.set_title(f"{rate:g} injected verifier outages")
+        ax.set_xlabel("GRPO step")
+    axes[0][0].set_ylabel("held-out accuracy (mean +- SE)")
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(f"What the failure step buys ({engine} engine, tiny model, 2-digit addition)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=5, help="seeds per arm (0 .. N-1)")
+    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--eval-every", type=int, default=25)
+    ap.add_argument("--rates", type=float, nargs="+", default=[0.2, 0.5])
+    ap.add_argument("--engine", default="rlvr", choices=["rlvr", "trl"])
+    ap.add_argument("--jobs", type=int, default=1, help="runs side by side (one torch thread each)")
+    ap.add_argument("--quick", action="store_true", help="3 seeds, 0.2 only, 60 steps (make bench-check)")
+    args = ap.parse_args()
+    if args.quick:
+        args.seeds, args.rates, args.steps, args.eval_every = min(args.seeds, 3), [0.2], min(args.steps, 60), 20
+    if 0.2 not in args.rates:
+        ap.error("--rates must include 0.2 (the bar is read there)")
+    from rlvr.config import RolloutConfig
+    from rlvr.runtime import cpu_report
+
+    print(f"CPU: {cpu_report()}", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="rlvr-failure-step-"))
+    warm = warm_model(tmp / "warm", 0)
+    jobs = [(0.0, "plain", s) for s in range(args.seeds)]
+    jobs += [(rate, arm, s) for rate in args.rates for arm in ARMS for s in range(args.seeds)]
+    rc = RolloutConfig()
+    raw: dict[tuple[float, str, int], dict] = {}
+
+    def done(key: tuple[float, str, int], metrics: list[dict]) -> None:
+        raw[key] = summarise(metrics, rc.group_size, rc.prompts_per_step)
+        print(f"{key[1]:6s} @ {key[0]:g} seed {key[2]}: " + "  ".join(f"{s}:{a:.3f}" for s, a in raw[key]["curve"])
+              + f"  ({raw[key]['rollouts']:.0f} rollouts)", flush=True)
+
+    def out(rate: float, arm: str, seed: int) -> Path:
+        return tmp / f"{rate:g}" / f"{arm}-{seed}"
+
+    if args.jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(run, warm, out(r, a, s), s, args.steps, args.eval_every, r, ARMS[a], args.engine):
+                       (r, a, s) for r, a, s in jobs}
+            for f, key in futures.items():
+                done(key, f.result())
+    else:
+        for r, a, s in jobs:
+            done((r, a, s), run(warm, out(r, a, s), s, args.steps, args.eval_every, r, ARMS[a], args.engine))
+    seeds = range(args.seeds)
+    agg: dict[str, dict[str, dict]] = {}
+    for rate, arms in [(0.0, ["plain"]), *[(r, list(ARMS)) for r in args.rates]]:
+        for arm in arms:
+            runs = [raw[(rate, arm, s)] for s in seeds]
+            points = [(p[0], *mean_se([r["curve"][i][1] for r in runs])) for i, p in enumerate(runs[0]["curve"])]
+            agg.setdefault(f"{rate:g}", {})[arm] = {
+                "curve": points, "final": mean_se([r["final"] for r in runs]),
+                "rollouts": statistics.mean(r["rollouts"] for r in runs),
+                "invalid": statistics.mean(r["invalid"] for r in runs), "finals": [r["final"] for r in runs]}
+    ff = agg["0"]["plain"]["final"]
+    lines, diffs = [], {}
+    for rate in args.rates:
+        a, p = agg[f"{rate:g}"]["aware"], agg[f"{rate:g}"]["plain"]
+        d, d_se = mean_se([x - y for x, y in zip(a["finals"], p["finals"])])  # paired by seed
+        diffs[f"{rate:g}"] = {"diff": d, "se": d_se, "verdict": verdict(d, d_se),
+                              "compute_ratio": a["rollouts"] / p["rollouts"]}
+        print(f"@{rate:g}: aware - plain final {d:+.3f} +- {d_se:.3f} (paired, {args.seeds} seeds): "
+              f"{verdict(d, d_se)}; aware sampled {a['rollouts'] / p['rollouts']:.2f}x plain's rollouts; "
+              f"invalid rows {a['invalid']:.1%} (aware) / {p['invalid']:.1%} (plain)")
+        lines.append(f"failure-aware @{rate:g} faults ({args.engine}): aware {a['final'][0]:.3f} +- "
+                     f"{a['final'][1]:.3f}, plain {p['final'][0]:.3f} +- {p['final'][1]:.3f}, "
+                     f"fault-free {ff[0]:.3f} +- {ff[1]:.3f} ({args.seeds} seeds)")
+    d2 = diffs["0.2"]
+    bars = [Bar("aware minus plain final @0.2, in standard errors of the paired difference",
+                d2["diff"] / d2["se"] if d2["se"] > 0 else 0.0, ">", 2.0, quick_decides=False)]
+    name = "failure_step" if args.engine == "rlvr" else "failure_step-trl"
+    png = (RESULTS / "quick" if args.quick else RESULTS) / f"{name}.png"
+    plot(agg, args.rates, args.engine, png)
+    report(name, {"arms": agg, "differences": diffs, "lines": lines, "cpu": cpu_report(), "plot": png.name},
+           bars, args, quick=args.quick)
+    print(f"plot: {png}")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
