@@ -7,7 +7,10 @@ share of rows whose verifier times out or errors, as a judge or sandbox outage w
 * ``plain``: GRPO as TRL's default rewards have it: a failed verification scores 0 and stays in
   the baseline and the loss (``failure.verifier_failures: score``, ``accuracy.undecided: 0``), no
   redraws, no quarantine, no dynamic sampling;
-* ``aware``: rlvr's failure step: failed verifications (``invalid``) and truncated rows out of the
+* ``exclude``: the failure step's admission alone, at plain's compute: failed verifications
+  (``invalid``) out of the baseline and the loss, nothing redrawn (no resampling, no dynamic
+  sampling, no quarantine);
+* ``aware``: rlvr's failure step whole: failed verifications and truncated rows out of the
   baseline and the loss and redrawn, flat groups redrawn, quarantine, advantage clipping;
 
 and the fault-free target (plain at 0). Every arm runs the same seeds (paired: seed ``s`` of each
@@ -36,7 +39,8 @@ sys.path.insert(0, src_path())
 
 PLAIN = ["failure.quarantine=false", "failure.resample_tries=0", "failure.dynamic_sampling=0",
          "failure.verifier_failures=score"]
-ARMS = {"plain": PLAIN, "aware": AWARE}
+EXCLUDE = ["failure.quarantine=false", "failure.resample_tries=0", "failure.dynamic_sampling=0"]
+ARMS = {"plain": PLAIN, "exclude": EXCLUDE, "aware": AWARE}
 
 
 def run(warm: Path, out: Path, seed: int, steps: int, every: int, rate: float, extra: list[str],
@@ -95,7 +99,7 @@ def plot(agg: dict, rates: list[float], engine: str, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(rates), figsize=(4.6 * len(rates), 3.8), squeeze=False, sharey=True)
-    colours = {"plain": "tab:red", "aware": "tab:green", "fault-free": "black"}
+    colours = {"plain": "tab:red", "exclude": "tab:blue", "aware": "tab:green", "fault-free": "black"}
     for j, rate in enumerate(rates):
         ax = axes[0][j]
         for name, a in [("fault-free", agg["0"]["plain"]), *agg[f"{rate:g}"].items()]:
@@ -175,17 +179,24 @@ def main() -> None:
     ff = agg["0"]["plain"]["final"]
     lines, diffs = [], {}
     for rate in args.rates:
-        a, p = agg[f"{rate:g}"]["aware"], agg[f"{rate:g}"]["plain"]
-        d, d_se = mean_se([x - y for x, y in zip(a["finals"], p["finals"])])  # paired by seed
-        diffs[f"{rate:g}"] = {"diff": d, "se": d_se, "verdict": verdict(d, d_se),
-                              "compute_ratio": a["rollouts"] / p["rollouts"]}
-        print(f"@{rate:g}: aware - plain final {d:+.3f} +- {d_se:.3f} (paired, {args.seeds} seeds): "
-              f"{verdict(d, d_se)}; aware sampled {a['rollouts'] / p['rollouts']:.2f}x plain's rollouts; "
-              f"invalid rows {a['invalid']:.1%} (aware) / {p['invalid']:.1%} (plain)")
+        arms = agg[f"{rate:g}"]
+        p = arms["plain"]
+        for arm in ("exclude", "aware"):
+            a = arms[arm]
+            d, d_se = mean_se([x - y for x, y in zip(a["finals"], p["finals"])])  # paired by seed
+            diffs[f"{rate:g}/{arm}"] = {"diff": d, "se": d_se, "verdict": verdict(d, d_se),
+                                        "compute_ratio": a["rollouts"] / p["rollouts"]}
+            print(f"@{rate:g}: {arm} - plain final {d:+.3f} +- {d_se:.3f} (paired, {args.seeds} seeds): "
+                  f"{verdict(d, d_se)}; {arm} sampled {a['rollouts'] / p['rollouts']:.2f}x plain's rollouts; "
+                  f"invalid rows {a['invalid']:.1%} ({arm}) / {p['invalid']:.1%} (plain)")
+        a = arms["aware"]
         lines.append(f"failure-aware @{rate:g} faults ({args.engine}): aware {a['final'][0]:.3f} +- "
                      f"{a['final'][1]:.3f}, plain {p['final'][0]:.3f} +- {p['final'][1]:.3f}, "
                      f"fault-free {ff[0]:.3f} +- {ff[1]:.3f} ({args.seeds} seeds)")
-    d2 = diffs["0.2"]
+        e = arms["exclude"]
+        lines.append(f"failure-aware @{rate:g} faults ({args.engine}), admission alone at plain's compute: exclude "
+                     f"{e['final'][0]:.3f} +- {e['final'][1]:.3f} ({diffs[f'{rate:g}/exclude']['verdict']})")
+    d2 = diffs["0.2/aware"]
     bars = [Bar("aware minus plain final @0.2, in standard errors of the paired difference",
                 d2["diff"] / d2["se"] if d2["se"] > 0 else 0.0, ">", 2.0, quick_decides=False)]
     name = "failure_step" if args.engine == "rlvr" else "failure_step-trl"

@@ -158,6 +158,12 @@ def results_pages() -> str:
                 out.append(f"| {_one_line(b['name'])} | {value} | {b['op']} {target} | "
                            f"{'yes' if b.get('met') else '**no**'} |")
             out.append("")
+        printed = (rec.get("figures") or {}).get("lines")
+        if printed:  # the run's last lines, as it printed them
+            out += ["```", *printed, "```", ""]
+        plot = (rec.get("figures") or {}).get("plot")
+        if plot and not rec.get("quick") and (RESULTS / plot).exists():
+            out += [f"![{path.stem}](../assets/results/{plot})", ""]
         figures = _flat(rec.get("figures", {}))
         if figures:
             out += ["??? note \"every figure\"", "", "    | figure | value |", "    |---|---|"]
