@@ -26,7 +26,6 @@ episodes that call the tool (the signature of failure-as-zero is a policy that l
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import sys
@@ -35,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import RESULTS, Bar, report, src_path
+from results import RESULTS, Bar, report, save_figure, side_by_side, src_path
 
 sys.path.insert(0, src_path())
 
@@ -128,10 +127,7 @@ def plot(results: dict, rates: list[float], path: Path) -> None:
     axes[1][0].set_ylabel("episodes that call the tool")
     axes[0][0].legend(fontsize=8)
     fig.suptitle("Tool-use episodes under environment faults (tiny model, calculator, 3-digit products)")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main() -> None:
@@ -169,19 +165,9 @@ def main() -> None:
         print(f"{arm} @ {key} faults: {r['start']:.3f} -> {r['final']:.3f} held-out, tool-call rate "
               f"{r['final_tool_rate']:.2f}", flush=True)
 
-    if args.jobs > 1:  # runs side by side, one torch thread each (every run is seeded: the same figures)
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(train, warm, root / key / arm, steps, args.eval_every, rate, extra, args.seed):
-                       (key, arm) for key, arm, steps, rate, extra in jobs}
-            for f, (key, arm) in futures.items():
-                done(key, arm, f.result())
-    else:
-        for key, arm, steps, rate, extra in jobs:
-            print(f"{arm} @ {key} faults: {steps} steps", flush=True)
-            done(key, arm, train(warm, root / key / arm, steps, args.eval_every, rate, extra, args.seed))
+    calls = {(key, arm): (warm, root / key / arm, steps, args.eval_every, rate, extra, args.seed)
+             for key, arm, steps, rate, extra in jobs}
+    side_by_side(train, calls, args.jobs, lambda k, metrics: done(k[0], k[1], metrics))
     results = {k: results[k] for k in ["0", *(f"{r:g}" for r in args.rates)]}
     ff = results["0"]["fault-free"]
     lines, bars = [], []
@@ -218,7 +204,6 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     elif args.warm is None:  # kept beside the runs it started
         print(f"run folders: {args.keep}/<fault rate>/<arm>/ (warm-up: {warm})")
-    json.dumps(results)  # the figures are plain data (report wrote them)
 
 
 if __name__ == "__main__":

@@ -65,13 +65,15 @@ def warm_model(out: Path, seed: int) -> Path:
     return out
 
 
-def run(warm: Path, out: Path, seed: int, steps: int, every: int, extra: list[str], engine: str = "rlvr") -> list[dict]:
+def run(warm: Path, out: Path, seed: int, steps: int, every: int, extra: list[str], engine: str = "rlvr",
+        accuracy: str = "{strict: true}") -> list[dict]:
+    """Train one variant from the warm model; its evaluation and death-rate metrics."""
     from rlvr.config import load_config
     from rlvr.grpo.metrics import read_metrics
 
     cfg = load_config(None, [f"model.name={warm}", f"run.out_dir={out}", f"run.steps={steps}", f"run.seed={seed}",
                              f"run.eval_every={every}", f"run.save_every={steps}", f"engine={engine}",
-                             "rewards.options={accuracy: {strict: true}, format: {think_tag: null}}", *extra])
+                             f"rewards.options={{accuracy: {accuracy}, format: {{think_tag: null}}}}", *extra])
     if engine == "trl":
         import warnings
 

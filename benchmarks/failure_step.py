@@ -33,7 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from failure_aware import AWARE, warm_model
-from results import RESULTS, Bar, report, src_path
+from failure_aware import run as train
+from results import RESULTS, Bar, report, save_figure, side_by_side, src_path
 
 sys.path.insert(0, src_path())
 
@@ -45,27 +46,14 @@ ARMS = {"plain": PLAIN, "exclude": EXCLUDE, "aware": AWARE}
 
 def run(warm: Path, out: Path, seed: int, steps: int, every: int, rate: float, extra: list[str],
         engine: str) -> list[dict]:
-    from rlvr.config import load_config
+    """One arm at one outage rate (``failure_aware.run`` with the outage and plain's 0 for a failed
+    verification); every step's metrics."""
     from rlvr.grpo.metrics import read_metrics
     from rlvr.runtime import setup_torch
 
     setup_torch(1, seed)
-    cfg = load_config(None, [f"model.name={warm}", f"run.out_dir={out}", f"run.steps={steps}", f"run.seed={seed}",
-                             f"run.eval_every={every}", f"run.save_every={steps}", f"engine={engine}",
-                             "rewards.options={accuracy: {strict: true, undecided: 0.0}, format: {think_tag: null}}",
-                             f"rewards.outage={rate}", f"rewards.outage_seed={seed}", *extra])
-    if engine == "trl":
-        import warnings
-
-        from rlvr.integrations.trl.from_config import train_trl
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            train_trl(cfg)
-    else:
-        from rlvr.grpo.trainer import GRPOTrainer
-
-        GRPOTrainer(cfg).train()
+    train(warm, out, seed, steps, every, [f"rewards.outage={rate}", f"rewards.outage_seed={seed}", *extra], engine,
+          accuracy="{strict: true, undecided: 0.0}")
     return read_metrics(out)
 
 
@@ -115,10 +103,7 @@ def plot(agg: dict, rates: list[float], engine: str, path: Path) -> None:
     axes[0][0].set_ylabel("held-out accuracy (mean +- SE)")
     axes[0][0].legend(fontsize=8)
     fig.suptitle(f"What the failure step buys ({engine} engine, tiny model, 2-digit addition)")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main() -> None:
@@ -154,18 +139,9 @@ def main() -> None:
     def out(rate: float, arm: str, seed: int) -> Path:
         return tmp / f"{rate:g}" / f"{arm}-{seed}"
 
-    if args.jobs > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(run, warm, out(r, a, s), s, args.steps, args.eval_every, r, ARMS[a], args.engine):
-                       (r, a, s) for r, a, s in jobs}
-            for f, key in futures.items():
-                done(key, f.result())
-    else:
-        for r, a, s in jobs:
-            done((r, a, s), run(warm, out(r, a, s), s, args.steps, args.eval_every, r, ARMS[a], args.engine))
+    calls = {(r, a, s): (warm, out(r, a, s), s, args.steps, args.eval_every, r, ARMS[a], args.engine)
+             for r, a, s in jobs}
+    side_by_side(run, calls, args.jobs, done)
     seeds = range(args.seeds)
     agg: dict[str, dict[str, dict]] = {}
     for rate, arms in [(0.0, ["plain"]), *[(r, list(ARMS)) for r in args.rates]]:

@@ -149,3 +149,31 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description="Print the bar lines of benchmark results files.")
     ap.add_argument("--summary", type=Path, default=RESULTS, help="folder of results files")
     sys.exit(1 if summary(ap.parse_args().summary) else 0)
+
+
+def save_figure(fig: Any, path: Path) -> None:
+    """Write a matplotlib figure (tight layout, 110 dpi) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def side_by_side(fn: Callable[..., Any], calls: dict[Any, tuple[Any, ...]], jobs: int,
+                 done: Callable[[Any, Any], None]) -> None:
+    """``fn(*args)`` for every ``key: args`` of ``calls``, ``jobs`` at a time in spawned processes (one
+    torch thread each: every run is seeded, so the figures do not depend on ``jobs``), or in this
+    process when ``jobs`` is 1; ``done(key, result)`` in the order of ``calls``."""
+    if jobs <= 1:
+        for key, args in calls.items():
+            done(key, fn(*args))
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {key: pool.submit(fn, *args) for key, args in calls.items()}
+        for key, f in futures.items():
+            done(key, f.result())

@@ -52,3 +52,23 @@ def warm_tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model.save_pretrained(out)
     tok.save_pretrained(out)
     return out
+
+
+@pytest.fixture
+def kill_at_step():
+    """``kill(proc, run_dir, step)``: SIGKILL a training process once ``step`` is in its metrics log
+    (the checkpoint before it exists), and wait for it; the run must not have finished."""
+    import signal
+    import time
+
+    def kill(proc, run_dir, step: int, timeout: float = 120.0) -> None:
+        deadline, metrics = time.monotonic() + timeout, run_dir / "metrics.jsonl"
+        while time.monotonic() < deadline:
+            if metrics.exists() and any(ln.startswith(f'{{"step": {step},') for ln in metrics.open()):
+                break
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert not (run_dir / "model").exists(), "the run finished before it could be killed"
+
+    return kill

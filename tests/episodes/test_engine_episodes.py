@@ -10,10 +10,8 @@ import copy
 import itertools
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -249,7 +247,7 @@ def test_an_environment_observation_joins_the_prompt_and_its_reward_judges(polic
             assert b.components["accuracy"] == ep.reward and "environment's reward" in b.verdict.reason
 
 
-def test_sigkill_mid_episode_run_then_resume_equals_uninterrupted(policy, tmp_path) -> None:
+def test_sigkill_mid_episode_run_then_resume_equals_uninterrupted(policy, tmp_path, kill_at_step) -> None:
     """Environment state lives within a step (a fresh environment per episode, faults seeded by
     episode): a run killed between checkpoints resumes to the same weights and rollouts."""
     model, tok = policy
@@ -270,17 +268,11 @@ def test_sigkill_mid_episode_run_then_resume_equals_uninterrupted(policy, tmp_pa
     r = subprocess.run(cmd(ref), env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     proc = subprocess.Popen(cmd(killed), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline, metrics = time.monotonic() + 120, killed / "metrics.jsonl"
-    while time.monotonic() < deadline:  # step 3 logged: checkpoint 2 exists; kill mid-run
-        if metrics.exists() and any(ln.startswith('{"step": 3,') for ln in metrics.open()):
-            break
-        time.sleep(0.005)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (killed / "model").exists(), "the run finished before it could be killed"
+    kill_at_step(proc, killed, 3)  # mid-run: checkpoint 2 exists
     r = subprocess.run([sys.executable, "-c", "from rlvr.cli.app import main; main()", "train", "--resume",
                         str(killed)], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
     def rollouts(run: Path) -> list[dict]:  # every field but how long each call took
         lines = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
         for r in lines:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -41,20 +39,12 @@ def _steps(run: Path) -> list[dict]:
     return [{k: v for k, v in m.items() if not k.startswith(("time/", "tokens_per_s"))} for m in lines]
 
 
-def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path):
+def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path, kill_at_step):
     env = dict(os.environ, PYTHONHASHSEED="0")
     ref, killed = tmp_path / "ref", tmp_path / "killed"
     subprocess.run(_train_cmd(ref, 8), check=True, env=env, capture_output=True)
     proc = subprocess.Popen(_train_cmd(killed, 8), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    metrics = killed / "metrics.jsonl"
-    while time.monotonic() < deadline:  # wait until step 3 is logged (checkpoint 2 exists), then kill
-        if metrics.exists() and any(ln.startswith('{"step": 3,') for ln in metrics.open()):
-            break
-        time.sleep(0.005)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (killed / "model").exists(), "the run finished before it could be killed"
+    kill_at_step(proc, killed, 3)  # step 3 logged: checkpoint 2 exists
     r = subprocess.run([sys.executable, "-c", "from rlvr.cli.app import main; main()", "train", "--resume",
                         str(killed)], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
