@@ -200,10 +200,10 @@ def main() -> None:
            bars, args, quick=args.quick)
     print(f"plot: {png}")
     print("\n".join(lines))
-    if args.keep is None:
-        shutil.rmtree(tmp, ignore_errors=True)
-    elif args.warm is None:  # kept beside the runs it started
+    if args.keep is not None and args.warm is None:  # the warm-up is kept for the runs it started
         print(f"run folders: {args.keep}/<fault rate>/<arm>/ (warm-up: {warm})")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

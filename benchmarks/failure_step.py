@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shutil
 import statistics
 import sys
 import tempfile
@@ -182,6 +183,7 @@ def main() -> None:
            bars, args, quick=args.quick)
     print(f"plot: {png}")
     print("\n".join(lines))
+    shutil.rmtree(tmp, ignore_errors=True)  # the warm-up and the run folders
 
 
 if __name__ == "__main__":
