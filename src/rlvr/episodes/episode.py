@@ -88,6 +88,18 @@ class Episode:
     tokens: int = 0
     reward: float | None = None
 
+    def answered(self, text: str, finish: str, tokens: int) -> None:
+        """The final turn (no call): its text is the answer the task's verifier judges."""
+        self.turns.append(Turn("assistant", text, tokens=tokens))
+        self.tokens += tokens
+        self.answer, self.finish = text, finish
+
+    def stopped(self, cause: Cause, turn: int, detail: str) -> None:
+        """The episode ends here with ``cause`` (``turn_limit``, ``context_overflow``, or ``env_crash``
+        when the environment could not start: finish ``fault``)."""
+        self.events.append(Event(cause, turn, detail))
+        self.finish = "fault" if cause in ENVIRONMENT_FAULTS else cause.value
+
     def fault(self, owned: Iterable[Cause] = ENVIRONMENT_FAULTS) -> Cause | None:
         """The first event that is the environment's fault (None when the environment held)."""
         owned = frozenset(owned)

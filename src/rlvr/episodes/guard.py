@@ -30,7 +30,7 @@ from typing import Any
 
 from rlvr.diagnostics.causes import Cause
 from rlvr.episodes.env import tool_schema, tools_of
-from rlvr.episodes.episode import Event, ToolCall
+from rlvr.episodes.episode import Episode, Event, ToolCall, Turn
 from rlvr.episodes.tools import EnvCrash
 
 _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
@@ -91,6 +91,20 @@ class Outcome:
     event: Event | None = None
     cut: bool = False
     latency_s: float = 0.0
+
+    def record(self, ep: Episode, text: str, tokens: int, owned: frozenset[Cause]) -> bool:
+        """Add the assistant turn that made this call, the tool turn that answers it and its event to
+        ``ep``; True when the event is the environment's fault (``owned``): the episode ends there."""
+        ep.turns.append(Turn("assistant", text, self.call, tokens))
+        ep.turns.append(Turn("tool", self.result, latency_s=self.latency_s))
+        ep.tokens += tokens
+        if self.event is None:
+            return False
+        ep.events.append(self.event)
+        if self.event.cause in owned:
+            ep.finish = "fault"
+            return True
+        return False
 
 
 class Guard:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rlvr.diagnostics.causes import Cause
-from rlvr.episodes.episode import ENVIRONMENT_FAULTS, Episode, Event, Turn
+from rlvr.episodes.episode import ENVIRONMENT_FAULTS, Episode
 from rlvr.episodes.guard import Faults, Guard, find_call
 
 #: ``policy(messages, max_new_tokens) -> (text, finish, generated tokens)``.
@@ -56,8 +56,7 @@ def run_episode(
         guard = Guard(env, key=key, timeout_s=timeout_s, max_result_chars=max_result_chars, faults=faults)
         observation = env.reset(row)  # type: ignore[attr-defined]
     except Exception as e:  # the session could not be created: the environment's fault
-        ep.events.append(Event(Cause.ENV_CRASH, 0, f"the environment could not start: {type(e).__name__}: {e}"))
-        ep.finish = "fault"
+        ep.stopped(Cause.ENV_CRASH, 0, f"the environment could not start: {type(e).__name__}: {e}")
         return ep
     if observation:
         ep.prompt = f"{prompt}\n\n{observation}"
@@ -65,25 +64,16 @@ def run_episode(
     for turn in range(max_turns):
         budget = max_tokens - ep.tokens
         if budget <= 0:
-            ep.events.append(Event(Cause.CONTEXT_OVERFLOW, turn, f"the episode's {max_tokens} tokens are spent"))
-            ep.finish = "context_overflow"
+            ep.stopped(Cause.CONTEXT_OVERFLOW, turn, f"the episode's {max_tokens} tokens are spent")
             return ep
         text, finish, n = policy(messages, budget)
-        ep.tokens += n
         markup = find_call(text)
         if markup is None:  # a final answer
-            ep.turns.append(Turn("assistant", text, tokens=n))
-            ep.answer, ep.finish = text, finish
+            ep.answered(text, finish, n)
             return ep
         out = guard.call(markup, turn)
-        ep.turns.append(Turn("assistant", text, out.call, n))
-        ep.turns.append(Turn("tool", out.result, latency_s=out.latency_s))
         messages += [{"role": "assistant", "content": text}, {"role": "tool", "content": out.result}]
-        if out.event is not None:
-            ep.events.append(out.event)
-            if out.event.cause in owned:
-                ep.finish = "fault"
-                return ep
-    ep.events.append(Event(Cause.TURN_LIMIT, max_turns - 1, f"{max_turns} turns without a final answer"))
-    ep.finish = "turn_limit"
+        if out.record(ep, text, n, owned):
+            return ep
+    ep.stopped(Cause.TURN_LIMIT, max_turns - 1, f"{max_turns} turns without a final answer")
     return ep

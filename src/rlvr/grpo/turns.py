@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from rlvr.diagnostics.causes import Cause
-from rlvr.episodes.episode import ENVIRONMENT_FAULTS, Episode, Event, Turn
+from rlvr.episodes.episode import ENVIRONMENT_FAULTS, Episode
 from rlvr.episodes.guard import CALL_END, Faults, Guard, find_call, result_markup
 
 
@@ -85,9 +85,8 @@ class Turns:
                 obs = env.reset(self.rows[i])  # type: ignore[attr-defined]
                 self.envs[i], self.observations[i] = env, obs or None
             except Exception as e:  # the session could not be created: the environment's fault
-                ep = self.episodes[i]
-                ep.events.append(Event(Cause.ENV_CRASH, 0, f"the environment could not start: {type(e).__name__}: {e}"))
-                ep.finish = "fault"
+                self.episodes[i].stopped(Cause.ENV_CRASH, 0,
+                                         f"the environment could not start: {type(e).__name__}: {e}")
                 self.guards[i] = None
 
     # ------------------------------------------------------------------ what generate asks
@@ -116,25 +115,17 @@ class Turns:
         guard, ep, turn = self.guards[row], self.episodes[row], self.turn[row]
         assert guard is not None
         out = guard.call(markup, turn)
-        ep.turns.append(Turn("assistant", text, out.call, len(seg)))
-        ep.turns.append(Turn("tool", out.result, latency_s=out.latency_s))
-        ep.tokens += len(seg)
-        if out.event is not None:
-            ep.events.append(out.event)
-            if out.event.cause in self.owned:
-                ep.finish = "fault"
-                return [], True
+        if out.record(ep, text, len(seg), self.owned):
+            return [], True
         self.turn[row] = turn + 1
         if self.turn[row] >= self.max_turns:
-            ep.events.append(Event(Cause.TURN_LIMIT, turn, f"{self.max_turns} turns without a final answer"))
-            ep.finish = "turn_limit"
+            ep.stopped(Cause.TURN_LIMIT, turn, f"{self.max_turns} turns without a final answer")
             return [], True
         result = self.tok(result_markup(out.result), add_special_tokens=False,
                           split_special_tokens=True)["input_ids"]
         if len(result) >= room:  # no token would be left to answer with
-            ep.events.append(Event(Cause.CONTEXT_OVERFLOW, turn, f"the tool result ({len(result)} tokens) leaves no "
-                                   f"room in the episode's budget ({room} tokens left)"))
-            ep.finish = "context_overflow"
+            ep.stopped(Cause.CONTEXT_OVERFLOW, turn, f"the tool result ({len(result)} tokens) leaves no room in the "
+                       f"episode's budget ({room} tokens left)")
             return [], True
         self.seg_start[row] = len(ids) + len(result)
         return list(result), False
@@ -146,13 +137,10 @@ class Turns:
             return
         seg = ids[self.seg_start[row]:]
         text = self._text(seg)
-        ep.turns.append(Turn("assistant", text, tokens=len(seg)))
-        ep.tokens += len(seg)
-        ep.answer, ep.finish = text, finish
+        ep.answered(text, finish, len(seg))
         fn = getattr(self.envs[row], "reward", None)
         if callable(fn):  # the environment judges its own episodes
             try:
                 ep.reward = float(fn(text, self.rows[row]))
             except Exception as e:  # the environment failed to judge: its fault, not the policy's
-                ep.events.append(Event(Cause.TOOL_ERROR, self.turn[row], f"reward raised {type(e).__name__}: {e}"))
-                ep.finish = "fault"
+                ep.stopped(Cause.TOOL_ERROR, self.turn[row], f"reward raised {type(e).__name__}: {e}")
