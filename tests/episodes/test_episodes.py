@@ -277,7 +277,7 @@ def test_tool_metrics() -> None:
     eps = [run_episode(scripted(call("calculator", expression="1+1"), "2"), CALC, {}, "?"),
            run_episode(scripted(call("lookup", key="down"), "?"), Flaky, ROW, "?")]
     m = tool_metrics(eps)
-    assert m["tools/calls_per_episode"] == 1.0
+    assert m["tools/calls_per_episode"] == 1.0 and m["episodes/turns"] == 1.5  # the faulted one stops at its call
     assert (m["tools/calculator/calls"], m["tools/calculator/failures"]) == (1, 0)
     assert (m["tools/lookup/calls"], m["tools/lookup/failures"]) == (1, 1) and m["tools/lookup/latency_s"] >= 0
 

@@ -155,8 +155,7 @@ class FailureAware:
     def to_resample(self, causes: Sequence[Cause]) -> list[int]:
         """Rows to redraw for the same prompt: ``invalid`` ones (and ``truncated`` with
         ``exclude_truncated``); the engine keeps the originals as ``replaced`` in its log."""
-        env = self.env_faults if self.cfg.env_fault_handling == "exclude" else frozenset()  # ablations keep them
-        redo = ({Cause.INVALID} if self.cfg.verifier_failures == "exclude" else set()) | env | (
+        redo = ({Cause.INVALID} if self.cfg.verifier_failures == "exclude" else set()) | self.left_out() | (
             {Cause.TRUNCATED} if self.cfg.exclude_truncated else set())
         return [i for i, c in enumerate(causes) if c in redo]
 
@@ -192,7 +191,7 @@ class FailureAware:
             totals = torch.where(faulted, torch.zeros_like(totals), totals)
         admit = admission(causes, totals, g, exclude_truncated=f.exclude_truncated, cold_start=cold,
                           drop_flat_groups=f.drop_flat_groups,
-                          also_out=self.env_faults if f.env_fault_handling == "exclude" else frozenset())
+                          also_out=self.left_out())
         flat = 0
         if drop_uninformative:
             signal = torch.tensor(informative(views, g, self.left_out())).repeat_interleave(g)

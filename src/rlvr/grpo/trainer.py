@@ -225,10 +225,10 @@ class GRPOTrainer:
             if not seen:
                 prompts.append(self._encode(s))
                 continue
-            obs = seen.pop()
+            joined = _with_observation(s.prompt, seen.pop())
             for ep in turns.episodes[k * group_size : (k + 1) * group_size]:
-                ep.prompt = f"{ep.prompt}\n\n{obs}"
-            prompts.append(encode(self.tok, _with_observation(s.prompt, obs)))
+                ep.prompt = prompt_text(joined)
+            prompts.append(encode(self.tok, joined))
         return turns, prompts
 
     def score(self, samples: list[Sample], batch: RolloutBatch) -> tuple[list[Any], torch.Tensor]:
@@ -491,8 +491,6 @@ class GRPOTrainer:
             from rlvr.episodes import tool_metrics
 
             m.update(tool_metrics([ep for ep in batch.episodes if ep is not None]))
-            m["episodes/turns"] = sum(sum(t.role == "assistant" for t in ep.turns) for ep in batch.episodes
-                                      if ep is not None) / max(len(batch.episodes), 1)
         lengths = batch.loss_mask.sum(1).float()  # the policy's own tokens
         m["completions/mean_length"] = float(lengths.mean())
         m["completions/p90_length"] = float(torch.quantile(lengths, 0.9))
