@@ -26,3 +26,12 @@ from rlvr.types import Status
 )
 def test_cause_table(status, finish, kw, cause):
     assert cause_of(status, finish, **kw) is cause
+
+
+def test_the_listed_causes_are_the_single_turn_ones_and_the_episode_causes_met() -> None:
+    from rlvr.diagnostics.causes import SINGLE_TURN, shown
+
+    assert shown() == list(SINGLE_TURN)
+    assert shown(["tool_error", "correct"]) == [*SINGLE_TURN, Cause.TOOL_ERROR]
+    # a value from a log of another version names no cause: passed over, not a crash of the report
+    assert shown(["tool_error", "moon_phase"]) == [*SINGLE_TURN, Cause.TOOL_ERROR]

@@ -79,8 +79,10 @@ ENV_FAULTS = frozenset({Cause.TOOL_ERROR, Cause.ENV_TIMEOUT, Cause.ENV_CRASH})
 
 def shown(present: Iterable[Cause | str] = ()) -> list[Cause]:
     """The causes a table or a metric set lists: every single-turn cause, and the episode causes
-    that occur in ``present`` (an iterable of causes or their values)."""
-    seen = {Cause(c) for c in present}
+    that occur in ``present`` (an iterable of causes or their values; a value that names no cause,
+    from a log written by another version, is passed over)."""
+    values = {c.value for c in Cause}
+    seen = {Cause(c) for c in present if c in values}
     return [*SINGLE_TURN, *(c for c in Cause if c not in SINGLE_TURN and c in seen)]
 
 

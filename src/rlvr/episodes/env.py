@@ -91,10 +91,10 @@ def environment_class(tools: list[str], environment: str | None) -> type:
     return toolbox(tools)
 
 
-def check_environment(cls: type, row: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+def check_environment(cls: type) -> dict[str, dict[str, Any]]:
     """Build one instance of ``cls`` and describe its tools, before a run spends anything: a class
     that raises on construction, offers no tools, or has a tool the policy cannot be told how to
-    call is a :class:`ConfigError` naming it. ``row``: a data row to try ``reset`` on.
+    call is a :class:`ConfigError` naming it.
 
     Returns:
         Each tool's schema, by name.
@@ -107,11 +107,4 @@ def check_environment(cls: type, row: dict[str, Any] | None = None) -> dict[str,
     if not tools:
         raise ConfigError(f"env: the environment {cls.__name__} offers no tools (public methods other than "
                           "reset, reward and close)")
-    schemas = {name: tool_schema(fn) for name, fn in tools.items()}
-    if row is not None:
-        try:
-            env.reset(row)
-        except Exception as e:
-            raise ConfigError(f"env: {cls.__name__}.reset fails on the first data row: "
-                              f"{type(e).__name__}: {e}") from None
-    return schemas
+    return {name: tool_schema(fn) for name, fn in tools.items()}

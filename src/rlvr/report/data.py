@@ -181,8 +181,7 @@ def failed_samples(run: RunData, per_cause: int = 8, seed: int = 0) -> dict[str,
     rng = random.Random(seed)
     out: dict[str, list[dict[str, Any]]] = {}
     met = {str(r["cause"]) for r in run.rollouts if r.get("cause")}
-    episode_causes = [c for c in shown(c for c in met if c in Cause._value2member_map_) if c not in FAILED
-                      and c is not Cause.CORRECT]
+    episode_causes = [c for c in shown(met) if c not in FAILED and c is not Cause.CORRECT]
     for cause in (*FAILED, *episode_causes):
         pool = [r for r in run.rollouts if r.get("cause") == cause.value and not r.get("replaced")]
         if not pool:
