@@ -407,7 +407,7 @@ def generate(
             pos[rows_go] += 1
             done[rows_go] = (tok[go] == eos) | (pos[rows_go] >= max_new_tokens)
             run: list[Any] = []
-            start = pos.clone()
+            start = pos.clone() if turns is not None or jumping else pos  # read only when rows moved ahead
             moved = False  # some row took tokens beyond its sampled one (forced, or a tool's result)
             if turns is not None:
                 moved = _turns_step(turns, rows_go, tok[go], done, pos, out_tok, tools, closers, eos,
