@@ -385,9 +385,9 @@ class TrainConfig(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> TrainConfig:
         if self.env is not None:
-            if self.engine != "rlvr":
-                raise ValueError(f"env: multi-turn episodes run on engine rlvr; engine {self.engine!r} does not sample "
-                                 "them yet (drop the env section, or use engine: rlvr)")
+            if self.engine == "trl" and self.trl.use_vllm:
+                raise ValueError("env on engine trl with trl.use_vllm: rlvr's episodes on TRL are tested on TRL's "
+                                 "transformers generation only; set trl.use_vllm: false")
             if self.decoding.constrain != "none":
                 raise ValueError("env with decoding.constrain: the grammar would have to admit tool calls; "
                                  "constrained decoding of episodes is not supported (set decoding.constrain: none)")

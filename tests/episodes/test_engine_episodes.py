@@ -174,8 +174,8 @@ def test_tool_tokens_carry_no_gradient(policy, tmp_path) -> None:
 
 def test_episode_configs_that_cannot_work_fail_before_the_run(policy, tmp_path) -> None:
     model, tok = policy
-    with pytest.raises(ValueError, match="engine rlvr"):
-        TrainConfig(env={"tools": ["calculator"]}, engine="trl")
+    with pytest.raises(ValueError, match="use_vllm"):
+        TrainConfig(env={"tools": ["calculator"]}, engine="trl", trl={"use_vllm": True})
     with pytest.raises(ValueError, match=r"decoding\.constrain"):
         TrainConfig(env={"tools": ["calculator"]}, decoding={"constrain": "answer"})
     with pytest.raises(ValueError, match="max_turns"):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from rlvr.errors import ConfigError
@@ -46,7 +46,11 @@ class Environment(Protocol):
 
 
 def tools_of(env: object) -> dict[str, Callable[..., Any]]:
-    """The environment's tools: its public bound methods, but ``reset``, ``reward`` and ``close``."""
+    """The environment's tools: its public bound methods, but ``reset``, ``reward`` and ``close``; or,
+    when it has a ``tools`` mapping (``name -> callable``, an engine's own tool list), those."""
+    listed = getattr(env, "tools", None)
+    if isinstance(listed, Mapping):
+        return dict(listed)
     return {name: fn for name, fn in inspect.getmembers(env, callable)
             if not name.startswith("_") and name not in _RESERVED and inspect.ismethod(fn)}
 

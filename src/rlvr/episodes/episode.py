@@ -124,3 +124,19 @@ class Episode:
                 "events": [{**asdict(e), "cause": e.cause.value} for e in self.events],
                 "finish": self.finish, "tokens": self.tokens, "tool_calls": len(self.calls()),
                 **({"reward": self.reward} if self.reward is not None else {})}
+
+
+def env_scored(scored: Any, episode: Episode) -> Any:
+    """``scored`` (a reward breakdown or a :class:`~rlvr.diagnostics.step.RolloutView`: a dataclass
+    with ``components``, ``weights``, ``total``, ``verdict``) with the environment's reward as its
+    accuracy: the total re-weighed, the verdict saying who judged."""
+    import dataclasses
+
+    from rlvr.types import Status, Verdict
+
+    assert episode.reward is not None
+    comps = {**scored.components, "accuracy": episode.reward}
+    total = sum(scored.weights.get(k, 0.0) * v for k, v in comps.items() if v is not None)
+    verdict = Verdict(Status.CORRECT if episode.reward > 0 else Status.WRONG, extracted=episode.answer[-200:],
+                      reason=f"the environment's reward: {episode.reward:g}")
+    return dataclasses.replace(scored, components=comps, total=total, verdict=verdict)

@@ -24,7 +24,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,13 +108,17 @@ class Outcome:
 
 
 class Guard:
-    """Runs an environment's tool calls under the rules above (one guard per episode)."""
+    """Runs an environment's tool calls under the rules above (one guard per episode).
 
-    def __init__(self, env: object, *, key: str = "", timeout_s: float = 10.0, max_result_chars: int = 2000,
-                 faults: Faults | None = None) -> None:
+    ``env``: the environment whose public methods are the tools, or a mapping ``name -> callable``
+    (an engine's own tool list: TRL's ``tools``, a verl tool).
+    """
+
+    def __init__(self, env: object | Mapping[str, Callable[..., Any]], *, key: str = "", timeout_s: float = 10.0,
+                 max_result_chars: int = 2000, faults: Faults | None = None) -> None:
         self.env, self.key, self.timeout_s, self.max_result_chars = env, key, timeout_s, max_result_chars
         self.faults = faults or Faults()
-        self.tools = tools_of(env)
+        self.tools = dict(env) if isinstance(env, Mapping) else tools_of(env)
         self.schemas = {name: tool_schema(fn) for name, fn in self.tools.items()}
         self.calls = 0
 
@@ -129,6 +133,13 @@ class Guard:
                 raise TypeError("name must be a string and arguments an object")
         except (ValueError, KeyError, TypeError, RecursionError) as e:
             return self._policy(Cause.MALFORMED_TOOL_CALL, turn, f"the tool call does not parse: {e}")
+        return self.invoke(name, args, turn)
+
+    def invoke(self, name: str, args: Any, turn: int) -> Outcome:
+        """Check and run a call an engine has already parsed (TRL's ``tool_calls``, verl's)."""
+        if not isinstance(args, dict):
+            return self._policy(Cause.BAD_ARGUMENTS, turn, f"the arguments of {name} must be an object, got "
+                                f"{type(args).__name__}", call=ToolCall(name, {"_": args}))
         call = ToolCall(name, args)
         if name not in self.tools:
             return self._policy(Cause.UNKNOWN_TOOL, turn, f"no tool {name!r}; tools: {', '.join(self.tools)}",

@@ -14,16 +14,21 @@ from rlvr.episodes.guard import call_markup, result_markup
 from rlvr.episodes.tools import evaluate
 
 
-def calculator_trace(expression: str, answer_tag: str = "answer") -> str:
-    """The episode that asks the calculator for ``expression`` and answers with its result."""
+def calculator_trace(expression: str, answer_tag: str = "answer", after_call: str = "") -> str:
+    """The episode that asks the calculator for ``expression`` and answers with its result.
+
+    ``after_call``: what the chat template writes between a call and its result, where the engine
+    renders turns through it (``"<eos>"`` for the tiny model on TRL, whose call turn ends there);
+    "" for rlvr's engine, which appends the result right after the call.
+    """
     value = evaluate(expression)
     result = str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-    return (call_markup("calculator", {"expression": expression}) + result_markup(result)
+    return (call_markup("calculator", {"expression": expression}) + after_call + result_markup(result)
             + f"<{answer_tag}>{result}</{answer_tag}>")
 
 
-def trace_of(sample: Any) -> str:
+def trace_of(sample: Any, after_call: str = "") -> str:
     """:func:`calculator_trace` of a row whose prompt is the expression (the built-in arithmetic task)."""
     from rlvr.rewards.base import prompt_text
 
-    return calculator_trace(prompt_text(sample.prompt).strip())
+    return calculator_trace(prompt_text(sample.prompt).strip(), after_call=after_call)

@@ -23,6 +23,7 @@ from rlvr.data.stream import DataStream, default_data
 from rlvr.data.tasks import Sample
 from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.step import DrawAhead, FailureAware, RolloutView, informative, rollout_record
+from rlvr.episodes.episode import env_scored
 from rlvr.grpo import checkpoint
 from rlvr.grpo.evaluate import greedy_eval
 from rlvr.grpo.loss import Normalizer, policy_loss, token_logprobs
@@ -51,20 +52,6 @@ def _with_observation(prompt: Any, observation: str) -> Any:
     last = max((i for i, m in enumerate(msgs) if m.get("role") == "user"), default=len(msgs) - 1)
     msgs[last]["content"] = f"{msgs[last]['content']}\n\n{observation}"
     return msgs
-
-
-def _env_scored(b: Any, episode: Any) -> Any:
-    """A breakdown whose accuracy is the environment's reward (the total re-weighed, the verdict
-    saying who judged)."""
-    import dataclasses
-
-    from rlvr.types import Status, Verdict
-
-    comps = {**b.components, "accuracy": episode.reward}
-    total = sum(b.weights.get(k, 0.0) * v for k, v in comps.items() if v is not None)
-    verdict = Verdict(Status.CORRECT if episode.reward > 0 else Status.WRONG, extracted=episode.answer[-200:],
-                      reason=f"the environment's reward: {episode.reward:g}")
-    return dataclasses.replace(b, components=comps, total=total, verdict=verdict)
 
 
 def lr_lambda(schedule: str, warmup: int, total: int) -> Callable[[int], float]:
@@ -247,7 +234,7 @@ class GRPOTrainer:
             cols["verdicts"] = self.judge.verify_many(batch.texts, cols["gold"], questions, cols["task"])
         breakdowns = self.rewards.breakdown(batch.texts, step=self.step, **cols)
         if batch.episodes is not None:  # an environment's own reward replaces the verifier's accuracy
-            breakdowns = [_env_scored(b, ep) if ep is not None and ep.reward is not None else b
+            breakdowns = [env_scored(b, ep) if ep is not None and ep.reward is not None else b
                           for b, ep in zip(breakdowns, batch.episodes)]
         totals = torch.tensor([b.total if b.total is not None else float("nan") for b in breakdowns])
         return breakdowns, totals

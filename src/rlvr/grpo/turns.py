@@ -57,17 +57,22 @@ class Turns:
         max_result_chars: a longer tool result is cut to it (and says so).
         faults: injected environment faults (None: none).
         env_faults: the causes that are the environment's (they end the episode as ``fault``).
+        render_result: ``(result, tool name) -> token ids`` appended after a call (default: the
+            ``<tool_response>`` markup, special tokens split); an engine whose turns go through a chat
+            template passes what the template writes there (TRL's held-out episodes).
     """
 
     def __init__(self, tokenizer: Any, make_env: Callable[[], object], rows: Sequence[dict[str, Any]],
                  keys: Sequence[str], prompts: Sequence[str], *, max_turns: int = 4, timeout_s: float = 10.0,
                  max_result_chars: int = 2000, faults: Faults | None = None,
-                 env_faults: Iterable[Cause] = ENVIRONMENT_FAULTS) -> None:
+                 env_faults: Iterable[Cause] = ENVIRONMENT_FAULTS,
+                 render_result: Callable[[str, str], list[int]] | None = None) -> None:
         if max_turns < 1:
             raise ValueError("env.max_turns must be at least 1")
         if not len(rows) == len(keys) == len(prompts):
             raise ValueError(f"{len(rows)} rows, {len(keys)} keys and {len(prompts)} prompts: one each per episode")
         self.tok, self.max_turns, self.owned = tokenizer, max_turns, frozenset(env_faults)
+        self.render_result = render_result
         self.rows = list(rows)
         self.episodes = [Episode(prompt=p) for p in prompts]
         self.envs: list[object | None] = [None] * len(rows)
@@ -80,9 +85,9 @@ class Turns:
         for i, key in enumerate(keys):  # reset every environment before any token: its observation joins the prompt
             try:
                 env = make_env()
+                obs = env.reset(self.rows[i])  # type: ignore[attr-defined]
                 self.guards[i] = Guard(env, key=key, timeout_s=timeout_s, max_result_chars=max_result_chars,
                                        faults=faults)
-                obs = env.reset(self.rows[i])  # type: ignore[attr-defined]
                 self.envs[i], self.observations[i] = env, obs or None
             except Exception as e:  # the session could not be created: the environment's fault
                 self.episodes[i].stopped(Cause.ENV_CRASH, 0,
@@ -121,8 +126,11 @@ class Turns:
         if self.turn[row] >= self.max_turns:
             ep.stopped(Cause.TURN_LIMIT, turn, f"{self.max_turns} turns without a final answer")
             return [], True
-        result = self.tok(result_markup(out.result), add_special_tokens=False,
-                          split_special_tokens=True)["input_ids"]
+        if self.render_result is not None:
+            result = self.render_result(out.result, out.call.name if out.call is not None else "")
+        else:
+            result = self.tok(result_markup(out.result), add_special_tokens=False,
+                              split_special_tokens=True)["input_ids"]
         if len(result) >= room:  # no token would be left to answer with
             ep.stopped(Cause.CONTEXT_OVERFLOW, turn, f"the tool result ({len(result)} tokens) leaves no room in the "
                        f"episode's budget ({room} tokens left)")

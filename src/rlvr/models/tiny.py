@@ -22,12 +22,30 @@ if TYPE_CHECKING:
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 # the template writes <bos> itself, as Llama's does: engines that tokenize the rendered chat without
 # adding specials (TRL, vLLM) then see the same ids as rlvr's own ``encode``
+# Tool calls render in the Hermes markup rlvr's engine reads (compact JSON), the turn that makes them
+# ends with <eos> and a tool's result follows as <tool_response>...</tool_response>: what TRL's tool
+# loop needs (it renders the conversation, and parses each turn back with RESPONSE_TEMPLATE).
 CHAT_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}"
     "{% if m['role'] == 'user' %}Q:{{ m['content'] }}="
-    "{% elif m['role'] == 'assistant' %}{{ m['content'] }}<eos>"
+    "{% elif m['role'] == 'assistant' %}{{ m['content'] }}"
+    "{% for c in (m['tool_calls'] if m['tool_calls'] is defined and m['tool_calls'] else []) %}"
+    "<tool_call>{{ {'name': c['function']['name'], 'arguments': c['function']['arguments']}"
+    " | tojson(separators=(',', ':')) }}</tool_call>{% endfor %}<eos>"
+    "{% elif m['role'] == 'tool' %}<tool_response>{{ m['content'] }}</tool_response>"
     "{% endif %}{% endfor %}"
 )
+#: transformers' response template for :data:`CHAT_TEMPLATE` (``tokenizer.parse_response``): an
+#: assistant turn starts after the prompt's ``=`` or a tool's result; calls are JSON in ``<tool_call>``.
+RESPONSE_TEMPLATE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": ["=", "</tool_response>"],
+    "fields": {
+        "tool_calls": {"open": "<tool_call>", "close_pattern": r"</tool_call>", "repeats": True, "content": "json",
+                       "transform": {"type": "function", "function": "{content}"}},
+        "content": {"close_pattern": r"<eos>", "content": "text"},
+    },
+}
 
 
 def build_tokenizer(max_length: int = 256) -> PreTrainedTokenizerFast:
@@ -55,6 +73,7 @@ def build_tokenizer(max_length: int = 256) -> PreTrainedTokenizerFast:
         padding_side="left", model_max_length=max_length,
     )
     hf.chat_template = CHAT_TEMPLATE
+    hf.response_template = RESPONSE_TEMPLATE
     return hf
 
 

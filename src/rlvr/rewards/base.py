@@ -40,14 +40,19 @@ class Scored:
 
 
 def completion_text(completion: Any) -> str:
-    """The text of a completion: a string, or the assistant content of chat messages."""
+    """The text of a completion: a string, or the assistant content of chat messages (after the
+    last ``tool`` message, when there is one: an episode's final answer)."""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, Mapping):
         return str(completion.get("content", ""))
     if isinstance(completion, Sequence):
-        parts = [str(m.get("content", "")) for m in completion
-                 if isinstance(m, Mapping) and m.get("role", "assistant") == "assistant"]
+        msgs = [m for m in completion if isinstance(m, Mapping)]
+        # an episode with tools (TRL's tool loop): the answer is what the policy wrote after the last
+        # tool result, never a number it wrote before a call or one a tool printed
+        last_tool = max((i for i, m in enumerate(msgs) if m.get("role") == "tool"), default=-1)
+        parts = [str(m.get("content", "") or "") for m in msgs[last_tool + 1 :]
+                 if m.get("role", "assistant") == "assistant"]
         return "\n".join(parts)
     raise DataError(f"a completion must be a string or chat messages, got {type(completion).__name__}")
 

@@ -40,6 +40,9 @@ def grpo_args(cfg: TrainConfig, *, use_cpu: bool) -> Any:
         "vllm_mode": cfg.trl.vllm_mode, "mask_truncated_completions": False, "log_completions": False,
         "remove_unused_columns": False, "disable_tqdm": True,
     }
+    if cfg.env is not None:  # episodes: TRL's tool loop; its rounds are the calls before the last turn
+        fields["max_tool_calling_iterations"] = max(cfg.env.max_turns - 1, 1)
+        fields["max_completion_length"] = cfg.env.max_tokens or r.max_new_tokens
     if cfg.trl.steps_per_generation:
         fields["steps_per_generation"] = cfg.trl.steps_per_generation
     if use_cpu and run.processes > 1:
@@ -125,10 +128,21 @@ def train_trl(cfg: TrainConfig, *, resume: bool = False,
                 report(state.global_step, dict(kwargs.get("logs") or {}))
 
         callbacks.append(Progress())
+    episodes: dict[str, Any] = {}
+    if cfg.env is not None:  # rlvr's environment on TRL's tool loop, under rlvr's guards
+        from rlvr.episodes import Faults, environment_class
+        from rlvr.integrations.trl.episodes import trl_environment
+
+        env = cfg.env
+        rates = {str(k): v for k, v in env.faults.items()}
+        episodes = {"environment_factory": trl_environment(environment_class(env.tools, env.environment)),
+                    "tool_timeout_s": env.tool_timeout_s, "max_result_chars": env.max_result_chars,
+                    "env_faults": Faults(rates, env.fault_seed) if rates else None}
     trainer = FailureAwareGRPOTrainer(
         model=model, processing_class=tok, reward_funcs=[total], args=args, train_dataset=dataset,
         callbacks=callbacks, failure=cfg.failure, constrain=cfg.decoding, advantage_clip=cfg.algo.advantage_clip,
-        run_dir=out, eval_rows=held, eval_every=cfg.run.eval_every, log_rollouts=cfg.run.log_rollouts, tags=tags)
+        run_dir=out, eval_rows=held, eval_every=cfg.run.eval_every, log_rollouts=cfg.run.log_rollouts, tags=tags,
+        **episodes)
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     for cb in (PrinterCallback, ProgressCallback):  # rlvr's CLI shows its own progress; the run folder has the rest

@@ -25,6 +25,11 @@ ALIASES = {"loss": "loss/policy", "clip_ratio/region_mean": "loss/clipfrac", "kl
            "learning_rate": "lr", "completions/clipped_ratio": "completions/truncated_frac"}
 
 
+def _episode(ep: Any) -> dict[str, Any]:
+    """An episode's turns and events for its rollout line (nothing for a single-turn rollout)."""
+    return {"episode": ep.record()} if ep is not None else {}
+
+
 def _gold(row: dict[str, Any]) -> Any:
     return next((row[c] for c in (*GOLD_COLUMNS, "tests", "constraints") if row.get(c) is not None), None)
 
@@ -49,8 +54,8 @@ class RunFolder(TrainerCallback):
 
         d = gen.decision
         rank = trainer.accelerator.process_index
-        replaced = gather_object([(rank, o["row"], o["attempt"], o["view"], o["cause"], gen.rows[o["row"]])
-                                  for o in gen.replaced])
+        replaced = gather_object([(rank, o["row"], o["attempt"], o["view"], o["cause"], gen.rows[o["row"]],
+                                   _episode(o.get("episode"))) for o in gen.replaced])
         step = trainer.state.global_step + 1
         if not self.main:
             return
@@ -60,11 +65,13 @@ class RunFolder(TrainerCallback):
         m["completions/mean_chars"] = sum(lengths) / max(len(lengths), 1)
         self.pending[step] = m
         if self.rollouts is not None:
+            eps = gen.episodes_all or [None] * len(gen.views)
             recs = [rollout_record(v, d.causes[i], prompt=r.get("prompt"), gold=_gold(r), task=r.get("task"),
-                                   advantage=float(d.advantages[i]), admitted=bool(d.admit[i]), rank=gen.ranks[i])
-                    for i, (v, r) in enumerate(zip(gen.views, gen.rows_all))]
+                                   advantage=float(d.advantages[i]), admitted=bool(d.admit[i]), rank=gen.ranks[i],
+                                   **_episode(ep))
+                    for i, (v, r, ep) in enumerate(zip(gen.views, gen.rows_all, eps))]
             recs += [rollout_record(v, c, prompt=r.get("prompt"), gold=_gold(r), task=r.get("task"), rank=rk,
-                                    replaced=True, attempt=att) for rk, _row, att, v, c, r in replaced]
+                                    replaced=True, attempt=att, **ep) for rk, _row, att, v, c, r, ep in replaced]
             self.rollouts.log(step, recs)
 
     # ------------------------------------------------------------------ TrainerCallback
@@ -128,21 +135,27 @@ class RunFolder(TrainerCallback):
         rows = self.eval_rows[acc.process_index :: acc.num_processes]
         model = acc.unwrap_model(t.model)
         was = model.training
+        turns_for = t.eval_turns if t.tools else None  # episodes: as TRL's tool loop renders them, fault-free
         with torch.no_grad():
             ev = greedy_eval(model, t.processing_class, rows, max_new_tokens=t.max_completion_length,
-                             constrain=t.constrainer) if rows else {"accuracy": 0.0, "truncated": 0.0, "statuses": {}}
+                             constrain=t.constrainer, turns_for=turns_for) if rows else {
+                "accuracy": 0.0, "truncated": 0.0, "statuses": {}}
         model.train(was)
         parts = gather_object([(len(rows), ev)])
         n = sum(k for k, _ in parts) or 1
         total = {"accuracy": sum(k * e["accuracy"] for k, e in parts) / n,
                  "truncated": sum(k * e["truncated"] for k, e in parts) / n, "statuses": {}}
+        if turns_for is not None:
+            for key in ("tool_rate", "tool_calls"):
+                total[key] = sum(k * e.get(key, 0.0) for k, e in parts) / n
         for k, e in parts:
             for s, v in e.get("statuses", {}).items():
                 total["statuses"][s] = total["statuses"].get(s, 0.0) + k * v / n
         self.last_eval = (step, total)
         if self.main and self.metrics is not None:
             self.metrics.log(step, {"eval/accuracy": total["accuracy"], "eval/truncated": total["truncated"],
-                                    **{f"eval/{s}": v for s, v in total["statuses"].items()}})
+                                    **{f"eval/{s}": v for s, v in total["statuses"].items()},
+                                    **{f"eval/{k}": total[k] for k in ("tool_rate", "tool_calls") if k in total}})
         return total
 
 

@@ -67,6 +67,8 @@ class _Generation:
     views: list[RolloutView] = field(default_factory=list)  # every process's rows, gathered
     ranks: list[int] = field(default_factory=list)
     rows_all: list[dict[str, Any]] = field(default_factory=list)
+    episodes: list[Any] | None = None  # this process's rows' episodes (TRL's tool loop), None without tools
+    episodes_all: list[Any] | None = None  # every process's, gathered
 
 
 class FailureAwareGRPOTrainer(GRPOTrainer):
@@ -82,6 +84,11 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         eval_every: 0 (only before and after) or a step interval.
         log_rollouts: write every rollout to ``rollouts.jsonl``.
         tags: the format's ``(think, answer)`` tags (for alarms and the grammar).
+        tool_timeout_s: with TRL's ``tools`` / ``environment_factory``: seconds a tool call may run
+            (past it: ``env_timeout``; TRL has no limit on a sync tool).
+        max_result_chars: a longer tool result is cut to it (and says so).
+        env_faults: injected environment faults (:class:`rlvr.episodes.Faults`), for tests and
+            benchmarks.
         *args: ``trl.GRPOTrainer``'s own.
         **kwargs: ``trl.GRPOTrainer``'s own.
     """
@@ -100,8 +107,12 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, failure: FailureConfig | None = None, constrain: Any = None,
                  advantage_clip: float | None = None, run_dir: str | Path | None = None,
                  eval_rows: list[Any] | None = None, eval_every: int = 0, log_rollouts: bool = True,
-                 tags: tuple[str | None, str] = ("think", "answer"), **kwargs: Any) -> None:
+                 tags: tuple[str | None, str] = ("think", "answer"), tool_timeout_s: float = 10.0,
+                 max_result_chars: int = 2000, env_faults: Any = None, **kwargs: Any) -> None:
         self.failure = failure or FailureConfig()
+        self.tool_timeout_s, self.max_result_chars, self.env_faults = tool_timeout_s, max_result_chars, env_faults
+        if kwargs.get("tools") or kwargs.get("environment_factory") is not None:
+            kwargs["environment_factory"] = _check_episodes(kwargs, constrain)
         train = kwargs.get("train_dataset")
         if train is not None and hasattr(train, "column_names"):
             _check_columns(train.column_names)
@@ -114,6 +125,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             _vllm_structured_output(args_, decoding, tags)
         super().__init__(*args, **kwargs)
         self._prompt_ids = list(self.train_dataset["prompt_id"]) if self.train_dataset is not None else []
+        self.max_iterations = int(self.max_tool_calling_iterations)
+        self._after_call: list[int] | None = None
         think, answer = tags
         self.fa = FailureAware(self.failure, group_size=self.num_generations,
                                scale_rewards=self.scale_rewards != "none", advantage_clip=advantage_clip,
@@ -182,7 +195,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         completion_ids, logprobs, bits = self._sample(prompt_ids, images, multimodal_fields, num_generations,
                                                       has_tool_images)
         gen = self._gen
-        if gen is None or not self.model.training:
+        if gen is None or not self.model.training or self.tools:  # episodes are redrawn whole, in _generate
             return completion_ids, logprobs
         completion_ids, logprobs, bits = self._resample(prompt_ids, completion_ids, logprobs, bits, images,
                                                         multimodal_fields, has_tool_images)
@@ -294,6 +307,179 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                     logprobs[i] = new_lp[j]
         return completion_ids, logprobs, bits
 
+    # ------------------------------------------------------------------ episodes (TRL's tool loop)
+    def _generate(self, prompts: list[Any]) -> tuple[Any, ...]:
+        """TRL's generation with tools, each row's tools under a guard; then every row's episode read
+        back, and the episodes the step names (environment faults first) redrawn whole, with a fresh
+        environment, every process joining every round."""
+        gen = self._gen
+        if not self.tools or gen is None or not self.model.training:
+            return super()._generate(prompts)
+        from accelerate.utils import gather_object
+
+        step = self.state.global_step + 1
+        rows = list(range(len(prompts)))
+        guards = self._guard_rows(rows, [self.environments[i] if self.environments else None for i in rows],
+                                  step, 0)
+        out = list(super()._generate(prompts))
+        eps = self._read_episodes(out, guards, prompts, rows)
+        for attempt in range(1, self.failure.resample_tries + 2):
+            views = self._views(gen.rows, out[1], [e.answer for e in eps], out[3],
+                                self._call_rewards(gen.rows, out[3], out[1]), eps)
+            causes = self.fa.causes(views, step)
+            if gen.first_causes is None:
+                gen.first_causes = list(causes)
+            if attempt > self.failure.resample_tries:
+                break
+            bad = self.fa.to_resample(causes)
+            if max(gather_object([len(bad)])) == 0:
+                break
+            sub = bad or [0]  # a process with nothing to redraw still joins TRL's gathers
+            sub_prompts, envs = self._fresh(gen.rows, sub)
+            guards_sub = self._guard_rows(sub, envs, step, attempt)
+            saved = (self._sync_tool_dicts, self._async_tool_dicts, self.environments,
+                     getattr(self, "_batch_environments", None), self.num_generations)
+            try:
+                self._sync_tool_dicts = list(guards_sub)
+                self._async_tool_dicts = [{} for _ in sub]
+                if self.environments is not None:
+                    self.environments = list(envs)
+                    self._batch_environments = [saved[3][i] for i in sub]
+                self.num_generations = 1  # each redrawn row is its own prompt (vLLM groups by it)
+                new = super()._generate(sub_prompts)
+            finally:
+                (self._sync_tool_dicts, self._async_tool_dicts, self.environments, batch_envs,
+                 self.num_generations) = saved
+                if batch_envs is not None:
+                    self._batch_environments = batch_envs
+            new_eps = self._read_episodes(list(new), guards_sub, sub_prompts, sub)
+            for j, i in enumerate(bad):
+                gen.replaced.append({"row": i, "attempt": attempt, "view": views[i], "cause": causes[i],
+                                     "episode": eps[i]})
+                for k in (0, 1, 2, 3, 4, 7):  # prompt ids, completion ids, tool mask, messages, log-probs, images
+                    if out[k] is not None and new[k] is not None:
+                        out[k][i] = new[k][j]
+                eps[i] = new_eps[j]
+                if self.environments is not None:
+                    self.environments[i] = envs[j]
+        gen.episodes = eps
+        return tuple(out)
+
+    def _guard_rows(self, rows: list[int], envs: list[Any], step: int, attempt: int) -> list[Any]:
+        """Each row's tools (TRL's standalone ones and its environment's methods) under a fresh guard;
+        installed where TRL's tool loop looks them up."""
+        from rlvr.integrations.trl.episodes import GuardedTools, dead_reason
+
+        guards = []
+        for j, i in enumerate(rows):
+            env = envs[j]
+            sync, async_ = self._tool_dicts_for(env)
+            pid = str(self._gen.rows[i].get("prompt_id", i)) if self._gen is not None else str(i)
+            guards.append(GuardedTools({**async_, **sync}, key=f"{pid}:{step}:{i}:{attempt}",
+                                       timeout_s=self.tool_timeout_s, max_result_chars=self.max_result_chars,
+                                       faults=self.env_faults, loop=getattr(self, "async_loop", None),
+                                       dead=dead_reason(env) if env is not None else None))
+        if attempt == 0:
+            self._sync_tool_dicts = list(guards)
+            self._async_tool_dicts = [{} for _ in rows]
+        return guards
+
+    def _tool_dicts_for(self, env: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """TRL's tools for a row with environment ``env`` (as TRL builds them: its standalone tools and
+        the environment's public methods but ``reset`` / ``get_reward``)."""
+        import inspect
+
+        methods = []
+        if env is not None:
+            methods = [getattr(env, n) for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+                       if n not in ("reset", "get_reward") and not n.startswith("_")]
+        sync: dict[str, Any] = {}
+        async_: dict[str, Any] = {}
+        for tool in list(self._standalone_tools) + methods:
+            (async_ if inspect.iscoroutinefunction(tool) else sync)[tool.__name__] = tool
+        return sync, async_
+
+    def _fresh(self, rows: list[dict[str, Any]], sub: list[int]) -> tuple[list[Any], list[Any]]:
+        """Fresh environments for the rows ``sub`` (reset from their data rows, as TRL resets them) and
+        their prompts with the new observations."""
+        prompts, envs = [], []
+        for i in sub:
+            x = rows[i]
+            prompt = x.get("prompt", [{"role": "user", "content": ""}])
+            env = None
+            if self.environment_factories is not None:
+                name = self._batch_environments[i]
+                env = cast(dict[Any, Any], self.environment_factories)[name]()
+                kw = {k: v for k, v in x.items() if k != "environment"} if self._multi_environment else x
+                obs = env.reset(**kw)
+                last = prompt[-1] if isinstance(prompt, list) and prompt else {}
+                if isinstance(obs, str) and obs and isinstance(last.get("content"), str):
+                    prompt = prompt[:-1] + [{**last, "content": last["content"] + obs}]
+            prompts.append(prompt)
+            envs.append(env)
+        return prompts, envs
+
+    def _read_episodes(self, out: list[Any], guards: list[Any], prompts: list[Any], rows: list[int]) -> list[Any]:
+        """Each row's :class:`rlvr.episodes.Episode` from what TRL's loop returned (``out``: its
+        ``_generate`` tuple) and the guards' outcomes; an rlvr environment judges its own answer."""
+        from rlvr.integrations.trl.episodes import episode_of
+        from rlvr.rewards.base import prompt_text
+
+        stop = {*self.eos_token_ids, self._tokenizer.pad_token_id}
+        eps = []
+        for j, g in enumerate(guards):
+            ep = episode_of(out[3][j], out[1][j], out[2][j] if out[2] is not None else None, g.outcomes,
+                            prompt=prompt_text(prompts[j]), tokenizer=self._tokenizer, stop_ids=stop,
+                            max_iterations=self.max_iterations, dead=g.dead, env_faults=self.fa.env_faults)
+            env = self.environments[j] if self.environments and len(self.environments) == len(guards) else None
+            judge = getattr(getattr(env, "_rlvr_env", None), "reward", None)
+            if callable(judge) and ep.fault(self.fa.env_faults) is None and self._gen is not None:
+                try:
+                    ep.reward = float(judge(ep.answer, self._gen.rows[rows[j]]))
+                except Exception as e:  # the environment failed to judge: its fault, not the policy's
+                    from rlvr.episodes.episode import Event
+
+                    ep.events.append(Event(Cause.TOOL_ERROR, len(ep.turns), f"reward raised {type(e).__name__}: {e}"))
+                    ep.finish = "fault"
+            eps.append(ep)
+        return eps
+
+    def eval_turns(self, chunk: list[Any]) -> tuple[Any, list[list[int]]]:
+        """Held-out episodes for rlvr's greedy evaluation (``turns_for`` of
+        :func:`rlvr.grpo.evaluate.greedy_eval`): each sample with a fresh environment and no injected
+        fault, its turns rendered exactly as TRL's tool loop renders them (the chat template's text
+        after a call, then TRL's tool suffix), so the policy is measured in the format it trains in."""
+        from rlvr.grpo.turns import Turns
+        from rlvr.integrations.trl.episodes import EvalEnvironment
+        from rlvr.rewards.base import prompt_text
+
+        tok = self._tokenizer
+        rows = [{"prompt": s.prompt, "gold": s.gold, "task": s.task, "prompt_id": s.id, **s.extra} for s in chunk]
+        if self._after_call is None:
+            self._after_call = _after_call_ids(self.processing_class, self.chat_template)
+
+        def render(result: str, name: str) -> list[int]:
+            assert self._after_call is not None
+            return self._after_call + list(self._get_tool_suffix_ids([{"role": "tool", "name": name or "tool",
+                                                                        "content": result}]))
+
+        turns = Turns(tok, lambda: EvalEnvironment(self), rows, [f"eval:{s.id}" for s in chunk],
+                      [prompt_text(s.prompt) for s in chunk], max_turns=min(self.max_iterations, 15) + 1,
+                      timeout_s=self.tool_timeout_s, max_result_chars=self.max_result_chars,
+                      env_faults=self.fa.env_faults, render_result=render)
+        prompts = []
+        for s, obs in zip(chunk, turns.observations):
+            msgs = [dict(m) for m in s.prompt] if isinstance(s.prompt, list) else [{"role": "user",
+                                                                                     "content": s.prompt}]
+            if obs:  # joined as TRL joins an observation: appended to the last message
+                msgs[-1]["content"] = f"{msgs[-1]['content']}{obs}"
+            ids = self.processing_class.apply_chat_template(msgs, tools=self.tools or None, tokenize=True,
+                                                            add_generation_prompt=True, return_dict=True,
+                                                            chat_template=self.chat_template,
+                                                            **cast(dict[str, Any], self.chat_template_kwargs))
+            prompts.append(list(ids["input_ids"]))
+        return turns, prompts
+
     def _local_views(self, rows: list[dict[str, Any]], completion_ids: list[list[int]]) -> list[RolloutView]:
         """Each row as the failure-aware step sees it, scored by this trainer's reward functions
         (called as TRL calls them; rlvr's rewards cache their verdicts, so TRL's own call after
@@ -306,12 +492,19 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         return self._views(rows, completion_ids, texts, completions, values)
 
     def _views(self, rows: list[dict[str, Any]], completion_ids: list[list[int]], texts: list[str],
-               completions: list[Any], values: list[list[float | None]]) -> list[RolloutView]:
+               completions: list[Any], values: list[list[float | None]],
+               episodes: list[Any] | None = None) -> list[RolloutView]:
         """Views from each reward function's values per row; verdicts and components from what rlvr's
-        rewards kept of their last call (``.last``), rlvr's verifier for rows none of them verified."""
+        rewards kept of their last call (``.last``), rlvr's verifier for rows none of them verified.
+        ``episodes``: the rows are episodes (their cause, events, answer and finish join the view)."""
+        import dataclasses
+
+        from rlvr.episodes.episode import env_scored
+
         verdicts, components, weights = self._kept(rows, completions, values)
         stop = {*self.eos_token_ids, self._tokenizer.pad_token_id}
         version = self.state.global_step
+        owned = self.fa.env_faults
         out = []
         for i, r in enumerate(rows):
             finish = "length" if not completion_ids[i] or completion_ids[i][-1] not in stop else "eos"
@@ -319,8 +512,15 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             present = [(w, v) for w, v in zip(self.reward_weights.tolist(), vals) if v is not None]
             total = sum(w * v for w, v in present) if present else None
             unscored = any(v is None and not isinstance(f, Reward) for f, v in zip(self.reward_funcs, vals))
-            out.append(RolloutView(str(r.get("prompt_id", i)), verdicts[i], total, components[i], finish, texts[i],
-                                   version, weights, unscored))
+            view = RolloutView(str(r.get("prompt_id", i)), verdicts[i], total, components[i], finish, texts[i],
+                               version, weights, unscored)
+            ep = episodes[i] if episodes is not None else None
+            if ep is not None:
+                view = dataclasses.replace(view, finish=ep.finish, text=ep.answer, episode=ep.cause(owned),
+                                           events=tuple(e.cause for e in ep.events))
+                if ep.reward is not None:
+                    view = env_scored(view, ep)
+            out.append(view)
         return out
 
     def _call_rewards(self, rows: list[dict[str, Any]], completions: list[Any],
@@ -377,16 +577,23 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         mine = rewards_per_func[rank * n : (rank + 1) * n].tolist()  # TRL gathered them: this process's rows
         values = [[None if math.isnan(v) else v for v in row] for row in mine]
         texts = self.processing_class.batch_decode(completion_ids_list, skip_special_tokens=True)
-        views = self._views(inputs, completion_ids_list, texts, completions, values)
-        gathered = gather_object([(rank, v, gen.first_causes[i] if gen.first_causes else None, r)
+        eps = gen.episodes
+        views = self._views(inputs, completion_ids_list, texts, completions, values, eps)
+        gathered = gather_object([(rank, v, gen.first_causes[i] if gen.first_causes else None, r,
+                                   eps[i] if eps is not None else None)
                                   for i, (v, r) in enumerate(zip(views, inputs))])
         gen.views = [g[1] for g in gathered]
         gen.ranks = [g[0] for g in gathered]
         gen.rows_all = [g[3] for g in gathered]
+        gen.episodes_all = [g[4] for g in gathered] if eps is not None else None
         first = [g[2] for g in gathered]
         gen.decision = self.fa.decide(gen.views, self.state.global_step + 1,
                                       first_causes=first if all(c is not None for c in first) else None,
                                       drop_uninformative=self.failure.dynamic_sampling > 0)
+        if gen.episodes_all is not None:  # the same tool metrics as rlvr's engine logs
+            from rlvr.episodes import tool_metrics
+
+            gen.decision.metrics.update(tool_metrics(gen.episodes_all))
         for k, v in gen.decision.metrics.items():  # TRL's own logging carries rlvr's metrics too
             if isinstance(v, int | float) and not isinstance(v, bool):
                 self._metrics["train"][k].append(float(v))
@@ -475,6 +682,55 @@ def _check_columns(columns: list[str]) -> None:
         raise ConfigError(f"FailureAwareGRPOTrainer tells format deaths from verification deaths by verifying each "
                           f"completion: the dataset needs a gold column ({' / '.join(GOLD_COLUMNS)}); it has "
                           f"{sorted(columns)}")
+
+
+def _check_episodes(kwargs: dict[str, Any], constrain: Any) -> Any:
+    """TRL's ``tools`` / ``environment_factory`` checked before TRL builds anything (every tool can be
+    described; one environment can be built; the chat template can render a tool call); returns the
+    factory guarded (:func:`rlvr.integrations.trl.episodes.guard_factories`)."""
+    import inspect
+
+    from rlvr.integrations.trl.episodes import check_tools, guard_factories
+
+    if (isinstance(constrain, DecodingConfig) and constrain.constrain != "none") or (
+            constrain is not None and not isinstance(constrain, DecodingConfig)):
+        raise ConfigError("decoding.constrain with tools: the answer grammar would have to admit tool calls, which "
+                          "it does not; constrain: none for episodes with tools")
+    check_tools(kwargs.get("tools") or [], "tools")
+    factory = kwargs.get("environment_factory")
+    factories = factory if isinstance(factory, dict) else ({None: factory} if factory is not None else {})
+    for name, f in factories.items():
+        where = f"environment_factory[{name!r}]" if name is not None else "environment_factory"
+        try:
+            env = f()
+        except Exception as e:
+            raise ConfigError(f"{where}: the environment cannot be built: {type(e).__name__}: {e}") from None
+        if not callable(getattr(env, "reset", None)):
+            raise ConfigError(f"{where}: {type(env).__name__} has no reset(**row) method")
+        check_tools([getattr(env, n) for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+                     if n not in ("reset", "get_reward") and not n.startswith("_")], where)
+    tok = kwargs.get("processing_class")
+    if tok is not None:
+        from trl.chat_template_utils import supports_tool_calling
+
+        if not supports_tool_calling(tok):
+            raise ConfigError("tools on TRL: the tokenizer's chat template cannot render a tool call and its result "
+                              "(TRL renders every turn through it); use a model whose template does (Qwen2.5/3, "
+                              "Llama 3.1, rlvr's tiny model), or set tokenizer.chat_template to one that does")
+    return guard_factories(factory)
+
+
+def _after_call_ids(tok: Any, chat_template: str | None) -> list[int]:
+    """The tokens the chat template writes after a tool call, to the end of the assistant's turn (what
+    the policy emits before TRL appends the result: ``<eos>`` for the tiny model, ``<|im_end|>`` and
+    a newline for Qwen)."""
+    call = [{"type": "function", "function": {"name": "f", "arguments": {}}}]
+    text = tok.apply_chat_template([{"role": "user", "content": "q"}, {"role": "assistant", "content": "",
+                                                                         "tool_calls": call}],
+                                   tokenize=False, chat_template=chat_template)
+    at = text.rfind("</tool_call>")
+    tail = text[at + len("</tool_call>"):] if at >= 0 else ""
+    return list(tok(tail, add_special_tokens=False)["input_ids"]) if tail else []
 
 
 def _verify_row(row: dict[str, Any], completion: Any) -> Verdict:

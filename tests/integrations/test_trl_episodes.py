@@ -1,0 +1,231 @@
+"""Episodes with tools on TRL's GRPOTrainer: real TRL runs of its tool loop, rlvr's guards on every row.
+
+The policy is the tiny model taught by SFT to call the calculator in its chat template's format
+(the call turn ends with <eos>, TRL appends the result and the model answers), so TRL's own loop
+parses and runs real calls; nothing of TRL is mocked.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+trl = pytest.importorskip("trl")
+
+from rlvr.config import FailureConfig
+from rlvr.data.tasks import Sample
+from rlvr.diagnostics.causes import Cause
+from rlvr.episodes import Faults
+from rlvr.episodes.guard import Outcome
+from rlvr.episodes.traces import trace_of
+from rlvr.errors import ConfigError
+from rlvr.integrations.trl.episodes import episode_of
+
+PAIRS = [(12, 34), (56, 78), (91, 23), (45, 67)]
+
+
+def calculator(expression: str) -> str:
+    """Evaluate an arithmetic expression exactly.
+
+    Args:
+        expression: numbers with + - * / and parentheses.
+    """
+    from rlvr.episodes.tools import Calculator
+
+    return Calculator().calculator(expression)
+
+
+def _samples() -> list[Sample]:
+    return [Sample([{"role": "user", "content": f"{a}*{b}"}], str(a * b), "math", f"p{a}x{b}") for a, b in PAIRS]
+
+
+@pytest.fixture(scope="module")
+def policy():
+    """The tiny model after SFT on calculator traces in TRL's turn format."""
+    from rlvr.models.tiny import build_model, build_tokenizer
+    from rlvr.sft import sft
+
+    torch.manual_seed(0)
+    tok = build_tokenizer(max_length=512)
+    model = build_model(tok, hidden=64, layers=2, heads=4, max_positions=256)
+    sft(model, tok, itertools.cycle(_samples()), steps=150, batch_size=4, lr=5e-3, eval_every=0, warmup_steps=10,
+        completion_of=lambda s: trace_of(s, after_call="<eos>"))
+    return model.eval(), tok
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def _trainer(policy, tmp_path: Path, *, steps: int = 1, **kw):
+    from datasets import Dataset
+
+    from rlvr.integrations.trl import FailureAwareGRPOTrainer
+    from rlvr.rewards import build_reward
+
+    model, tok = policy
+    rows = [{"prompt": s.prompt, "answer": s.gold, "prompt_id": s.id} for s in _samples()] * 2
+    args = trl.GRPOConfig(output_dir=str(tmp_path), max_steps=steps, per_device_train_batch_size=8,
+                          num_generations=4, max_completion_length=kw.pop("max_new", 160), learning_rate=1e-4,
+                          logging_steps=1, report_to="none", use_cpu=True, bf16=False, gradient_checkpointing=False,
+                          save_strategy="no", seed=0, beta=0.0, disable_tqdm=True, temperature=1.0,
+                          max_tool_calling_iterations=kw.pop("iterations", 2))
+    kw.setdefault("tools", [calculator])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return FailureAwareGRPOTrainer(model=copy.deepcopy(model), processing_class=tok,
+                                       reward_funcs=[build_reward("accuracy")], args=args,
+                                       train_dataset=Dataset.from_list(rows), **kw)
+
+
+def test_trl_tool_loop_runs_under_guards_and_environment_faults_leave_the_step(policy, tmp_path) -> None:
+    tr = _trainer(policy, tmp_path, failure=FailureConfig(resample_tries=2), eval_rows=_samples(),
+                  env_faults=Faults({"tool_error": 0.3, "env_timeout": 0.1}, seed=1))
+    tr.train()
+    recs = _lines(tmp_path / "rollouts.jsonl")
+    kept = [r for r in recs if not r.get("replaced")]
+    assert len(kept) == 8
+    eps = [r["episode"] for r in kept]
+    # TRL's loop made real calls through the guard: the call, the calculator's exact result, the answer
+    called = [e for e in eps if e["tool_calls"]]
+    assert called, eps
+    for r in kept:
+        e = r["episode"]
+        if e["finish"] == "eos" and e["tool_calls"] and not e["events"]:
+            assert [t["role"] for t in e["turns"]] == ["assistant", "tool", "assistant"]
+            assert e["turns"][1]["content"] == r["gold"]  # what the tool returned, as the policy saw it
+            assert r["completion"] == e["turns"][-1]["content"]  # the verifier judged the final turn only
+    # injected faults were recorded where they happened and their episodes redrawn whole
+    replaced = [r for r in recs if r.get("replaced")]
+    assert replaced and all(r["cause"] in ("tool_error", "env_timeout") for r in replaced)
+    assert all(r["episode"]["finish"] == "fault" and r["episode"]["events"] for r in replaced)
+    # an episode that is still the environment's fault after the redraws stays out of the step
+    for r in kept:
+        if r["cause"] in ("tool_error", "env_timeout", "env_crash"):
+            assert not r["admitted"] and r["advantage"] == 0.0
+    lines = _lines(tmp_path / "metrics.jsonl")
+    m = next(x for x in lines if "tools/calculator/calls" in x)
+    assert m["tools/calculator/calls"] >= len(called) and "episodes/turns" in m
+    assert m["env/fault_rate"] >= 0.0 and m["failure/resampled"] == len(replaced)
+    # held-out episodes run in TRL's own turn format, fault-free: the SFT'd policy calls and answers
+    ev = [x for x in lines if "eval/accuracy" in x]
+    assert len(ev) == 2 and ev[0]["eval/tool_rate"] == 1.0 and ev[0]["eval/accuracy"] >= 0.75, ev
+
+
+def test_an_environment_whose_reset_raises_is_an_env_crash_not_a_crashed_step(policy, tmp_path) -> None:
+    class Flaky:
+        calls = 0
+
+        def reset(self, **row) -> None:
+            Flaky.calls += 1
+            if Flaky.calls % 3 == 0:
+                raise RuntimeError("session service unavailable")
+
+        def calculator(self, expression: str) -> str:
+            """Evaluate an arithmetic expression exactly.
+
+            Args:
+                expression: numbers with + - * / and parentheses.
+            """
+            return calculator(expression)
+
+    tr = _trainer(policy, tmp_path, tools=None, environment_factory=Flaky, failure=FailureConfig(resample_tries=3))
+    tr.train()
+    recs = _lines(tmp_path / "rollouts.jsonl")
+    crashed = [r for r in recs if r["cause"] == "env_crash"]
+    assert crashed and all(r.get("replaced") or not r["admitted"] for r in crashed)
+    assert any("session service unavailable" in e["detail"] for r in crashed for e in r["episode"]["events"])
+
+
+class _Tok:
+    def decode(self, ids):
+        return "".join(ids)
+
+
+def test_what_trl_leaves_untraced_is_classified_from_its_messages() -> None:
+    call = {"type": "function", "function": {"name": "calculator", "arguments": {"expression": "1+1"}}}
+    ok = Outcome("2")
+    # a final turn that still holds <tool_call> markup TRL could not parse: malformed, the answer judged
+    text = "<tool_call>{oops</tool_call>"
+    ep = episode_of([{"role": "assistant", "content": text}], [*text, "E"], None, [], prompt="q", tokenizer=_Tok(),
+                    stop_ids={"E"}, max_iterations=2)
+    assert [e.cause for e in ep.events] == [Cause.MALFORMED_TOOL_CALL] and ep.finish == "eos"
+    # a call left unanswered after max_tool_calling_iterations rounds: turn_limit
+    msgs = [{"role": "assistant", "content": "", "tool_calls": [call]}, {"role": "tool", "content": "2"},
+            {"role": "assistant", "content": "", "tool_calls": [call]}]
+    ep = episode_of(msgs, list("aaRRbb"), [1, 1, 0, 0, 1, 1], [ok, ok], prompt="q", tokenizer=_Tok(), stop_ids=set(),
+                    max_iterations=1)
+    assert ep.cause() == Cause.TURN_LIMIT and ep.finish == "turn_limit"
+    # the same with rounds to spare: TRL rolled the result back, it did not fit
+    ep = episode_of(msgs, list("aaRRbb"), [1, 1, 0, 0, 1, 1], [ok, ok], prompt="q", tokenizer=_Tok(), stop_ids=set(),
+                    max_iterations=5)
+    assert ep.cause() == Cause.CONTEXT_OVERFLOW
+    # arguments that are not an object never reached a tool: the policy's bad_arguments
+    bad = {"type": "function", "function": {"name": "calculator", "arguments": "1+1"}}
+    ep = episode_of([{"role": "assistant", "content": "", "tool_calls": [bad]}, {"role": "tool", "content": "x"},
+                     {"role": "assistant", "content": "2"}], list("aaRRbE"), [1, 1, 0, 0, 1, 1], [],
+                    prompt="q", tokenizer=_Tok(), stop_ids={"E"}, max_iterations=3)
+    assert [e.cause for e in ep.events] == [Cause.BAD_ARGUMENTS] and ep.answer == "2" and ep.cause() is None
+
+
+def test_tool_lists_and_environments_trl_cannot_run_are_refused_before_trl_starts(policy, tmp_path) -> None:
+    def undocumented(x: int) -> int:
+        return x
+
+    with pytest.raises(ConfigError, match="undocumented"):
+        _trainer(policy, tmp_path, tools=[undocumented])
+
+    class Broken:
+        def __init__(self) -> None:
+            raise OSError("no sandbox")
+
+        def reset(self, **row) -> None: ...
+
+    with pytest.raises(ConfigError, match="environment_factory: the environment cannot be built: OSError"):
+        _trainer(policy, tmp_path, tools=None, environment_factory=Broken)
+    from rlvr.config import DecodingConfig
+
+    with pytest.raises(ConfigError, match="constrain"):
+        _trainer(policy, tmp_path, constrain=DecodingConfig(constrain="answer"))
+
+
+def test_rlvr_train_engine_trl_with_env_runs_episodes_on_two_processes(policy, tmp_path) -> None:
+    """The same ``env`` config as on rlvr's engine, with ``--set engine=trl --processes 2``: TRL's tool
+    loop on both processes, one run folder, ``rlvr causes`` splitting the causes by owner."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    model, tok = policy
+    folder = tmp_path / "policy"
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    out = tmp_path / "run"
+    sets = [f"model.name={folder}", "data.task=arithmetic", "data.task_options={digits: 2, ops: '*'}",
+            "data.eval_size=4", "rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=160",
+            "run.steps=1", "run.eval_every=0", f"run.out_dir={out}", "engine=trl",
+            "env={tools: [calculator], max_turns: 3, faults: {tool_error: 0.3}, fault_seed: 2}"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "MASTER_PORT": str(port),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    res = subprocess.run([sys.executable, "-m", "rlvr", "train", "--processes", "2",
+                          *[x for o in sets for x in ("--set", o)]], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = _lines(out / "rollouts.jsonl")
+    assert {r["rank"] for r in recs} == {0, 1}
+    assert all("episode" in r for r in recs) and any(r["episode"]["tool_calls"] for r in recs)
+    assert any(r.get("replaced") and r["cause"] == "tool_error" for r in recs)
+    causes = subprocess.run([sys.executable, "-m", "rlvr", "causes", str(out)], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert causes.returncode == 0, causes.stderr[-2000:]
+    assert "tool_error" in causes.stdout and "environment" in causes.stdout.lower()
