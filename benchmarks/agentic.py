@@ -20,7 +20,11 @@ the three with faults for ``1.5 M`` steps (they lose episodes to the faults). He
 greedy on 200 problems in a fault-free environment (what the policy can do), with the share of
 episodes that call the tool (the signature of failure-as-zero is a policy that learns to avoid it).
 
-    .venv/bin/python benchmarks/agentic.py [--steps M] [--rates 0.2 0.5 0.9] [--keep DIR] [--quick]
+With ``--engine trl`` the same arms train on TRL's ``GRPOTrainer`` (``FailureAwareGRPOTrainer``:
+TRL's own tool loop, rlvr's guards on every row), warmed up on traces in the chat template's turn
+format (the call turn ends with ``<eos>``, as TRL renders it); the last lines then say ``(trl)``.
+
+    .venv/bin/python benchmarks/agentic.py [--engine rlvr|trl] [--steps M] [--rates 0.2 0.5 0.9] [--keep DIR] [--quick]
 """
 
 from __future__ import annotations
@@ -49,8 +53,9 @@ ARMS = {
 }
 
 
-def warm_model(out: Path, steps: int, seed: int = 0) -> dict:
-    """The tiny model after SFT on calculator traces of 3-digit products (the tool-use warm-up)."""
+def warm_model(out: Path, steps: int, seed: int = 0, after_call: str = "") -> dict:
+    """The tiny model after SFT on calculator traces of 3-digit products (the tool-use warm-up;
+    ``after_call``: what the engine's turn format writes between a call and its result)."""
     from rlvr.data.tasks import arithmetic
     from rlvr.episodes.traces import trace_of
     from rlvr.models.tiny import build_model, build_tokenizer
@@ -62,7 +67,7 @@ def warm_model(out: Path, steps: int, seed: int = 0) -> dict:
     model = build_model(tok, seed=seed)
     t0 = time.perf_counter()
     res = sft(model, tok, arithmetic(seed + 10_000, digits=3, ops="*"), steps=steps, batch_size=16, lr=3e-3,
-              eval_every=0, warmup_steps=20, completion_of=trace_of,
+              eval_every=0, warmup_steps=20, completion_of=lambda row: trace_of(row, after_call=after_call),
               on_eval=lambda s, a, loss: print(f"  warm-up step {s}: loss {loss:.3f}", flush=True))
     model.save_pretrained(out)
     tok.save_pretrained(out)
@@ -77,15 +82,22 @@ def env_section(rate: float) -> str:
     return f"env={{tools: [calculator], max_turns: 2, faults: {faults}, fault_seed: 7}}"
 
 
-def train(warm: Path, out: Path, steps: int, every: int, rate: float, extra: list[str], seed: int) -> list[dict]:
+def train(warm: Path, out: Path, steps: int, every: int, rate: float, extra: list[str], seed: int,
+          engine: str = "rlvr") -> list[dict]:
     from rlvr.config import load_config
     from rlvr.grpo.metrics import read_metrics
     from rlvr.grpo.trainer import GRPOTrainer
 
     cfg = load_config(None, [*BASE, f"model.name={warm}", f"run.out_dir={out}", f"run.steps={steps}",
                              f"run.seed={seed}", f"run.eval_every={every}", f"run.save_every={steps}",
-                             env_section(rate), *extra])
+                             env_section(rate), f"engine={engine}", *extra])
     t0 = time.perf_counter()
+    if engine == "trl":
+        from rlvr.integrations.trl.from_config import train_trl
+
+        train_trl(cfg, on_log=lambda step, logs: print(f"    step {step:4d} ({time.perf_counter() - t0:.0f}s)",
+                                                       flush=True) if step % every == 0 else None)
+        return read_metrics(out)
 
     def progress(step: int, ev: dict) -> None:
         print(f"    step {step:4d}: held-out {ev['accuracy']:.3f}, tool-call rate {ev.get('tool_rate', 0):.2f} "
@@ -107,7 +119,7 @@ def summarise(metrics: list[dict]) -> dict:
             "redrawn_per_step": statistics.mean(m.get("failure/resampled", 0.0) for m in steps)}
 
 
-def plot(results: dict, rates: list[float], path: Path) -> None:
+def plot(results: dict, rates: list[float], path: Path, engine: str = "rlvr") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -126,7 +138,8 @@ def plot(results: dict, rates: list[float], path: Path) -> None:
     axes[0][0].set_ylabel("held-out accuracy (fault-free env)")
     axes[1][0].set_ylabel("episodes that call the tool")
     axes[0][0].legend(fontsize=8)
-    fig.suptitle("Tool-use episodes under environment faults (tiny model, calculator, 3-digit products)")
+    on = "rlvr's engine" if engine == "rlvr" else "TRL's GRPOTrainer"
+    fig.suptitle(f"Tool-use episodes under environment faults on {on} (tiny model, calculator, 3-digit products)")
     save_figure(fig, path)
 
 
@@ -141,6 +154,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="runs side by side (one torch thread each)")
     ap.add_argument("--keep", type=Path, help="keep each run folder as DIR/<fault rate>/<arm>/")
     ap.add_argument("--quick", action="store_true", help="0.5 faults only, 30 steps (make bench-check)")
+    ap.add_argument("--engine", choices=["rlvr", "trl"], default="rlvr")
     args = ap.parse_args()
     if args.quick:
         args.rates, args.steps, args.eval_every = [0.5], min(args.steps, 30), 10
@@ -153,7 +167,7 @@ def main() -> None:
     root = args.keep or tmp
     warm = args.warm or tmp / "warm"
     if not (warm / "config.json").exists():
-        warm_model(warm, args.sft_steps, args.seed)
+        warm_model(warm, args.sft_steps, args.seed, after_call="<eos>" if args.engine == "trl" else "")
     m, long = args.steps, int(1.5 * args.steps)
     jobs = [("0", "fault-free", m, 0.0, [])]
     jobs += [(f"{rate:g}", arm, long, rate, extra) for rate in args.rates for arm, extra in ARMS.items()]
@@ -165,23 +179,24 @@ def main() -> None:
         print(f"{arm} @ {key} faults: {r['start']:.3f} -> {r['final']:.3f} held-out, tool-call rate "
               f"{r['final_tool_rate']:.2f}", flush=True)
 
-    calls = {(key, arm): (warm, root / key / arm, steps, args.eval_every, rate, extra, args.seed)
+    calls = {(key, arm): (warm, root / key / arm, steps, args.eval_every, rate, extra, args.seed, args.engine)
              for key, arm, steps, rate, extra in jobs}
     side_by_side(train, calls, args.jobs, lambda k, metrics: done(k[0], k[1], metrics))
     results = {k: results[k] for k in ["0", *(f"{r:g}" for r in args.rates)]}
     ff = results["0"]["fault-free"]
     lines, bars = [], []
+    tag = "agentic" if args.engine == "rlvr" else "agentic (trl)"
     for rate in args.rates:
         r = results[f"{rate:g}"]
-        lines.append(f"agentic @{rate:g} faults, final held-out accuracy: rlvr {r['rlvr']['final']:.3f}, reward-0 "
+        lines.append(f"{tag} @{rate:g} faults, final held-out accuracy: rlvr {r['rlvr']['final']:.3f}, reward-0 "
                      f"{r['reward-0']['final']:.3f}, mask-only {r['mask-only']['final']:.3f}, "
                      f"fault-free {ff['final']:.3f}")
-        lines.append(f"agentic @{rate:g} faults, tool-call rate: rlvr {r['rlvr']['final_tool_rate']:.2f}, reward-0 "
+        lines.append(f"{tag} @{rate:g} faults, tool-call rate: rlvr {r['rlvr']['final_tool_rate']:.2f}, reward-0 "
                      f"{r['reward-0']['final_tool_rate']:.2f}, mask-only {r['mask-only']['final_tool_rate']:.2f}, "
                      f"fault-free {ff['final_tool_rate']:.2f}")
         reached = next((s for s, a in r["rlvr"]["curve"] if s > 0 and a >= ff["final"] - 0.02), None)
         r["rlvr"]["reached_at"] = reached
-        lines.append(f"agentic @{rate:g} faults, steps to the fault-free final: rlvr "
+        lines.append(f"{tag} @{rate:g} faults, steps to the fault-free final: rlvr "
                      f"{reached if reached is not None else 'never'} of {m}")
         for arm in r:
             mix = ", ".join(f"{k} {v:.1%}" for k, v in sorted(r[arm]["cause_mix"].items(), key=lambda kv: -kv[1]))
@@ -194,10 +209,11 @@ def main() -> None:
                 quick_decides=False),
             Bar("|rlvr - fault-free| tool-call rate @0.5", abs(r5["rlvr"]["final_tool_rate"] - ff["final_tool_rate"]),
                 "<=", 0.10, quick_decides=False)]
-    png = (RESULTS / "quick" if args.quick else RESULTS) / "agentic.png"
-    plot(results, args.rates, png)
-    report("agentic", {"results": results, "lines": lines, "steps": m, "cpu": cpu_report(), "plot": png.name},
-           bars, args, quick=args.quick)
+    name = "agentic" if args.engine == "rlvr" else "agentic_trl"
+    png = (RESULTS / "quick" if args.quick else RESULTS) / f"{name}.png"
+    plot(results, args.rates, png, args.engine)
+    report(name, {"results": results, "lines": lines, "steps": m, "cpu": cpu_report(), "plot": png.name,
+                  "engine": args.engine}, bars, args, quick=args.quick)
     print(f"plot: {png}")
     print("\n".join(lines))
     if args.keep is not None and args.warm is None:  # the warm-up is kept for the runs it started
