@@ -14,7 +14,10 @@ verl key                                   what it turns on
                                            quarantine, cold start, ``causes/*`` / ``failure/*``
                                            metrics, rlvr's run folder; the config checked at start
 ``rlvr: {...}`` (``+rlvr.<key>=`` on the   :mod:`.settings`: rewards and weights, the failure
-command line)                              policy, ``advantage_clip``, ``run_dir``
+command line)                              policy, ``advantage_clip``, ``run_dir``, ``env``
+``rollout.agent.default_agent_loop:        :mod:`.agent`: verl's ``ToolAgentLoop`` recording each
+rlvr_tool_agent``                          episode's causes where they happen (rlvr's tools for a
+                                           tool YAML: :mod:`.tools`)
 =========================================  =========================================================
 
 ``compute_score`` (:mod:`.score`) stays for verl's own reward managers
@@ -50,6 +53,10 @@ def register() -> bool:
         from rlvr.integrations.verl import trainer  # noqa: F401  (registers the "rlvr" v1 trainer)
     except ImportError as e:  # verl's own plugin loader would hide it: say why here
         logger.warning("rlvr: verl's v1 trainer could not be imported (%s); trainer_mode rlvr is unavailable", e)
+    try:
+        from rlvr.integrations.verl import agent  # noqa: F401  (registers the "rlvr_tool_agent" agent loop)
+    except ImportError as e:
+        logger.warning("rlvr: verl's agent loop could not be imported (%s); rlvr_tool_agent is unavailable", e)
     return True
 
 

@@ -9,6 +9,7 @@ back in verl's row order.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +51,8 @@ class RowsDecision:
 
     def records(self, golds: Sequence[Any], tasks: Sequence[Any]) -> list[dict[str, Any]]:
         """``rollouts.jsonl`` lines, with each row's verl key."""
-        return [rollout_record(v, c, prompt=None, gold=g, task=t, advantage=float(a), admitted=bool(ok), key=r.key)
+        return [rollout_record(v, c, prompt=None, gold=g, task=t, advantage=float(a), admitted=bool(ok), key=r.key,
+                               **({"episode": ep} if (ep := _episode(r.info)) is not None else {}))
                 for r, v, c, a, ok, g, t in zip(self.rows, self.views, self.causes, self.advantages.tolist(),
                                                self.admit.tolist(), golds, tasks, strict=True)]
 
@@ -70,8 +72,17 @@ def view_of(row: Row) -> RolloutView:
     verdict = None if status == "none" else Verdict(Status(status), extracted=info.get("pred") or "",
                                                     reason=info.get("reason") or "")
     components = {k: v for k, v in info.items() if k not in _RESERVED}
+    episode = _episode(info)
+    own = info.get("episode_cause") or ""
     return RolloutView(row.prompt_id, verdict, info.get("total"), components, info.get("finish", "eos"),
-                       info.get("completion", ""), row.version)
+                       info.get("completion", ""), row.version, episode=Cause(own) if own else None,
+                       events=tuple(Cause(e["cause"]) for e in episode.get("events", [])) if episode else ())
+
+
+def _episode(info: dict[str, Any]) -> dict[str, Any] | None:
+    """The episode ``rlvr_tool_agent`` recorded for a row (None for a single-turn row)."""
+    raw = info.get("episode") or ""
+    return json.loads(raw) if raw else None
 
 
 def decide_rows(fa: FailureAware, rows: Sequence[Row], step: int,

@@ -21,6 +21,9 @@ from rlvr.integrations.verl.rows import finish_of, score_row
 from rlvr.integrations.verl.settings import check_row, settings_of
 from rlvr.rewards import Total
 
+#: Where ``rlvr_tool_agent`` leaves its episode record in the agent loop's extra fields.
+EPISODE_KEY = "rlvr_episode"
+
 
 @register("rlvr")
 class RlvrRewardManager(RewardManagerBase):
@@ -61,7 +64,9 @@ class RlvrRewardManager(RewardManagerBase):
         text = await self.loop.run_in_executor(None, lambda: self.tokenizer.decode(ids, skip_special_tokens=True))
         finish = finish_of(responses, valid, self.eos_ids)
         s = self.settings
+        tool_fields = nt.get("tool_extra_fields")
+        episode = tool_fields.get(EPISODE_KEY) if isinstance(tool_fields, dict) else None  # rlvr_tool_agent's
         row = await self.loop.run_in_executor(None, lambda: score_row(
             self.total, text, gold, finish=finish, data_source=nt.get("data_source"), extra_info=info, step=step,
-            exclude_truncated=s.failure.exclude_truncated, completion_chars=s.completion_chars))
+            exclude_truncated=s.failure.exclude_truncated, completion_chars=s.completion_chars, episode=episode))
         return {"reward_score": row.score, "reward_extra_info": row.extra}

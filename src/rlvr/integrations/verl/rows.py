@@ -7,16 +7,20 @@ and ``algorithm.filter_groups`` (dynamic sampling on ``acc``) read: ``acc`` (0/1
 weighted reward; None when nothing applied), ``status`` (the verdict), ``cause`` (rlvr's death
 cause), ``admit`` (0/1: may the row enter the group baseline and the loss, by what one row shows),
 ``finish``, ``pred`` (the extracted answer: verl's maj@N metrics vote on it), ``reason``,
-``completion`` (capped), and every reward component (None where it did not apply).
+``completion`` (capped), ``episode`` / ``episode_cause`` / ``tool_calls`` (what ``rlvr_tool_agent``
+recorded of a multi-turn episode: its JSON, its own cause; "", "", 0 for a single-turn row), and
+every reward component (None where it did not apply).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rlvr.diagnostics.causes import Cause, cause_of
+from rlvr.episodes.episode import ENDING_POLICY_FAULTS, ENVIRONMENT_FAULTS
 from rlvr.rewards import Total
 
 #: Causes that keep a row out of its group's baseline and out of the loss whatever the options.
@@ -33,9 +37,18 @@ class ScoredRow:
     extra: dict[str, Any]
 
 
+def episode_cause(record: Mapping[str, Any] | None,
+                  env_faults: frozenset[Cause] = ENVIRONMENT_FAULTS) -> Cause | None:
+    """An episode record's own cause (``rlvr_tool_agent``'s ``rlvr_episode``): an environment fault
+    first, else the policy fault that ended it (turn limit, context overflow); None: the answer decides."""
+    causes = [Cause(e["cause"]) for e in (record or {}).get("events", [])]
+    return next((c for c in causes if c in env_faults), None) or next(
+        (c for c in reversed(causes) if c in ENDING_POLICY_FAULTS), None)
+
+
 def score_row(total: Total, text: str, gold: Any, *, finish: str = "eos", data_source: str | None = None,
               extra_info: Mapping[str, Any] | None = None, step: int | None = None, exclude_truncated: bool = False,
-              completion_chars: int = 2000) -> ScoredRow:
+              completion_chars: int = 2000, episode: Mapping[str, Any] | None = None) -> ScoredRow:
     """Score one completion against its gold and say what killed it, if anything.
 
     Args:
@@ -47,6 +60,8 @@ def score_row(total: Total, text: str, gold: Any, *, finish: str = "eos", data_s
             ``steps`` reach the rewards as columns.
         step: the training step (reward weight schedules).
         exclude_truncated: truncated rows are not admitted either.
+        episode: what ``rlvr_tool_agent`` recorded (:mod:`rlvr.integrations.verl.agent`): its final
+            answer is what is judged (never a tool's output), its own cause wins.
     """
     info = dict(extra_info or {})
     task = info.get("task") or TASK_BY_SOURCE.get(str(data_source or "").lower())
@@ -54,10 +69,15 @@ def score_row(total: Total, text: str, gold: Any, *, finish: str = "eos", data_s
     for key in ("prompt", "language", "steps"):
         if key in info:
             columns[key] = [info[key]]
+    if episode is not None:  # the final turn only: a number a tool printed is not the policy's answer
+        text = str(episode.get("answer", ""))
     row = total.breakdown([text], step=step, **columns)[0]
     v = row.verdict
     cause = cause_of(v.status, finish, text=text) if v is not None and row.total is not None else Cause.INVALID
-    admitted = cause not in NEVER_ADMITTED and not (exclude_truncated and cause is Cause.TRUNCATED)
+    own = episode_cause(episode) if episode is not None else None
+    cause = own or cause
+    admitted = (cause not in NEVER_ADMITTED and cause not in ENVIRONMENT_FAULTS
+                and not (exclude_truncated and cause is Cause.TRUNCATED))
     extra: dict[str, Any] = {
         "acc": 1.0 if v is not None and v.correct else 0.0,
         "total": row.total,
@@ -68,6 +88,9 @@ def score_row(total: Total, text: str, gold: Any, *, finish: str = "eos", data_s
         "pred": (v.extracted or "") if v is not None else "",
         "reason": (v.reason or "")[:300] if v is not None else "no reward applied",
         "completion": text[:completion_chars],
+        "episode": json.dumps(dict(episode)) if episode is not None else "",
+        "episode_cause": own.value if own is not None else "",
+        "tool_calls": float(episode.get("tool_calls", 0)) if episode is not None else 0.0,
     }
     extra.update(row.components)
     return ScoredRow(float(row.total) if row.total is not None else 0.0, extra)

@@ -17,15 +17,31 @@ refused naming ``rlvr.<key>``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
 from rlvr.config import FailureConfig, RewardsConfig, _Strict
 from rlvr.errors import ConfigError
 
-#: What the reward manager writes into every row's ``reward_extra_info`` (same keys on every row).
-EXTRA_KEYS = ("acc", "total", "status", "cause", "admit", "finish", "pred", "reason", "completion")
+#: What the reward manager writes into every row's ``reward_extra_info`` (same keys on every row;
+#: ``episode``: the JSON of what ``rlvr_tool_agent`` recorded of a multi-turn episode, "" for a
+#: single-turn row; ``episode_cause``: its own cause, "" when the answer decides).
+EXTRA_KEYS = ("acc", "total", "status", "cause", "admit", "finish", "pred", "reason", "completion", "episode",
+              "episode_cause", "tool_calls")
+
+
+class VerlEnvSettings(_Strict):
+    """What ``rlvr_tool_agent`` adds to verl's multi-turn rollouts (``rlvr.env``)."""
+
+    tool_timeout_s: float = Field(10.0, gt=0)
+    """Seconds a tool call may run; past it the call is ``env_timeout`` (verl has no limit of its own)."""
+    retries: int = Field(2, ge=0)
+    """A call that meets an environment fault is tried again with a fresh tool instance this many
+    times inside the episode; still failing, the episode ends as ``fault`` (redrawn by group)."""
+    faults: dict[Literal["tool_error", "env_timeout", "env_crash"], float] = Field(default_factory=dict)
+    """Injected environment faults per kind, for tests and benchmarks (seeded; off by default)."""
+    fault_seed: int = 0
 
 
 class VerlSettings(_Strict):
@@ -42,6 +58,8 @@ class VerlSettings(_Strict):
     log_rollouts: bool = True
     completion_chars: int = Field(2000, ge=0)
     """How much of each completion travels in ``reward_extra_info`` (for the alarms and rollouts.jsonl)."""
+    env: VerlEnvSettings = VerlEnvSettings()
+    """Episodes with tools through ``rlvr_tool_agent``."""
 
 
 def _plain(node: Any) -> Any:
@@ -106,7 +124,42 @@ def check_config(config: Any) -> VerlSettings:
                               f"{estimator!r}): excluded rows must stay out of the group baseline")
         if not _get(config, "trainer.use_v1", True):
             raise ConfigError("trainer.v1.trainer_mode=rlvr is a v1 trainer: set trainer.use_v1=true")
+    check_tools_config(config)
     return settings
+
+
+def check_tools_config(config: Any) -> None:
+    """A multi-turn rollout rlvr cannot run is refused before any worker starts: the tool YAML and
+    function-tool file must load (each tool described), the parser must be Hermes for
+    ``rlvr_tool_agent`` to see malformed calls, and ``rlvr_tool_agent`` needs tools."""
+    mt = "actor_rollout_ref.rollout.multi_turn"
+    yaml_path = _get(config, f"{mt}.tool_config_path")
+    fn_path = _get(config, f"{mt}.function_tool_path")
+    agent = _get(config, "actor_rollout_ref.rollout.agent.default_agent_loop")
+    if not yaml_path and not fn_path:
+        if agent == "rlvr_tool_agent":
+            raise ConfigError(f"actor_rollout_ref.rollout.agent.default_agent_loop=rlvr_tool_agent has no tools: set "
+                              f"{mt}.tool_config_path (a tool YAML; rlvr's: examples/verl/rlvr_tools.yaml) or "
+                              f"{mt}.function_tool_path")
+        return
+    try:
+        from verl.tools.tool_registry import load_all_tools
+    except ImportError:  # pragma: no cover - verl is there whenever a verl config is
+        return
+    try:
+        tools = load_all_tools(tool_config_path=str(yaml_path) if yaml_path else None,
+                               function_tool_path=str(fn_path) if fn_path else None)
+    except Exception as e:
+        key = f"{mt}.tool_config_path" if yaml_path else f"{mt}.function_tool_path"
+        raise ConfigError(f"{key}={yaml_path or fn_path!r} cannot be loaded: {type(e).__name__}: {e} (each tool "
+                          "needs class_name, config.type: native and a tool_schema, or a described "
+                          "@function_tool)") from None
+    if not tools:
+        raise ConfigError(f"{mt}.tool_config_path / function_tool_path define no tools")
+    fmt = _get(config, f"{mt}.format", "hermes")
+    if agent == "rlvr_tool_agent" and fmt != "hermes":
+        raise ConfigError(f"{mt}.format={fmt!r}: rlvr_tool_agent reads calls in the Hermes markup "
+                          "(<tool_call>...</tool_call>) to tell a malformed call from an answer; set it to hermes")
 
 
 ID_KEYS = ("prompt_id", "index", "id")

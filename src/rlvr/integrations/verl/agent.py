@@ -1,0 +1,205 @@
+"""verl's agent loop ``rlvr_tool_agent``: ``ToolAgentLoop`` with each episode's causes recorded where they happen.
+
+verl 0.9's ``ToolAgentLoop`` answers every tool failure with the text ``"Error executing tool ..."``
+and goes on; its metrics are timings. This subclass (registered with verl's agent-loop registry
+when rlvr's plugin loads; ``actor_rollout_ref.rollout.agent.default_agent_loop: rlvr_tool_agent``)
+changes three handlers and nothing else:
+
+* ``_call_tool``: a name the row does not offer is the policy's ``unknown_tool``, arguments that are
+  not JSON its ``malformed_tool_call``, arguments outside the tool's schema its ``bad_arguments``
+  (the error goes back to it, the episode goes on). A call runs under ``rlvr.env.tool_timeout_s``;
+  a tool that raises is ``tool_error`` (``env_crash`` for :class:`rlvr.episodes.tools.EnvCrash`),
+  one past its limit ``env_timeout``: the environment's. Such a call is tried again with a fresh
+  tool instance (``create`` again) up to ``rlvr.env.retries`` times inside the episode (recovered
+  faults are kept in the record, out of the causes); still failing, the episode ends as ``fault``.
+* ``_handle_generating_state``: an episode stopped by ``max_assistant_turns`` / ``max_user_turns``
+  with a call in its last turn is ``turn_limit``; a last turn that holds ``<tool_call>`` markup the
+  parser could not read is ``malformed_tool_call`` (verl took it for the answer).
+* ``_handle_processing_tools_state``: a tool result that leaves no room in ``response_length`` is
+  ``context_overflow``.
+
+What happened travels in the output's ``extra_fields["rlvr_episode"]`` (events with cause, turn,
+detail, tool and latency; recovered faults; calls; turns; finish), which verl hands to the reward
+manager with the trajectory (``tool_extra_fields``): rlvr's ``rlvr`` reward manager turns it into the
+row's cause (:func:`rlvr.integrations.verl.rows.score_row`), and rlvr's replay buffer and estimator
+keep environment-fault rows out of the baseline and every loss token and redraw their group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from verl.experimental.agent_loop.agent_loop import register
+from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLoop
+from verl.tools.function_tool import FunctionTool, normalize_function_tool_return
+from verl.tools.schemas import ToolResponse
+
+from rlvr.diagnostics.causes import Cause
+from rlvr.episodes.guard import CALL_END, Faults, find_call
+from rlvr.episodes.tools import EnvCrash
+from rlvr.integrations.verl.settings import settings_of
+
+KEY = "rlvr_episode"  # the reward manager reads it (manager.EPISODE_KEY)
+
+
+def _state(agent_data: Any) -> dict[str, Any]:
+    """The episode's record, kept on verl's ``AgentData`` (its ``extra_fields`` stay verl's until the end)."""
+    st = agent_data.__dict__.get("_rlvr")
+    if st is None:
+        st = {"events": [], "recovered": [], "tool_calls": 0, "calls_run": 0, "finish": "eos", "fault": False}
+        agent_data.__dict__["_rlvr"] = st
+    return st
+
+
+@register("rlvr_tool_agent")
+class RlvrToolAgentLoop(ToolAgentLoop):
+    """``ToolAgentLoop`` + rlvr's causes (see the module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        env = settings_of(self.config).env
+        self.timeout_s, self.retries = env.tool_timeout_s, env.retries
+        rates = {str(k): v for k, v in env.faults.items()}
+        self.faults = Faults(rates, env.fault_seed) if rates else None
+
+    # ------------------------------------------------------------------ a tool call
+    def _event(self, st: dict[str, Any], cause: Cause, turn: int, detail: str, tool: str = "",
+               latency_s: float = 0.0, into: str = "events") -> None:
+        st[into].append({"cause": cause.value, "turn": turn, "detail": detail[:300], "tool": tool,
+                         "latency_s": round(latency_s, 4)})
+
+    async def _call_tool(self, tool_call: Any, tools_kwargs: dict[str, Any], agent_data: Any
+                         ) -> tuple[ToolResponse, float, dict[str, Any]]:
+        st = _state(agent_data)
+        st["tool_calls"] += 1
+        turn = max(agent_data.assistant_turns - 1, 0)
+        active: dict[str, Any] = getattr(agent_data, "_active_tools", self.tools) or {}
+        name = tool_call.name
+        if name not in active:
+            why = f"no tool {name!r}; tools: {', '.join(active)}"
+            self._event(st, Cause.UNKNOWN_TOOL, turn, why, name)
+            return ToolResponse(text=f"error: {why}"), 0.0, {}
+        try:
+            args = json.loads(tool_call.arguments)
+        except (json.JSONDecodeError, TypeError) as e:
+            why = f"the arguments of {name} do not parse: {e}"
+            self._event(st, Cause.MALFORMED_TOOL_CALL, turn, why, name)
+            return ToolResponse(text=f"error: {why}"), 0.0, {}
+        tool = active[name]
+        if (bad := _bad_arguments(tool, args)) is not None:
+            self._event(st, Cause.BAD_ARGUMENTS, turn, bad, name)
+            return ToolResponse(text=f"error: {bad}"), 0.0, {}
+        key = f"{agent_data.request_id}"
+        last: tuple[Cause, str, float] = (Cause.TOOL_ERROR, "", 0.0)
+        for attempt in range(self.retries + 1):
+            st["calls_run"] += 1
+            start = time.monotonic()
+            injected = self.faults.draw(key, st["calls_run"]) if self.faults is not None else None
+            if injected is not None:
+                last = (injected, f"injected {injected.value}", 0.0)
+            else:
+                try:
+                    raw = await asyncio.wait_for(self._execute(tool, args, tools_kwargs, agent_data), self.timeout_s)
+                    response, reward, res = raw
+                    return self._cut(response), reward, res
+                except TimeoutError:
+                    last = (Cause.ENV_TIMEOUT, f"{name} ran past {self.timeout_s:g}s", time.monotonic() - start)
+                except EnvCrash as e:
+                    last = (Cause.ENV_CRASH, f"EnvCrash: {e}", time.monotonic() - start)
+                except Exception as e:  # the tool failed on a well-formed call: the environment's fault
+                    last = (Cause.TOOL_ERROR, f"{type(e).__name__}: {e}", time.monotonic() - start)
+            if attempt < self.retries:  # tried again with a fresh instance: kept, not a cause
+                self._event(st, last[0], turn, last[1], name, last[2], into="recovered")
+        self._event(st, last[0], turn, last[1], name, last[2])
+        st["fault"] = True
+        return ToolResponse(text=f"error: {last[1]}"), 0.0, {}
+
+    async def _execute(self, tool: Any, args: dict[str, Any], tools_kwargs: dict[str, Any], agent_data: Any
+                       ) -> tuple[ToolResponse, float, dict[str, Any]]:
+        """One run of the tool, as verl runs it (a function tool directly, a ``BaseTool`` through a
+        fresh instance), its failures raised instead of turned into text."""
+        if isinstance(tool, FunctionTool):
+            return normalize_function_tool_return(await tool.call(args))
+        kwargs = tools_kwargs.get(tool.name, {})
+        instance_id, _ = await tool.create(create_kwargs=kwargs.get("create_kwargs", {}))
+        try:
+            response, reward, res = await tool.execute(instance_id, args, agent_data=agent_data)
+            return response, reward, res
+        finally:
+            await tool.release(instance_id)
+
+    def _cut(self, response: ToolResponse) -> ToolResponse:
+        """verl's own cut of a long tool result (``max_tool_response_length`` from the chosen side)."""
+        text, n = response.text, self.max_tool_response_length
+        if text and len(text) > n:
+            side = self.tool_response_truncate_side
+            if side == "left":
+                text = "(truncated)..." + text[-n:]
+            elif side == "right":
+                text = text[:n] + "...(truncated)"
+            else:
+                text = text[: n // 2] + "...(truncated)..." + text[-(n // 2):]
+            response = response.model_copy(update={"text": text})
+        return response
+
+    # ------------------------------------------------------------------ how the episode ends
+    async def _handle_generating_state(self, agent_data: Any, sampling_params: dict[str, Any],
+                                       ignore_termination: bool = False) -> AgentState:
+        state = await super()._handle_generating_state(agent_data, sampling_params, ignore_termination)
+        if state == AgentState.TERMINATED:
+            st = _state(agent_data)
+            text = self.tokenizer.decode(agent_data.response_ids)
+            turn = max(agent_data.assistant_turns - 1, 0)
+            if len(agent_data.response_mask) >= self.response_length:
+                st["finish"] = "length"
+            elif ((self.max_assistant_turns and agent_data.assistant_turns >= self.max_assistant_turns)
+                  or (self.max_user_turns and agent_data.user_turns >= self.max_user_turns)) and CALL_END in text:
+                self._event(st, Cause.TURN_LIMIT, turn, f"{agent_data.assistant_turns} turns without a final answer")
+                st["finish"] = "turn_limit"
+            elif find_call(text) is not None:  # markup the parser could not read: verl took it for the answer
+                self._event(st, Cause.MALFORMED_TOOL_CALL, turn, f"the tool call does not parse: {text[-200:]!r}")
+            self._finish(agent_data)
+        return state
+
+    async def _handle_processing_tools_state(self, agent_data: Any) -> AgentState:
+        state = await super()._handle_processing_tools_state(agent_data)
+        st = _state(agent_data)
+        turn = max(agent_data.assistant_turns - 1, 0)
+        if st["fault"]:  # the environment failed past its retries: the episode stops, to be redrawn
+            st["finish"] = "fault"
+            self._finish(agent_data)
+            return AgentState.TERMINATED
+        if state == AgentState.TERMINATED:
+            self._event(st, Cause.CONTEXT_OVERFLOW, turn, f"the tool result leaves no room in the "
+                        f"{self.response_length}-token response")
+            st["finish"] = "context_overflow"
+            self._finish(agent_data)
+        return state
+
+    def _finish(self, agent_data: Any) -> None:
+        st = _state(agent_data)
+        # the final answer is the last turn's text, when the episode ended on a turn of the policy's
+        answer = "" if st["finish"] in ("fault", "context_overflow") else self.tokenizer.decode(
+            agent_data.response_ids, skip_special_tokens=True)
+        agent_data.extra_fields[KEY] = {
+            "events": list(st["events"]), "recovered": list(st["recovered"]), "tool_calls": st["tool_calls"],
+            "turns": agent_data.assistant_turns, "finish": st["finish"], "answer": answer}
+
+
+def _bad_arguments(tool: Any, args: Any) -> str | None:
+    import jsonschema
+
+    if not isinstance(args, dict):
+        return f"the arguments of {tool.name} must be an object, got {type(args).__name__}"
+    schema = tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True)
+    params = schema.get("function", {}).get("parameters")
+    if not params:
+        return None
+    try:
+        jsonschema.validate(args, params)
+    except jsonschema.ValidationError as e:
+        return f"bad arguments for {tool.name}: {e.message}"
+    return None

@@ -1,0 +1,203 @@
+"""``rlvr_tool_agent`` inside verl: verl's own agent loop, config and tools, driven by a stub server that
+returns scripted token ids (in verl's ``*_on_cpu.py`` style), and rlvr's reward manager reading what it
+recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from verl import DataProto
+from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry
+from verl.tools.tool_registry import load_all_tools
+from verl.utils.dataset.rl_dataset import RLHFDataset
+from verl.workers.rollout.replica import TokenOutput
+
+from rlvr.errors import ConfigError
+from rlvr.integrations.verl.agent import RlvrToolAgentLoop
+from rlvr.integrations.verl.settings import check_config
+from rlvr.models.tiny import build_tokenizer
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "verl"
+TOK = build_tokenizer(max_length=1024)
+CALL = '<tool_call>{"name":"calculator","arguments":{"expression":"12*34"}}</tool_call><eos>'
+
+
+def example(*overrides: str):
+    with initialize_config_dir(config_dir=str(EXAMPLES), version_base=None):
+        return compose(config_name="calculator_agent_rlvr", overrides=[
+            f"actor_rollout_ref.rollout.multi_turn.tool_config_path={EXAMPLES / 'rlvr_tools.yaml'}", *overrides])
+
+
+class ScriptedServer:
+    """verl's server manager, answering each generate call with the next scripted turn."""
+
+    def __init__(self, turns: list[str]) -> None:
+        self.turns = list(turns)
+        self.prompts: list[list[int]] = []
+
+    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any],
+                       **kwargs: Any) -> TokenOutput:
+        self.prompts.append(list(prompt_ids))
+        ids = TOK(self.turns.pop(0), add_special_tokens=False)["input_ids"]
+        return TokenOutput(token_ids=ids, log_probs=[0.0] * len(ids))
+
+
+def run(turns: list[str], *overrides: str, tools: list | None = None) -> tuple[Any, ScriptedServer]:
+    cfg = example(*overrides)
+    server = ScriptedServer(turns)
+    mt = cfg.actor_rollout_ref.rollout.multi_turn
+    tool_list = tools if tools is not None else load_all_tools(mt.tool_config_path, None)
+
+    async def episode() -> Any:  # built inside the running loop, as verl's workers build it
+        loop = RlvrToolAgentLoop(trainer_config=DictConfigWrap(config=cfg), server_manager=server, tokenizer=TOK,
+                                 processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data),
+                                 tools=ToolListWrap(tool_list))
+        return await loop.run({"temperature": 1.0}, raw_prompt=[{"role": "user", "content": "12*34"}])
+
+    return asyncio.run(episode()), server
+
+
+def test_it_is_registered_with_verl_and_a_tool_call_runs_rlvrs_calculator() -> None:
+    assert "rlvr_tool_agent" in _agent_loop_registry
+    out, server = run([CALL, "<answer>408</answer><eos>"])
+    ep = out.extra_fields["rlvr_episode"]
+    assert ep["events"] == [] and ep["tool_calls"] == 1 and ep["finish"] == "eos"
+    assert ep["answer"] == "<answer>408</answer>"
+    # the tool's result was rendered into the sequence by verl's chat-template merge, out of the loss
+    text = TOK.decode(out.response_ids)
+    assert "<tool_response>408</tool_response>" in text
+    tool = [i for i, m in enumerate(out.response_mask) if m == 0]
+    assert tool and TOK.decode([out.response_ids[i] for i in tool]) == "<tool_response>408</tool_response>"
+    assert len(server.prompts) == 2
+
+
+def test_what_verl_turns_into_text_is_recorded_with_its_cause() -> None:
+    # markup the Hermes parser cannot read: verl took it for the answer
+    out, _ = run(['<tool_call>{"name": oops}</tool_call><eos>'])
+    assert [e["cause"] for e in out.extra_fields["rlvr_episode"]["events"]] == ["malformed_tool_call"]
+    # a tool the row does not offer, then an answer: the policy's fault, the episode goes on
+    out, _ = run(['<tool_call>{"name":"search","arguments":{"q":"x"}}</tool_call><eos>', "<answer>1</answer><eos>"])
+    ep = out.extra_fields["rlvr_episode"]
+    assert [e["cause"] for e in ep["events"]] == ["unknown_tool"] and ep["finish"] == "eos"
+    # arguments outside the tool's schema
+    bad = '<tool_call>{"name":"calculator","arguments":{"expr":"1"}}</tool_call><eos>'
+    out, _ = run([bad, "<answer>1</answer><eos>"])
+    assert [e["cause"] for e in out.extra_fields["rlvr_episode"]["events"]] == ["bad_arguments"]
+    # max_assistant_turns with a call in the last turn
+    out, _ = run([CALL, CALL], "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=2")
+    ep = out.extra_fields["rlvr_episode"]
+    assert [e["cause"] for e in ep["events"]] == ["turn_limit"] and ep["finish"] == "turn_limit"
+    # a tool result that leaves no room in the response
+    out, _ = run([CALL, "<answer>408</answer><eos>"], "actor_rollout_ref.rollout.response_length=90")
+    assert out.extra_fields["rlvr_episode"]["finish"] == "context_overflow"
+
+
+class Flaky:
+    """A verl function-style tool that fails on its first ``fails`` calls (a service outage)."""
+
+    def __init__(self, fails: int) -> None:
+        from verl.tools.schemas import OpenAIFunctionToolSchema
+
+        self.fails, self.name = fails, "calculator"
+        self.tool_schema = OpenAIFunctionToolSchema.model_validate(
+            {"type": "function", "function": {"name": "calculator", "description": "d", "parameters": {
+                "type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}})
+
+    async def create(self, create_kwargs=None):
+        return "i", None
+
+    async def execute(self, instance_id, parameters, **kwargs):
+        from verl.tools.schemas import ToolResponse
+
+        if self.fails > 0:
+            self.fails -= 1
+            raise ConnectionError("calculator service unavailable")
+        return ToolResponse(text="408"), 0.0, {}
+
+    async def release(self, instance_id):
+        return None
+
+
+def test_environment_faults_are_retried_with_a_fresh_instance_then_end_the_episode() -> None:
+    out, _ = run([CALL, "<answer>408</answer><eos>"], tools=[Flaky(fails=1)])
+    ep = out.extra_fields["rlvr_episode"]
+    assert ep["events"] == [] and [r["cause"] for r in ep["recovered"]] == ["tool_error"]  # recovered: no cause
+    out, server = run([CALL, "<answer>408</answer><eos>"], tools=[Flaky(fails=5)])
+    ep = out.extra_fields["rlvr_episode"]
+    assert [e["cause"] for e in ep["events"]] == ["tool_error"] and ep["finish"] == "fault"
+    assert "service unavailable" in ep["events"][0]["detail"] and len(ep["recovered"]) == 2
+    assert len(server.prompts) == 1 and ep["answer"] == ""  # stopped at the fault: nothing more sampled
+    out, _ = run([CALL, "<answer>408</answer><eos>"], "+rlvr.env.faults.env_crash=1.0")
+    assert out.extra_fields["rlvr_episode"]["events"][0]["cause"] == "env_crash"
+
+
+def _trajectory(extra_fields: dict, text: str) -> DataProto:
+    prompt = TOK("Q:12*34=")["input_ids"]
+    resp = TOK(text, add_special_tokens=False)["input_ids"]
+    width = len(resp) + 4
+    responses = torch.full((1, width), TOK.pad_token_id)
+    responses[0, : len(resp)] = torch.tensor(resp)
+    attention = torch.cat([torch.ones(1, len(prompt)), (torch.arange(width) < len(resp)).float()[None]], 1).long()
+    return DataProto.from_dict(
+        tensors={"prompts": torch.tensor([prompt]), "responses": responses, "attention_mask": attention},
+        non_tensors={"data_source": np.array(["arith"], dtype=object),
+                     "reward_model": np.array([{"ground_truth": "408"}], dtype=object),
+                     "extra_info": np.array([{"index": 3}], dtype=object),
+                     "tool_extra_fields": np.array([extra_fields], dtype=object)})
+
+
+def test_the_reward_manager_reads_the_episode_with_a_fixed_key_set_and_judges_the_final_turn_only() -> None:
+    from verl.trainer.ppo.reward import load_reward_manager
+
+    from rlvr.integrations.verl.batch import Row, view_of
+
+    good, _ = run([CALL, "<answer>408</answer><eos>"])
+    faulted, _ = run([CALL, "<answer>408</answer><eos>"], tools=[Flaky(fails=5)])
+    datas = [_trajectory(out.extra_fields, TOK.decode(out.response_ids, skip_special_tokens=True))
+             for out in (good, faulted)]
+
+    async def score() -> list[dict]:
+        manager = load_reward_manager(example(), TOK)
+        return [(await manager.run_single(d))["reward_extra_info"] for d in datas]
+
+    infos = asyncio.run(score())
+    assert len({tuple(sorted(i)) for i in infos}) == 1  # verl batches them: the same keys on every row
+    assert infos[0]["cause"] == "correct" and infos[0]["admit"] == 1.0 and infos[0]["tool_calls"] == 1.0
+    # the faulted episode's response holds the tool's "408" request, never its answer: not correct, not admitted
+    assert infos[1]["cause"] == "tool_error" and infos[1]["episode_cause"] == "tool_error" and infos[1]["admit"] == 0.0
+    assert infos[1]["acc"] == 0.0
+    view = view_of(Row("k_0_0", "k", "3", infos[1]))
+    assert view.episode is not None and view.episode.value == "tool_error" and view.events
+    assert json.loads(infos[1]["episode"])["finish"] == "fault"
+    # rlvr's replay buffer step: the faulted rows leave the group (mask zeroed, out of rlvr_grpo's
+    # baseline) and are the ones its group is redrawn for
+    from rlvr.config import FailureConfig
+    from rlvr.diagnostics.step import FailureAware
+    from rlvr.integrations.verl.batch import decide_rows
+
+    fa = FailureAware(FailureConfig(), group_size=1)
+    d = decide_rows(fa, [Row(f"u_{i}_0", "u", "3", infos[i % 2]) for i in range(4)], 1)
+    assert d.admit.tolist() == [True, False, True, False] and fa.to_resample(d.causes) == [1, 3]
+    assert d.metrics["env/fault_rate"] == 0.5
+
+
+def test_tool_configs_rlvr_cannot_run_are_refused_before_any_worker_starts(tmp_path) -> None:
+    check_config(example())  # the example: tools load, Hermes format, rlvr_tool_agent
+    with pytest.raises(ConfigError, match="has no tools"):
+        check_config(example("actor_rollout_ref.rollout.multi_turn.tool_config_path=null"))
+    bad = tmp_path / "tools.yaml"
+    bad.write_text("tools:\n  - class_name: rlvr.integrations.verl.tools.NoSuchTool\n    config: {type: native}\n")
+    with pytest.raises(ConfigError, match=r"tool_config_path=.*cannot be loaded"):
+        check_config(example(f"actor_rollout_ref.rollout.multi_turn.tool_config_path={bad}"))
+    with pytest.raises(ConfigError, match="hermes"):
+        check_config(example("actor_rollout_ref.rollout.multi_turn.format=qwen3_coder"))
+    with pytest.raises(ConfigError, match=r"rlvr\.env\.retries"):
+        check_config(example("rlvr.env.retries=-1"))
