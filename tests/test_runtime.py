@@ -40,3 +40,21 @@ def test_the_cpu_report_names_what_torchs_kernels_can_use() -> None:
 
     report = cpu_report()
     assert torch.backends.cpu.get_cpu_capability() in report and "cores" in report
+
+
+def test_bfloat16_on_a_cpu_without_it_is_refused_with_what_each_precision_measured(monkeypatch, tmp_path) -> None:
+    import rlvr.runtime as runtime
+    from rlvr.config import TrainConfig
+    from rlvr.errors import ConfigError
+    from rlvr.grpo.trainer import GRPOTrainer
+
+    runtime.check_cpu_precision({"rollout.dtype": "model", "model.autocast": "none"})  # float32: nothing to check
+    monkeypatch.setattr(runtime, "native_bf16", lambda: False)  # an AVX2-only CPU, as another machine had
+    cfg = TrainConfig.model_validate({"rollout": {"dtype": "bfloat16"}, "run": {"out_dir": str(tmp_path)}})
+    with pytest.raises(ConfigError, match=r"rollout\.dtype=bfloat16: this CPU .* no native bfloat16") as e:
+        GRPOTrainer(cfg)
+    # the message carries both timings, measured here, and the fix
+    assert "ms here against" in str(e.value) and "ms in float32" in str(e.value) and "float32" in str(e.value)
+    assert not (tmp_path / "metrics.jsonl").exists()  # refused before anything ran
+    monkeypatch.setattr(runtime, "native_bf16", lambda: True)
+    runtime.check_cpu_precision({"rollout.dtype": "bfloat16"})  # a CPU with AVX512-BF16 / AMX: allowed

@@ -17,6 +17,10 @@ import ctypes
 import ctypes.util
 import random
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter numbers (malloc.h)
 M_MMAP_THRESHOLD = -3
@@ -57,6 +61,60 @@ def setup_torch(threads: int, seed: int) -> None:
     torch.set_flush_denormal(True)  # denormal floats made one forward pass 30x slower on CPU
     torch.manual_seed(seed)
     random.seed(seed)
+
+
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX): without it torch emulates
+    bfloat16 matrix products, ~60x slower than float32 on an AVX2-only CPU."""
+    from pathlib import Path
+
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return "avx512_bf16" in text or "amx_bf16" in text
+
+
+def matmul_seconds(dtype: torch.dtype, rows: int = 16, inner: int = 576, cols: int = 8192, repeats: int = 3) -> float:
+    """Best-of-``repeats`` seconds of one ``[rows, inner] @ [inner, cols]`` product in ``dtype`` (the
+    shape of a small model's lm_head over a decoding batch) on this CPU, one thread as set."""
+    import time
+
+    import torch
+
+    a = torch.randn(rows, inner).to(dtype)
+    b = torch.randn(inner, cols).to(dtype)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def check_cpu_precision(choices: dict[str, str]) -> None:
+    """Refuse bfloat16 on a CPU that cannot multiply it natively, before a model loads.
+
+    ``choices``: the config keys that ask for bfloat16 work (``rollout.dtype``, ``model.dtype``,
+    ``model.autocast``) and their values. The message says why, and how fast each choice measured
+    on this machine.
+
+    Raises:
+        ConfigError: bfloat16 asked for on a CPU without AVX512-BF16 / AMX.
+    """
+    asked = [k for k, v in choices.items() if v in ("bfloat16", "bf16")]
+    if not asked or native_bf16():
+        return
+    import torch
+
+    from rlvr.errors import ConfigError
+
+    f32, bf16 = matmul_seconds(torch.float32), matmul_seconds(torch.bfloat16)
+    raise ConfigError(
+        f"{', '.join(f'{k}={choices[k]}' for k in asked)}: this CPU ({cpu_report()}) has no native bfloat16 "
+        f"(AVX512-BF16 / AMX), so torch emulates it: a bfloat16 matrix product of an lm_head's shape took "
+        f"{bf16 * 1e3:.2f} ms here against {f32 * 1e3:.2f} ms in float32 ({bf16 / max(f32, 1e-9):.0f}x slower). "
+        "Use float32 (rollout.dtype=model, model.dtype=float32, model.autocast=none) on this machine")
 
 
 def cpu_report() -> str:

@@ -89,6 +89,11 @@ class GRPOTrainer:
         from rlvr.models.device import lean_paths, resolve_device
 
         self.device = resolve_device(cfg.run.device)  # refused here, before any model loads
+        if self.device.type == "cpu":  # bfloat16 without the CPU to run it: refused, with the timings
+            from rlvr.runtime import check_cpu_precision
+
+            check_cpu_precision({"rollout.dtype": cfg.rollout.dtype, "model.dtype": cfg.model.dtype,
+                                 "model.autocast": cfg.model.autocast})
         if model is None:
             from rlvr.models.load import load_model
 

@@ -106,6 +106,10 @@ def train_trl(cfg: TrainConfig, *, resume: bool = False,
     from rlvr.models.device import resolve_device
 
     device = resolve_device(cfg.run.device)  # refused here, before the model loads
+    if device.type == "cpu":
+        from rlvr.runtime import check_cpu_precision
+
+        check_cpu_precision({"model.dtype": cfg.model.dtype, "model.autocast": cfg.model.autocast})
     # TRL places the model (accelerate) and sets up gradient checkpointing from its args
     model, tok = load_model(cfg.model.model_copy(update={"gradient_checkpointing": False}), cfg.run.seed)
     if tok.pad_token is None:
