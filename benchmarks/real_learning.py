@@ -89,9 +89,13 @@ class Clock:
         """Count one optimizer step; evaluate at each point it crossed; True when the budget is spent."""
         self.trained_s += seconds
         self.steps += 1
+        crossed = 0
         while self.points and self.trained_s >= self.points[0]:
             self.points.pop(0)
-            self.curve.append(self._eval())
+            crossed += 1
+        if crossed:  # one evaluation for every point this step crossed (a long step may cross two)
+            point = self._eval()
+            self.curve += [point] * crossed
         return self.trained_s >= self.budget_s
 
     def _eval(self) -> dict:
@@ -232,6 +236,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="2 minutes each, 50 problems (make bench-check)")
     ap.add_argument("--child", choices=["rlvr", "trl"])
+    ap.add_argument("--engines", nargs="+", default=["rlvr", "trl"], help="a pilot of one side (no bars then)")
     a = ap.parse_args()
     if a.quick:
         a.budget_min, a.points, a.eval_n = 2.0, [1, 2], 50
@@ -245,7 +250,7 @@ def main() -> None:
     cpu = cpu_report()
     print(f"CPU: {cpu}; {a.budget_min:g} training minutes each, rlvr and TRL side by side (one thread each)",
           flush=True)
-    procs = {e: run_child(a, e) for e in ("rlvr", "trl")}
+    procs = {e: run_child(a, e) for e in a.engines}
     results = {}
     for engine, p in procs.items():
         stdout, stderr = p.communicate()
@@ -255,6 +260,11 @@ def main() -> None:
         if p.returncode:
             raise SystemExit(f"{engine} run failed:\n{stderr[-3000:]}")
         results[engine] = json.loads(stdout.strip().splitlines()[-1])
+    if set(results) != {"rlvr", "trl"}:
+        for engine, res in results.items():
+            pts = ", ".join(f"{p['minutes']:.1f} min {p['accuracy']:.3f}" for p in res["curve"])
+            print(f"{engine} (pilot, lr {a.lr:g}): {pts}")
+        return
     r, t = results["rlvr"], results["trl"]
     above = all(x["accuracy"] > y["accuracy"] for x, y in zip(r["curve"][1:], t["curve"][1:]))
     n = f"{a.budget_min:g}"
