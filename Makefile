@@ -9,7 +9,7 @@ VERL_VENV  := .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed
 
 .PHONY: test test-verl demo docs docs-serve bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure \
-	bench-real bench-sample bench-agentic bench-failure-step pipeline-tiny bench-verl bench-check clean
+	bench-real bench-learn bench-sample bench-agentic bench-failure-step pipeline-tiny bench-verl bench-check clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,10 @@ bench-sample: $(STAMP)
 
 bench-agentic: $(STAMP)
 	$(BIN)/python benchmarks/agentic.py --jobs 2
+	$(BIN)/python benchmarks/agentic.py --jobs 2 --engine trl
+
+bench-learn: $(STAMP)
+	$(BIN)/python benchmarks/real_learning.py
 
 bench-failure-step: $(STAMP)
 	$(BIN)/python benchmarks/failure_step.py --jobs 2
@@ -101,6 +105,8 @@ bench-check: $(STAMP) $(VERL_STAMP)
 	-$(BIN)/python benchmarks/real_model.py --quick > /dev/null 2>&1
 	-$(BIN)/python benchmarks/sample.py --quick > /dev/null 2>&1
 	-$(BIN)/python benchmarks/agentic.py --quick --jobs 2 > /dev/null 2>&1
+	-$(BIN)/python benchmarks/agentic.py --quick --jobs 2 --engine trl > /dev/null 2>&1
+	-$(BIN)/python benchmarks/real_learning.py --quick > /dev/null 2>&1
 	-$(BIN)/python benchmarks/failure_step.py --quick --jobs 2 > /dev/null 2>&1
 	-$(VERL_VENV)/bin/python benchmarks/verl_reward.py --quick > /dev/null 2>&1
 	@$(BIN)/python benchmarks/results.py --summary benchmarks/results/quick
