@@ -250,15 +250,28 @@ def main() -> None:
     cpu = cpu_report()
     print(f"CPU: {cpu}; {a.budget_min:g} training minutes each, rlvr and TRL side by side (one thread each)",
           flush=True)
+    import threading
+
     procs = {e: run_child(a, e) for e in a.engines}
-    results = {}
-    for engine, p in procs.items():
-        stdout, stderr = p.communicate()
-        for line in stderr.splitlines():  # each evaluation point as it happened
+    errs: dict[str, list[str]] = {e: [] for e in procs}
+
+    def follow(engine: str, p: subprocess.Popen) -> None:  # each evaluation point as it happens
+        assert p.stderr is not None
+        for line in p.stderr:
+            errs[engine].append(line)
             if line.startswith("{"):
-                print(f"  {line}")
+                print(f"  {line.rstrip()}", flush=True)
+
+    readers = [threading.Thread(target=follow, args=(e, p), daemon=True) for e, p in procs.items()]
+    for t in readers:
+        t.start()
+    results = {}
+    for (engine, p), t in zip(procs.items(), readers):
+        stdout = p.stdout.read() if p.stdout is not None else ""
+        p.wait()
+        t.join()
         if p.returncode:
-            raise SystemExit(f"{engine} run failed:\n{stderr[-3000:]}")
+            raise SystemExit(f"{engine} run failed:\n{''.join(errs[engine])[-3000:]}")
         results[engine] = json.loads(stdout.strip().splitlines()[-1])
     if set(results) != {"rlvr", "trl"}:
         for engine, res in results.items():

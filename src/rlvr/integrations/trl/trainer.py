@@ -289,14 +289,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         logprobs = list(logprobs) if logprobs is not None else None
         for attempt in range(1, self.failure.resample_tries + 2):
             views = self._local_views(gen.rows, completion_ids)
-            causes = self.fa.causes(views, step)
-            if gen.first_causes is None:
-                gen.first_causes = list(causes)
-            if attempt > self.failure.resample_tries:
-                break
-            bad = self.fa.to_resample(causes)
-            count = torch.tensor([len(bad)], device=self.accelerator.device)
-            if int(self.accelerator.gather(count).max()) == 0:
+            bad, causes = self._to_redraw(views, step, attempt)
+            if bad is None:
                 break
             sub = [prompt_ids[i] for i in bad] or prompt_ids[:1]  # a process with nothing to redraw still joins
             new_ids, new_lp, new_bits = self._sample(sub, images, multimodal_fields, 1, has_tool_images)
@@ -315,7 +309,6 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         gen = self._gen
         if not self.tools or gen is None or not self.model.training:
             return super()._generate(prompts)
-        from accelerate.utils import gather_object
 
         step = self.state.global_step + 1
         rows = list(range(len(prompts)))
@@ -326,13 +319,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         for attempt in range(1, self.failure.resample_tries + 2):
             views = self._views(gen.rows, out[1], [e.answer for e in eps], out[3],
                                 self._call_rewards(gen.rows, out[3], out[1]), eps)
-            causes = self.fa.causes(views, step)
-            if gen.first_causes is None:
-                gen.first_causes = list(causes)
-            if attempt > self.failure.resample_tries:
-                break
-            bad = self.fa.to_resample(causes)
-            if max(gather_object([len(bad)])) == 0:
+            bad, causes = self._to_redraw(views, step, attempt)
+            if bad is None:
                 break
             sub = bad or [0]  # a process with nothing to redraw still joins TRL's gathers
             sub_prompts, envs = self._fresh(gen.rows, sub)
@@ -479,6 +467,22 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                                                             **cast(dict[str, Any], self.chat_template_kwargs))
             prompts.append(list(ids["input_ids"]))
         return turns, prompts
+
+    def _to_redraw(self, views: list[RolloutView], step: int, attempt: int) -> tuple[list[int] | None, list[Cause]]:
+        """This process's rows to redraw in round ``attempt`` and every row's cause; None when the
+        round is not run (out of tries, or no process has a row to redraw: they all agree)."""
+        gen = self._gen
+        assert gen is not None
+        causes = self.fa.causes(views, step)
+        if gen.first_causes is None:  # quarantine judges the first attempt's causes
+            gen.first_causes = list(causes)
+        if attempt > self.failure.resample_tries:
+            return None, causes
+        bad = self.fa.to_resample(causes)
+        count = torch.tensor([len(bad)], device=self.accelerator.device)
+        if int(self.accelerator.gather(count).max()) == 0:
+            return None, causes
+        return bad, causes
 
     def _local_views(self, rows: list[dict[str, Any]], completion_ids: list[list[int]]) -> list[RolloutView]:
         """Each row as the failure-aware step sees it, scored by this trainer's reward functions
