@@ -148,7 +148,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=60, help="M: the fault-free run's steps (faulty arms: 1.5 M)")
     ap.add_argument("--rates", type=float, nargs="+", default=[0.2, 0.5, 0.9])
     ap.add_argument("--eval-every", type=int, default=10)
-    ap.add_argument("--sft-steps", type=int, default=1000)
+    ap.add_argument("--sft-steps", type=int, help="warm-up SFT steps (default 1000; 2000 with --engine trl: in "
+                    "TRL's turn format, whose call turn ends with <eos>, the tiny model copies the tool's digits "
+                    "only after ~2000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--warm", type=Path, help="reuse a warm-up folder (written there when it does not exist)")
     ap.add_argument("--jobs", type=int, default=1, help="runs side by side (one torch thread each)")
@@ -166,6 +168,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-agentic-"))
     root = args.keep or tmp
     warm = args.warm or tmp / "warm"
+    if args.sft_steps is None:
+        args.sft_steps = 2000 if args.engine == "trl" else 1000
     if not (warm / "config.json").exists():
         warm_model(warm, args.sft_steps, args.seed, after_call="<eos>" if args.engine == "trl" else "")
     m, long = args.steps, int(1.5 * args.steps)
