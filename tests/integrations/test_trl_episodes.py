@@ -229,3 +229,34 @@ def test_rlvr_train_engine_trl_with_env_runs_episodes_on_two_processes(policy, t
                             text=True, timeout=120)
     assert causes.returncode == 0, causes.stderr[-2000:]
     assert "tool_error" in causes.stdout and "environment" in causes.stdout.lower()
+
+
+def test_a_trl_episode_run_killed_mid_run_resumes_from_its_checkpoint(policy, tmp_path, kill_at_step) -> None:
+    """SIGKILL during step 2 of an episode run on TRL, then ``--resume``: the run goes on from
+    checkpoint 1, nothing written before it is lost, every step's episodes are in the run folder."""
+    import os
+    import subprocess
+    import sys
+
+    model, tok = policy
+    folder = tmp_path / "policy"
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    out = tmp_path / "run"
+    sets = [f"model.name={folder}", "data.task=arithmetic", "data.task_options={digits: 2, ops: '*'}",
+            "data.eval_size=2", "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=160",
+            "run.steps=3", "run.save_every=1", "run.eval_every=0", f"run.out_dir={out}", "engine=trl",
+            "env={tools: [calculator], max_turns: 2, faults: {tool_error: 0.3}}"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    cmd = [sys.executable, "-m", "rlvr", "train", *[x for o in sets for x in ("--set", o)]]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    kill_at_step(proc, out, 2)
+    assert (out / "checkpoint-1").is_dir()
+    res = subprocess.run([sys.executable, "-m", "rlvr", "train", "--resume", str(out), "--set", "run.steps=3"],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    steps = [m["step"] for m in _lines(out / "metrics.jsonl") if "tools/calculator/calls" in m]
+    assert steps == [1, 2, 3]
+    recs = _lines(out / "rollouts.jsonl")
+    assert sorted({r["step"] for r in recs}) == [1, 2, 3] and all("episode" in r for r in recs)
+    assert (out / "model" / "config.json").exists()
