@@ -260,3 +260,34 @@ def test_a_trl_episode_run_killed_mid_run_resumes_from_its_checkpoint(policy, tm
     recs = _lines(out / "rollouts.jsonl")
     assert sorted({r["step"] for r in recs}) == [1, 2, 3] and all("episode" in r for r in recs)
     assert (out / "model" / "config.json").exists()
+
+
+class Judged:
+    """An rlvr environment that judges its own episodes (every answer that writes 408 scores 1)."""
+
+    def reset(self, row: dict) -> None:
+        return None
+
+    def calculator(self, expression: str) -> str:
+        """Evaluate an arithmetic expression exactly.
+
+        Args:
+            expression: numbers with + - * / and parentheses.
+        """
+        return calculator(expression)
+
+    def reward(self, answer: str, row: dict) -> float:
+        return 1.0 if "408" in answer else 0.0
+
+
+def test_an_rlvr_environment_judges_its_episodes_on_trl_redrawn_ones_too(policy, tmp_path) -> None:
+    from rlvr.integrations.trl.episodes import trl_environment
+
+    tr = _trainer(policy, tmp_path, tools=None, environment_factory=trl_environment(Judged),
+                  failure=FailureConfig(resample_tries=3), env_faults=Faults({"tool_error": 0.4}, seed=4))
+    tr.train()
+    recs = _lines(tmp_path / "rollouts.jsonl")
+    assert any(r.get("replaced") for r in recs)  # some episodes were redrawn with a fresh environment
+    judged = [r for r in recs if not r.get("replaced") and r["episode"]["finish"] != "fault"]
+    assert judged and all("the environment's reward" in r["verdict"]["reason"] for r in judged)
+    assert all(r["components"]["accuracy"] == (1.0 if "408" in r["completion"] else 0.0) for r in judged)

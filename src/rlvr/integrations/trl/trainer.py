@@ -312,10 +312,10 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
 
         step = self.state.global_step + 1
         rows = list(range(len(prompts)))
-        guards = self._guard_rows(rows, [self.environments[i] if self.environments else None for i in rows],
-                                  step, 0)
+        first_envs = [self.environments[i] if self.environments else None for i in rows]
+        guards = self._guard_rows(rows, first_envs, step, 0)
         out = list(super()._generate(prompts))
-        eps = self._read_episodes(out, guards, prompts, rows)
+        eps = self._read_episodes(out, guards, prompts, rows, first_envs)
         for attempt in range(1, self.failure.resample_tries + 2):
             views = self._views(gen.rows, out[1], [e.answer for e in eps], out[3],
                                 self._call_rewards(gen.rows, out[3], out[1]), eps)
@@ -340,7 +340,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                  self.num_generations) = saved
                 if batch_envs is not None:
                     self._batch_environments = batch_envs
-            new_eps = self._read_episodes(list(new), guards_sub, sub_prompts, sub)
+            new_eps = self._read_episodes(list(new), guards_sub, sub_prompts, sub, envs)
             for j, i in enumerate(bad):
                 gen.replaced.append({"row": i, "attempt": attempt, "view": views[i], "cause": causes[i],
                                      "episode": eps[i]})
@@ -407,9 +407,11 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             envs.append(env)
         return prompts, envs
 
-    def _read_episodes(self, out: list[Any], guards: list[Any], prompts: list[Any], rows: list[int]) -> list[Any]:
+    def _read_episodes(self, out: list[Any], guards: list[Any], prompts: list[Any], rows: list[int],
+                       envs: list[Any]) -> list[Any]:
         """Each row's :class:`rlvr.episodes.Episode` from what TRL's loop returned (``out``: its
-        ``_generate`` tuple) and the guards' outcomes; an rlvr environment judges its own answer."""
+        ``_generate`` tuple) and the guards' outcomes; an rlvr environment (``envs``: each row's, the
+        one its episode ran in) judges its own answer."""
         from rlvr.integrations.trl.episodes import episode_of
         from rlvr.rewards.base import prompt_text
 
@@ -419,8 +421,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             ep = episode_of(out[3][j], out[1][j], out[2][j] if out[2] is not None else None, g.outcomes,
                             prompt=prompt_text(prompts[j]), tokenizer=self._tokenizer, stop_ids=stop,
                             max_iterations=self.max_iterations, dead=g.dead, env_faults=self.fa.env_faults)
-            env = self.environments[j] if self.environments and len(self.environments) == len(guards) else None
-            judge = getattr(getattr(env, "_rlvr_env", None), "reward", None)
+            judge = getattr(getattr(envs[j], "_rlvr_env", None), "reward", None)
             if callable(judge) and ep.fault(self.fa.env_faults) is None and self._gen is not None:
                 try:
                     ep.reward = float(judge(ep.answer, self._gen.rows[rows[j]]))
