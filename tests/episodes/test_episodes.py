@@ -292,3 +292,13 @@ def test_an_env_section_is_checked_by_the_config() -> None:
         EnvConfig(tools=["calculator"], max_turns=0)
     with pytest.raises(ConfigError, match="unknown tool"):
         toolbox(["calculater"])
+
+
+def test_a_tools_schema_is_described_once_and_handed_out_as_a_copy() -> None:
+    from rlvr.episodes.env import tool_schema
+    from rlvr.episodes.tools import Calculator
+
+    first = tool_schema(Calculator().calculator)
+    first["function"]["name"] = "changed by a caller"
+    again = tool_schema(Calculator().calculator)  # another environment's same tool
+    assert again["function"]["name"] == "calculator" and "expression" in again["function"]["parameters"]["properties"]

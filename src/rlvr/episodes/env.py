@@ -55,20 +55,39 @@ def tools_of(env: object) -> dict[str, Callable[..., Any]]:
             if not name.startswith("_") and name not in _RESERVED and inspect.ismethod(fn)}
 
 
+#: Schemas already described, by the function behind a tool and whether it is bound (the same
+#: method of every fresh environment has one schema: parsing its docstring costs ~10 ms, and every
+#: episode's guard asks for it).
+_SCHEMAS: dict[tuple[Any, bool], dict[str, Any]] = {}
+
+
 def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
-    """The OpenAI-style schema of one tool, from its type hints and docstring.
+    """The OpenAI-style schema of one tool, from its type hints and docstring (a fresh copy).
 
     Raises:
         ConfigError: the tool cannot be described (no docstring, an argument without a type or
             without a line in ``Args:``), naming the tool and what to add.
     """
+    import copy
+
     from transformers.utils import get_json_schema
 
-    try:
-        return get_json_schema(fn)
-    except Exception as e:  # transformers' DocstringParsingException / TypeHintParsingException
-        raise ConfigError(f"tool {getattr(fn, '__name__', fn)!r} cannot be described to the policy: {e} "
-                          "(give it type hints and a Google-style docstring with an Args: line per argument)") from None
+    inner = inspect.unwrap(getattr(fn, "__func__", fn))  # a wrapper (an async tool run blocking) describes its tool
+    key = (getattr(inner, "__func__", inner), hasattr(fn, "__self__") or hasattr(inner, "__self__"))
+    try:  # keyed by a function, never an instance: the cache keeps no environment alive
+        schema = _SCHEMAS.get(key)
+        cacheable = True
+    except TypeError:  # a callable object that cannot be hashed: described every time
+        schema, cacheable = None, False
+    if schema is None:
+        try:
+            schema = get_json_schema(fn)
+        except Exception as e:  # transformers' DocstringParsingException / TypeHintParsingException
+            raise ConfigError(f"tool {getattr(fn, '__name__', fn)!r} cannot be described to the policy: {e} (give "
+                              "it type hints and a Google-style docstring with an Args: line per argument)") from None
+        if cacheable:
+            _SCHEMAS[key] = schema
+    return copy.deepcopy(schema)
 
 
 def load_environment(spec: str) -> type:
