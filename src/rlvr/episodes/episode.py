@@ -9,7 +9,7 @@ reads its :meth:`Episode.fault` and :meth:`Episode.ended_by` beside the verdict 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -64,6 +64,15 @@ class Turn:
     latency_s: float = 0.0
 
 
+def own_cause(causes: Sequence[Cause], owned: Iterable[Cause] = ENVIRONMENT_FAULTS) -> Cause | None:
+    """An episode's own cause from its events' causes, in order: an environment fault first (it says
+    nothing of the policy), else the policy fault that ended it; None when the answer decides. Every
+    engine's record of an episode reads through it (an :class:`Episode`, verl's ``rlvr_episode``)."""
+    owned = frozenset(owned)
+    return next((c for c in causes if c in owned), None) or next(
+        (c for c in reversed(causes) if c in ENDING_POLICY_FAULTS), None)
+
+
 @dataclass
 class Episode:
     """One multi-turn rollout.
@@ -110,9 +119,8 @@ class Episode:
         return next((e.cause for e in reversed(self.events) if e.cause in ENDING_POLICY_FAULTS), None)
 
     def cause(self, owned: Iterable[Cause] = ENVIRONMENT_FAULTS) -> Cause | None:
-        """The episode's own cause, before its answer is judged: an environment fault first (it says
-        nothing of the policy), else the policy fault that ended it; None when the answer decides."""
-        return self.fault(owned) or self.ended_by()
+        """The episode's own cause, before its answer is judged (:func:`own_cause` of its events)."""
+        return own_cause([e.cause for e in self.events], owned)
 
     def calls(self) -> list[ToolCall]:
         """Every tool call the policy made."""

@@ -56,6 +56,22 @@ def find_call(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+def bad_arguments(name: str, args: Any, parameters: Mapping[str, Any] | None) -> str | None:
+    """Why ``args`` cannot go to tool ``name`` (not a JSON object, or outside its schema's
+    ``parameters``), None when they can: the policy's ``bad_arguments`` on every engine."""
+    if not isinstance(args, dict):
+        return f"the arguments of {name} must be an object, got {type(args).__name__}"
+    if not parameters:
+        return None
+    import jsonschema
+
+    try:
+        jsonschema.validate(args, dict(parameters))
+    except jsonschema.ValidationError as e:
+        return f"bad arguments for {name}: {e.message}"
+    return None
+
+
 @dataclass(frozen=True)
 class Faults:
     """Injected environment faults: ``rates`` per kind (``tool_error``, ``env_timeout``, ``env_crash``),
@@ -137,28 +153,18 @@ class Guard:
 
     def invoke(self, name: str, args: Any, turn: int) -> Outcome:
         """Check and run a call an engine has already parsed (TRL's ``tool_calls``, verl's)."""
-        if not isinstance(args, dict):
-            return self._policy(Cause.BAD_ARGUMENTS, turn, f"the arguments of {name} must be an object, got "
-                                f"{type(args).__name__}", call=ToolCall(name, {"_": args}))
+        if (why := bad_arguments(name, args, None)) is not None:  # not an object: before its name is looked up
+            return self._policy(Cause.BAD_ARGUMENTS, turn, why, call=ToolCall(name, {"_": args}))
         call = ToolCall(name, args)
         if name not in self.tools:
             return self._policy(Cause.UNKNOWN_TOOL, turn, f"no tool {name!r}; tools: {', '.join(self.tools)}",
                                 call=call)
-        if (why := self._bad_arguments(name, args)) is not None:
+        if (why := bad_arguments(name, args, self.schemas[name]["function"].get("parameters"))) is not None:
             return self._policy(Cause.BAD_ARGUMENTS, turn, why, call=call)
         return self._run(call, turn)
 
     def _policy(self, cause: Cause, turn: int, why: str, call: ToolCall | None = None) -> Outcome:
         return Outcome(f"error: {why}", call, Event(cause, turn, why, call.name if call else ""))
-
-    def _bad_arguments(self, name: str, args: dict[str, Any]) -> str | None:
-        import jsonschema
-
-        try:
-            jsonschema.validate(args, self.schemas[name]["function"]["parameters"])
-        except jsonschema.ValidationError as e:
-            return f"bad arguments for {name}: {e.message}"
-        return None
 
     def _run(self, call: ToolCall, turn: int) -> Outcome:
         self.calls += 1

@@ -38,7 +38,7 @@ from verl.tools.function_tool import FunctionTool, normalize_function_tool_retur
 from verl.tools.schemas import ToolResponse
 
 from rlvr.diagnostics.causes import Cause
-from rlvr.episodes.guard import CALL_END, Faults, find_call
+from rlvr.episodes.guard import CALL_END, Faults, bad_arguments, find_call
 from rlvr.episodes.tools import EnvCrash
 from rlvr.integrations.verl.settings import settings_of
 
@@ -89,7 +89,9 @@ class RlvrToolAgentLoop(ToolAgentLoop):
             self._event(st, Cause.MALFORMED_TOOL_CALL, turn, why, name)
             return ToolResponse(text=f"error: {why}"), 0.0, {}
         tool = active[name]
-        if (bad := _bad_arguments(tool, args)) is not None:
+        schema = tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True)
+        params = schema.get("function", {}).get("parameters")
+        if (bad := bad_arguments(name, args, params)) is not None:
             self._event(st, Cause.BAD_ARGUMENTS, turn, bad, name)
             return ToolResponse(text=f"error: {bad}"), 0.0, {}
         key = f"{agent_data.request_id}"
@@ -187,19 +189,3 @@ class RlvrToolAgentLoop(ToolAgentLoop):
         agent_data.extra_fields[KEY] = {
             "events": list(st["events"]), "recovered": list(st["recovered"]), "tool_calls": st["tool_calls"],
             "turns": agent_data.assistant_turns, "finish": st["finish"], "answer": answer}
-
-
-def _bad_arguments(tool: Any, args: Any) -> str | None:
-    import jsonschema
-
-    if not isinstance(args, dict):
-        return f"the arguments of {tool.name} must be an object, got {type(args).__name__}"
-    schema = tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True)
-    params = schema.get("function", {}).get("parameters")
-    if not params:
-        return None
-    try:
-        jsonschema.validate(args, params)
-    except jsonschema.ValidationError as e:
-        return f"bad arguments for {tool.name}: {e.message}"
-    return None

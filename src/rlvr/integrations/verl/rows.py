@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlvr.diagnostics.causes import Cause, cause_of
-from rlvr.episodes.episode import ENDING_POLICY_FAULTS, ENVIRONMENT_FAULTS
+from rlvr.episodes.episode import ENVIRONMENT_FAULTS, own_cause
 from rlvr.rewards import Total
 
 #: Causes that keep a row out of its group's baseline and out of the loss whatever the options.
@@ -41,9 +41,7 @@ def episode_cause(record: Mapping[str, Any] | None,
                   env_faults: frozenset[Cause] = ENVIRONMENT_FAULTS) -> Cause | None:
     """An episode record's own cause (``rlvr_tool_agent``'s ``rlvr_episode``): an environment fault
     first, else the policy fault that ended it (turn limit, context overflow); None: the answer decides."""
-    causes = [Cause(e["cause"]) for e in (record or {}).get("events", [])]
-    return next((c for c in causes if c in env_faults), None) or next(
-        (c for c in reversed(causes) if c in ENDING_POLICY_FAULTS), None)
+    return own_cause([Cause(e["cause"]) for e in (record or {}).get("events", [])], env_faults)
 
 
 def score_row(total: Total, text: str, gold: Any, *, finish: str = "eos", data_source: str | None = None,
