@@ -164,9 +164,8 @@ class EvalEnvironment:
                 from rlvr.episodes.tools import EnvCrash
 
                 raise EnvCrash(why)
-        sync, async_ = t._tool_dicts_for(self.env)
         loop = getattr(t, "async_loop", None)
-        self.tools = {n: _sync(f, loop) for n, f in row_tools(sync, async_).items()}
+        self.tools = {n: _sync(f, loop) for n, f in row_tools(t._standalone_tools, self.env).items()}
         return obs if isinstance(obs, str) else None
 
 
@@ -198,23 +197,29 @@ def trl_environment(cls: type) -> type:
     return type(f"TRL{cls.__name__}", (), ns)
 
 
-def row_tools(sync: Mapping[str, Callable[..., Any]], async_: Mapping[str, Callable[..., Any]]
-              ) -> dict[str, Callable[..., Any]]:
-    """A row's tools from TRL's two dicts (sync first, as TRL looks them up)."""
-    return {**dict(async_), **dict(sync)}
+def trl_methods(env: Any) -> list[Callable[..., Any]]:
+    """An environment's tools as TRL lists them: the public functions of its class but ``reset`` and
+    ``get_reward``, bound to it."""
+    return [getattr(env, n) for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+            if n not in ("reset", "get_reward") and not n.startswith("_")]
 
 
-def _segments(mask: Sequence[int]) -> list[int]:
-    """Lengths of the runs of policy tokens (1s) in a tool mask: one per assistant message."""
-    out, run = [], 0
-    for bit in mask:
+def row_tools(standalone: Iterable[Callable[..., Any]], env: Any) -> dict[str, Callable[..., Any]]:
+    """A row's tools by name, as TRL's loop builds them: its standalone tools and its environment's
+    methods (None: none), a sync tool before an async one of the same name, as TRL looks them up."""
+    tools = [*standalone, *(trl_methods(env) if env is not None else [])]
+    sync = {t.__name__: t for t in tools if not inspect.iscoroutinefunction(t)}
+    return {**{t.__name__: t for t in tools if inspect.iscoroutinefunction(t)}, **sync}
+
+
+def _segments(mask: Sequence[int]) -> list[tuple[int, int]]:
+    """``(start, length)`` of each run of policy tokens (1s) in a tool mask: one per assistant message."""
+    out: list[tuple[int, int]] = []
+    for i, bit in enumerate(mask):
+        if bit and (i == 0 or not mask[i - 1]):
+            out.append((i, 0))
         if bit:
-            run += 1
-        elif run:
-            out.append(run)
-            run = 0
-    if run:
-        out.append(run)
+            out[-1] = (out[-1][0], out[-1][1] + 1)
     return out
 
 
@@ -226,11 +231,7 @@ def episode_of(messages: Sequence[Mapping[str, Any]], completion_ids: Sequence[i
     owned = frozenset(env_faults)
     ep = Episode(prompt=prompt)
     mask = list(tool_mask) if tool_mask is not None else [1] * len(completion_ids)
-    seg_lens = _segments(mask)
-    starts = []
-    for i, bit in enumerate(mask):  # where each policy segment starts
-        if bit and (i == 0 or not mask[i - 1]):
-            starts.append(i)
+    spans = _segments(mask)
     if dead is not None:
         ep.events.append(Event(Cause.ENV_CRASH, 0, dead))
     queue = list(outcomes)
@@ -240,10 +241,10 @@ def episode_of(messages: Sequence[Mapping[str, Any]], completion_ids: Sequence[i
     for k, m in enumerate(msgs):
         role = m.get("role")
         if role == "assistant":
-            tokens = seg_lens[seg] if seg < len(seg_lens) else 0
+            start, tokens = spans[seg] if seg < len(spans) else (0, 0)
             calls = m.get("tool_calls") or []
             if not calls:
-                raw = tokenizer.decode(completion_ids[starts[seg] : starts[seg] + tokens]) if seg < len(starts) else ""
+                raw = tokenizer.decode(completion_ids[start : start + tokens]) if tokens else ""
                 content = str(m.get("content") or "")
                 if k == len(msgs) - 1:
                     stop = set(stop_ids)
@@ -301,4 +302,4 @@ def episode_of(messages: Sequence[Mapping[str, Any]], completion_ids: Sequence[i
 
 
 __all__ = ["DeadEnvironment", "EvalEnvironment", "GuardedFactory", "GuardedTools", "check_tools", "dead_reason",
-           "episode_of", "guard_factories", "row_tools", "trl_environment"]
+           "episode_of", "guard_factories", "row_tools", "trl_environment", "trl_methods"]

@@ -356,14 +356,13 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
     def _guard_rows(self, rows: list[int], envs: list[Any], step: int, attempt: int) -> list[Any]:
         """Each row's tools (TRL's standalone ones and its environment's methods) under a fresh guard;
         installed where TRL's tool loop looks them up."""
-        from rlvr.integrations.trl.episodes import GuardedTools, dead_reason
+        from rlvr.integrations.trl.episodes import GuardedTools, dead_reason, row_tools
 
         guards = []
         for j, i in enumerate(rows):
             env = envs[j]
-            sync, async_ = self._tool_dicts_for(env)
             pid = str(self._gen.rows[i].get("prompt_id", i)) if self._gen is not None else str(i)
-            guards.append(GuardedTools({**async_, **sync}, key=f"{pid}:{step}:{i}:{attempt}",
+            guards.append(GuardedTools(row_tools(self._standalone_tools, env), key=f"{pid}:{step}:{i}:{attempt}",
                                        timeout_s=self.tool_timeout_s, max_result_chars=self.max_result_chars,
                                        faults=self.env_faults, loop=getattr(self, "async_loop", None),
                                        dead=dead_reason(env) if env is not None else None))
@@ -371,21 +370,6 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             self._sync_tool_dicts = list(guards)
             self._async_tool_dicts = [{} for _ in rows]
         return guards
-
-    def _tool_dicts_for(self, env: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        """TRL's tools for a row with environment ``env`` (as TRL builds them: its standalone tools and
-        the environment's public methods but ``reset`` / ``get_reward``)."""
-        import inspect
-
-        methods = []
-        if env is not None:
-            methods = [getattr(env, n) for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
-                       if n not in ("reset", "get_reward") and not n.startswith("_")]
-        sync: dict[str, Any] = {}
-        async_: dict[str, Any] = {}
-        for tool in list(self._standalone_tools) + methods:
-            (async_ if inspect.iscoroutinefunction(tool) else sync)[tool.__name__] = tool
-        return sync, async_
 
     def _fresh(self, rows: list[dict[str, Any]], sub: list[int]) -> tuple[list[Any], list[Any]]:
         """Fresh environments for the rows ``sub`` (reset from their data rows, as TRL resets them) and
@@ -693,9 +677,8 @@ def _check_episodes(kwargs: dict[str, Any], constrain: Any) -> Any:
     """TRL's ``tools`` / ``environment_factory`` checked before TRL builds anything (every tool can be
     described; one environment can be built; the chat template can render a tool call); returns the
     factory guarded (:func:`rlvr.integrations.trl.episodes.guard_factories`)."""
-    import inspect
 
-    from rlvr.integrations.trl.episodes import check_tools, guard_factories
+    from rlvr.integrations.trl.episodes import check_tools, guard_factories, trl_methods
 
     if (isinstance(constrain, DecodingConfig) and constrain.constrain != "none") or (
             constrain is not None and not isinstance(constrain, DecodingConfig)):
@@ -712,8 +695,7 @@ def _check_episodes(kwargs: dict[str, Any], constrain: Any) -> Any:
             raise ConfigError(f"{where}: the environment cannot be built: {type(e).__name__}: {e}") from None
         if not callable(getattr(env, "reset", None)):
             raise ConfigError(f"{where}: {type(env).__name__} has no reset(**row) method")
-        check_tools([getattr(env, n) for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
-                     if n not in ("reset", "get_reward") and not n.startswith("_")], where)
+        check_tools(trl_methods(env), where)
     tok = kwargs.get("processing_class")
     if tok is not None:
         from trl.chat_template_utils import supports_tool_calling
