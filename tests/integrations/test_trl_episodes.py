@@ -195,12 +195,10 @@ def test_tool_lists_and_environments_trl_cannot_run_are_refused_before_trl_start
         _trainer(policy, tmp_path, constrain=DecodingConfig(constrain="answer"))
 
 
-def test_rlvr_train_engine_trl_with_env_runs_episodes_on_two_processes(policy, tmp_path) -> None:
-    """The same ``env`` config as on rlvr's engine, with ``--set engine=trl --processes 2``: TRL's tool
-    loop on both processes, one run folder, ``rlvr causes`` splitting the causes by owner."""
+def _rlvr_train(policy, tmp_path: Path, *sets: str) -> tuple[list[str], dict[str, str], Path]:
+    """``rlvr train`` with ``engine=trl`` on the SFT'd policy saved as a model folder, on 2-digit
+    products: the command (``sets`` added), its environment and the run folder."""
     import os
-    import socket
-    import subprocess
     import sys
 
     model, tok = policy
@@ -208,18 +206,23 @@ def test_rlvr_train_engine_trl_with_env_runs_episodes_on_two_processes(policy, t
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     out = tmp_path / "run"
-    sets = [f"model.name={folder}", "data.task=arithmetic", "data.task_options={digits: 2, ops: '*'}",
-            "data.eval_size=4", "rollout.prompts_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=160",
-            "run.steps=1", "run.eval_every=0", f"run.out_dir={out}", "engine=trl",
-            "env={tools: [calculator], max_turns: 3, faults: {tool_error: 0.3}, fault_seed: 2}"]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "MASTER_PORT": str(port),
+    base = [f"model.name={folder}", "data.task=arithmetic", "data.task_options={digits: 2, ops: '*'}",
+            "rollout.prompts_per_step=2", "rollout.max_new_tokens=160", "run.eval_every=0", f"run.out_dir={out}",
+            "engine=trl"]
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
            "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    res = subprocess.run([sys.executable, "-m", "rlvr", "train", "--processes", "2",
-                          *[x for o in sets for x in ("--set", o)]], env=env, capture_output=True, text=True,
-                         timeout=600)
+    return [sys.executable, "-m", "rlvr", "train", *[x for o in (*base, *sets) for x in ("--set", o)]], env, out
+
+
+def test_rlvr_train_engine_trl_with_env_runs_episodes_on_two_processes(policy, tmp_path) -> None:
+    """The same ``env`` config as on rlvr's engine, with ``--set engine=trl --processes 2``: TRL's tool
+    loop on both processes, one run folder, ``rlvr causes`` splitting the causes by owner."""
+    import subprocess
+    import sys
+
+    cmd, env, out = _rlvr_train(policy, tmp_path, "data.eval_size=4", "rollout.group_size=4", "run.steps=1",
+                                "env={tools: [calculator], max_turns: 3, faults: {tool_error: 0.3}, fault_seed: 2}")
+    res = subprocess.run([*cmd, "--processes", "2"], env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     recs = _lines(out / "rollouts.jsonl")
     assert {r["rank"] for r in recs} == {0, 1}
@@ -234,21 +237,12 @@ def test_rlvr_train_engine_trl_with_env_runs_episodes_on_two_processes(policy, t
 def test_a_trl_episode_run_killed_mid_run_resumes_from_its_checkpoint(policy, tmp_path, kill_at_step) -> None:
     """SIGKILL during step 2 of an episode run on TRL, then ``--resume``: the run goes on from
     checkpoint 1, nothing written before it is lost, every step's episodes are in the run folder."""
-    import os
     import subprocess
     import sys
 
-    model, tok = policy
-    folder = tmp_path / "policy"
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    out = tmp_path / "run"
-    sets = [f"model.name={folder}", "data.task=arithmetic", "data.task_options={digits: 2, ops: '*'}",
-            "data.eval_size=2", "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=160",
-            "run.steps=3", "run.save_every=1", "run.eval_every=0", f"run.out_dir={out}", "engine=trl",
-            "env={tools: [calculator], max_turns: 2, faults: {tool_error: 0.3}}"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    cmd = [sys.executable, "-m", "rlvr", "train", *[x for o in sets for x in ("--set", o)]]
+    cmd, env, out = _rlvr_train(policy, tmp_path, "data.eval_size=2", "rollout.group_size=2", "run.steps=3",
+                                "run.save_every=1",
+                                "env={tools: [calculator], max_turns: 2, faults: {tool_error: 0.3}}")
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     kill_at_step(proc, out, 2)
     assert (out / "checkpoint-1").is_dir()

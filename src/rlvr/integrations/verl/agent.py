@@ -40,9 +40,8 @@ from verl.tools.schemas import ToolResponse
 from rlvr.diagnostics.causes import Cause
 from rlvr.episodes.guard import CALL_END, Faults, bad_arguments, find_call
 from rlvr.episodes.tools import EnvCrash
+from rlvr.integrations.verl.rows import EPISODE_KEY
 from rlvr.integrations.verl.settings import settings_of
-
-KEY = "rlvr_episode"  # the reward manager reads it (manager.EPISODE_KEY)
 
 
 def _state(agent_data: Any) -> dict[str, Any]:
@@ -186,6 +185,6 @@ class RlvrToolAgentLoop(ToolAgentLoop):
         # the final answer is the last turn's text, when the episode ended on a turn of the policy's
         answer = "" if st["finish"] in ("fault", "context_overflow") else self.tokenizer.decode(
             agent_data.response_ids, skip_special_tokens=True)
-        agent_data.extra_fields[KEY] = {
+        agent_data.extra_fields[EPISODE_KEY] = {
             "events": list(st["events"]), "recovered": list(st["recovered"]), "tool_calls": st["tool_calls"],
             "turns": agent_data.assistant_turns, "finish": st["finish"], "answer": answer}

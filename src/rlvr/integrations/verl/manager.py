@@ -17,12 +17,9 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
-from rlvr.integrations.verl.rows import finish_of, score_row
+from rlvr.integrations.verl.rows import EPISODE_KEY, finish_of, score_row
 from rlvr.integrations.verl.settings import check_row, settings_of
 from rlvr.rewards import Total
-
-#: Where ``rlvr_tool_agent`` leaves its episode record in the agent loop's extra fields.
-EPISODE_KEY = "rlvr_episode"
 
 
 @register("rlvr")

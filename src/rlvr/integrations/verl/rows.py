@@ -23,6 +23,9 @@ from rlvr.diagnostics.causes import Cause, cause_of
 from rlvr.episodes.episode import ENVIRONMENT_FAULTS, own_cause
 from rlvr.rewards import Total
 
+#: Where ``rlvr_tool_agent`` leaves an episode's record in the agent loop's extra fields (verl hands
+#: them to the reward manager as ``tool_extra_fields``).
+EPISODE_KEY = "rlvr_episode"
 #: Causes that keep a row out of its group's baseline and out of the loss whatever the options.
 NEVER_ADMITTED = frozenset({Cause.INVALID, Cause.BAD_GOLD, Cause.STALE})
 #: verl ``data_source`` values that name a task other than maths (others: maths).
