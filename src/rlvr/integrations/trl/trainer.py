@@ -314,6 +314,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         rows = list(range(len(prompts)))
         first_envs = [self.environments[i] if self.environments else None for i in rows]
         guards = self._guard_rows(rows, first_envs, step, 0)
+        self._sync_tool_dicts, self._async_tool_dicts = list(guards), [{} for _ in rows]  # where TRL looks
         out = list(super()._generate(prompts))
         eps = self._read_episodes(out, guards, prompts, rows, first_envs)
         for attempt in range(1, self.failure.resample_tries + 2):
@@ -354,8 +355,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         return tuple(out)
 
     def _guard_rows(self, rows: list[int], envs: list[Any], step: int, attempt: int) -> list[Any]:
-        """Each row's tools (TRL's standalone ones and its environment's methods) under a fresh guard;
-        installed where TRL's tool loop looks them up."""
+        """Each row's tools (TRL's standalone ones and its environment's methods) under a fresh guard."""
         from rlvr.integrations.trl.episodes import GuardedTools, dead_reason, row_tools
 
         guards = []
@@ -366,9 +366,6 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                                        timeout_s=self.tool_timeout_s, max_result_chars=self.max_result_chars,
                                        faults=self.env_faults, loop=getattr(self, "async_loop", None),
                                        dead=dead_reason(env) if env is not None else None))
-        if attempt == 0:
-            self._sync_tool_dicts = list(guards)
-            self._async_tool_dicts = [{} for _ in rows]
         return guards
 
     def _fresh(self, rows: list[dict[str, Any]], sub: list[int]) -> tuple[list[Any], list[Any]]:
@@ -410,10 +407,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                 try:
                     ep.reward = float(judge(ep.answer, self._gen.rows[rows[j]]))
                 except Exception as e:  # the environment failed to judge: its fault, not the policy's
-                    from rlvr.episodes.episode import Event
-
-                    ep.events.append(Event(Cause.TOOL_ERROR, len(ep.turns), f"reward raised {type(e).__name__}: {e}"))
-                    ep.finish = "fault"
+                    ep.stopped(Cause.TOOL_ERROR, len(ep.turns), f"reward raised {type(e).__name__}: {e}")
             eps.append(ep)
         return eps
 
