@@ -63,15 +63,19 @@ def setup_torch(threads: int, seed: int) -> None:
     random.seed(seed)
 
 
-def native_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX): without it torch emulates
-    bfloat16 matrix products, ~60x slower than float32 on an AVX2-only CPU."""
+def _cpuinfo() -> str:
     from pathlib import Path
 
     try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+        return Path("/proc/cpuinfo").read_text(encoding="utf-8")
     except OSError:
-        return False
+        return ""
+
+
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX): without it torch emulates
+    bfloat16 matrix products, ~60x slower than float32 on an AVX2-only CPU."""
+    text = _cpuinfo()
     return "avx512_bf16" in text or "amx_bf16" in text
 
 
@@ -122,19 +126,13 @@ def cpu_report() -> str:
     the record beside benchmark figures: the same run differs severalfold between machines."""
     import os
     import platform
-    from pathlib import Path
 
     import torch
 
-    name, flags = platform.processor() or platform.machine(), ""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
-    except OSError:
-        text = ""
-    for line in text.splitlines():
+    name = platform.processor() or platform.machine()
+    for line in _cpuinfo().splitlines():
         if line.startswith("model name"):
             name = line.split(":", 1)[1].strip()
             break
-    if "avx512_bf16" in text or "amx_bf16" in text:
-        flags = " +bf16"
+    flags = " +bf16" if native_bf16() else ""
     return f"{name} ({torch.backends.cpu.get_cpu_capability()}{flags}, {os.cpu_count()} cores)"
