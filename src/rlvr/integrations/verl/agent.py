@@ -93,7 +93,7 @@ class RlvrToolAgentLoop(ToolAgentLoop):
         if (bad := bad_arguments(name, args, params)) is not None:
             self._event(st, Cause.BAD_ARGUMENTS, turn, bad, name)
             return ToolResponse(text=f"error: {bad}"), 0.0, {}
-        key = f"{agent_data.request_id}"
+        key = str(agent_data.request_id)
         last: tuple[Cause, str, float] = (Cause.TOOL_ERROR, "", 0.0)
         for attempt in range(self.retries + 1):
             st["calls_run"] += 1
@@ -103,8 +103,8 @@ class RlvrToolAgentLoop(ToolAgentLoop):
                 last = (injected, f"injected {injected.value}", 0.0)
             else:
                 try:
-                    raw = await asyncio.wait_for(self._execute(tool, args, tools_kwargs, agent_data), self.timeout_s)
-                    response, reward, res = raw
+                    response, reward, res = await asyncio.wait_for(
+                        self._execute(tool, args, tools_kwargs, agent_data), self.timeout_s)
                     return self._cut(response), reward, res
                 except TimeoutError:
                     last = (Cause.ENV_TIMEOUT, f"{name} ran past {self.timeout_s:g}s", time.monotonic() - start)
@@ -127,8 +127,7 @@ class RlvrToolAgentLoop(ToolAgentLoop):
         kwargs = tools_kwargs.get(tool.name, {})
         instance_id, _ = await tool.create(create_kwargs=kwargs.get("create_kwargs", {}))
         try:
-            response, reward, res = await tool.execute(instance_id, args, agent_data=agent_data)
-            return response, reward, res
+            return await tool.execute(instance_id, args, agent_data=agent_data)
         finally:
             await tool.release(instance_id)
 
