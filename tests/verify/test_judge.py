@@ -42,6 +42,12 @@ class FakeJudge:
                 pass
 
             def do_POST(self) -> None:
+                try:
+                    self._answer()
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up first (the slow tests)
+                    pass
+
+            def _answer(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with outer.lock:
                     outer.requests.append(body)
