@@ -53,3 +53,34 @@ def test_a_failed_verification_is_excluded_and_redrawn_or_scored_as_plain_grpo_d
     d = plain.decide(_views(statuses, totals), step=1)
     assert d.causes[2:] == [Cause.INVALID, Cause.INVALID]  # still told apart in the logs
     assert d.admit.all() and d.advantages[2] < 0 and plain.to_resample(d.causes) == []
+
+
+def test_a_bad_gold_breaks_every_rollout_of_its_golds_for_the_whole_run() -> None:
+    out = Outage(0.0, seed=2, bad_gold=0.25)
+    golds = [str(g) for g in range(2000)]
+    bad = [g for g in golds if out.gold_is_bad(g)]
+    assert 0.21 < len(bad) / len(golds) < 0.29
+    g = bad[0]
+    hits = [out.hit(f"<answer>{i}</answer>", g) for i in range(50)]  # whatever the policy wrote
+    assert all(h is not None and h.status is Status.BAD_GOLD and h.details["injected"] for h in hits)
+    ok = next(x for x in golds if not out.gold_is_bad(x))
+    assert out.apply([Verdict(Status.CORRECT)], ["<answer>1</answer>"], [ok])[0].status is Status.CORRECT
+    assert {x for x in golds if Outage(0.0, seed=3, bad_gold=0.25).gold_is_bad(x)} != set(bad)  # seeded
+    cfg = RewardsConfig(weights={"accuracy": 1.0}, bad_gold=0.25, outage_seed=2,
+                        options={"accuracy": {"bad_gold": 0.0}})
+    rows = Total.from_config(cfg).breakdown([f"<answer>{g}</answer>" for g in golds[:200]], gold=golds[:200],
+                                            task=["math"] * 200)
+    assert [b.verdict.status is Status.BAD_GOLD for b in rows] == [x in bad for x in golds[:200]]
+    assert all(b.total == 1.0 for b in rows if b.verdict.status is Status.CORRECT)
+    with pytest.raises(ValueError, match="bad_gold"):
+        Outage(0.0, bad_gold=2.0)
+
+
+def test_a_bad_gold_row_is_left_out_or_scored_as_plain_grpo_does() -> None:
+    statuses, totals = [Status.CORRECT, Status.WRONG, Status.BAD_GOLD, Status.BAD_GOLD], [1.0, 0.0, 0.0, 0.0]
+    aware = FailureAware(FailureConfig(quarantine=False), group_size=4)
+    d = aware.decide(_views(statuses, totals), step=1)
+    assert d.causes[2:] == [Cause.BAD_GOLD] * 2 and d.admit.tolist() == [True, True, False, False]
+    plain = FailureAware(FailureConfig(quarantine=False, verifier_failures="score"), group_size=4)
+    d = plain.decide(_views(statuses, totals), step=1)
+    assert d.causes[2:] == [Cause.BAD_GOLD] * 2 and d.admit.all() and d.advantages[2] < 0

@@ -47,7 +47,9 @@ from rlvr.grpo.advantages import group_advantages, zero_std_fraction
 from rlvr.grpo.metrics import reward_stats
 from rlvr.types import Status, Verdict
 
-_UNDECIDED = frozenset({Status.TIMEOUT, Status.ERROR, Status.UNCERTAIN})
+#: What ``failure.verifier_failures: score`` keeps in with the reward it got: failed verifications
+#: and unparsable golds (as TRL's default rewards score them).
+_SCORED = frozenset({Status.TIMEOUT, Status.ERROR, Status.UNCERTAIN, Status.BAD_GOLD})
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,7 @@ class FailureAware:
             flat = int((admit & ~signal).sum())
             admit = admit & signal
         if f.verifier_failures == "score":  # plain GRPO: a failed verification is scored like any verdict
-            undecided = torch.tensor([v.verdict is not None and v.verdict.status in _UNDECIDED and not v.unscored
+            undecided = torch.tensor([v.verdict is not None and v.verdict.status in _SCORED and not v.unscored
                                       for v in views], dtype=torch.bool)
             admit = admit | (undecided & ~torch.isnan(totals))
         if mask_only and bool(faulted.any()):  # in the baseline at 0, out of the loss (the ablation)

@@ -60,7 +60,8 @@ class Total(Reward):
         jobs: worker processes for verification in :meth:`breakdown` (0: in process).
         timeout: seconds per verification.
         outage: injected verifier failures (:class:`rlvr.verify.outage.Outage`), for tests and
-            benchmarks: the rows it hits get a ``timeout`` / ``error`` verdict instead of their own.
+            benchmarks: the rows it hits get a ``timeout`` / ``error`` verdict instead of their own
+            (and rows of the golds it breaks ``bad_gold``).
     """
 
     name = "total"
@@ -109,7 +110,8 @@ class Total(Reward):
         """The total a config's ``rewards`` section names (weights, options, an injected outage)."""
         from rlvr.verify.outage import Outage
 
-        outage = Outage(rewards.outage, rewards.outage_seed) if rewards.outage else None
+        outage = (Outage(rewards.outage, rewards.outage_seed, rewards.bad_gold)
+                  if rewards.outage or rewards.bad_gold else None)
         return cls(dict(rewards.weights), options=rewards.active_options(), outage=outage, **kwargs)
 
     def weights_at(self, step: int = 0) -> dict[str, float]:
