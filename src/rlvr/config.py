@@ -105,6 +105,11 @@ class RolloutConfig(_Strict):
     """Sampling temperature."""
     top_p: float = Field(1.0, gt=0, le=1)
     """Nucleus sampling: the smallest set of tokens whose probability reaches ``top_p``."""
+    truncation: float = Field(0.0, ge=0, le=1)
+    """Injected truncation, for tests and benchmarks: this share of sampled completions (drawn from
+    ``run.seed``, the prompt and the completion) is cut at a random point before its end, as a
+    smaller token budget would have cut it (``truncated``); held-out evaluation is never cut. Off by
+    default; single-turn only (episodes have ``env.max_tokens``)."""
     dtype: Literal["model", "bfloat16"] = "model"
     """The precision rollouts are sampled in. ``bfloat16``: the lean decoder keeps a bfloat16 copy of
     the weights (matrix products ~4x faster on CPUs with AVX512-BF16 / AMX, and on GPUs); the update
@@ -179,7 +184,8 @@ class FailureConfig(_Strict):
     """``exclude``: a row whose verifier failed (``timeout``, ``error``, ``uncertain``: a judge or
     sandbox outage) is ``invalid``: out of the baseline and the loss, redrawn. ``score``: it keeps
     the reward its rewards gave it (``accuracy``'s ``undecided``, set 0 to score it as TRL's default
-    rewards do) and stays in both, and no ``invalid`` row is redrawn: plain GRPO, for comparison."""
+    rewards do) and stays in both, and no ``invalid`` row is redrawn; a ``bad_gold`` row likewise
+    keeps the reward its rewards gave it (``accuracy``'s ``bad_gold``): plain GRPO, for comparison."""
     env_fault_handling: Literal["exclude", "mask_loss", "score_zero"] = "exclude"
     """``exclude``: an environment-fault episode leaves its group's mean and std and the loss and
     is redrawn. The other two are kept for ablations, neither redraws: ``mask_loss``: it leaves only
@@ -220,8 +226,12 @@ class RewardsConfig(_Strict):
     outage: float = Field(0.0, ge=0, le=1)
     """Injected verifier outages, for tests and benchmarks: this share of rows (seeded by the
     completion and its gold) gets a ``timeout`` or ``error`` verdict instead of its own (off by default)."""
+    bad_gold: float = Field(0.0, ge=0, le=1)
+    """Injected bad golds, for tests and benchmarks: this share of gold answers (seeded by the gold
+    and ``outage_seed``, so the same ones for the whole run) is treated as unparsable: every rollout
+    of their prompts is ``bad_gold`` (off by default)."""
     outage_seed: int = 0
-    """Seeds the injected outages."""
+    """Seeds the injected outages and bad golds."""
 
     def active_options(self) -> dict[str, dict[str, Any]]:
         """Options to build the rewards with: the default options only for rewards that are weighted
@@ -391,6 +401,9 @@ class TrainConfig(_Strict):
             if self.decoding.constrain != "none":
                 raise ValueError("env with decoding.constrain: the grammar would have to admit tool calls; "
                                  "constrained decoding of episodes is not supported (set decoding.constrain: none)")
+            if self.rollout.truncation:
+                raise ValueError("env with rollout.truncation: episodes are not cut (their budget is env.max_tokens); "
+                                 "set rollout.truncation: 0")
         n = self.rollout.prompts_per_step * self.rollout.group_size
         mb = self.algo.micro_batch
         if mb is not None and n % mb:
@@ -414,6 +427,9 @@ class TrainConfig(_Strict):
         if self.rollout.dtype != "model":
             raise ValueError("rollout.dtype bfloat16 is rlvr's own decoder (engine: rlvr); on TRL sample with vLLM "
                              "(trl.use_vllm) or set rollout.dtype=model")
+        if self.rollout.truncation and self.trl.use_vllm:
+            raise ValueError("rollout.truncation on engine trl cuts TRL's transformers generation; with "
+                             "trl.use_vllm set it to 0")
         if self.judge is not None:
             raise ValueError("judge: the LLM judge runs with engine: rlvr only; drop the judge section or use "
                              "engine=rlvr")

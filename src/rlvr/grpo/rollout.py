@@ -85,6 +85,30 @@ class RolloutBatch:
         """``[N]`` completion lengths in tokens."""
         return self.completion_mask.sum(1)
 
+    def cut(self, truncation: Any, tokenizer: Any) -> RolloutBatch:
+        """A copy with the rows an injected :class:`rlvr.decoding.truncation.Truncation` hits cut
+        short, as a smaller token budget would have ended them: tokens after the cut padded and
+        masked (their log-probs with them), ``finish`` ``length``, the text decoded again.
+        Single-turn rollouts only (an episode has its own budget, ``env.max_tokens``)."""
+        assert self.episodes is None, "episodes are not cut (env.max_tokens is their budget)"
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        ids, mask, lp = self.completion_ids.clone(), self.completion_mask.clone(), self.logprobs.clone()
+        finish, texts = list(self.finish), list(self.texts)
+        # where each row ends (a pad the policy sampled mid-row is masked, so this is not the mask's sum)
+        pos = torch.arange(1, mask.shape[1] + 1, device=mask.device)
+        ends = (mask.bool() * pos).amax(1).tolist() if mask.shape[1] else [0] * mask.shape[0]
+        for i in range(ids.shape[0]):
+            prompt = self.prompt_ids[i][self.prompt_mask[i].bool()].tolist()
+            keep = truncation.length(prompt, ids[i, : ends[i]].tolist(), {tokenizer.eos_token_id})
+            if keep is None:
+                continue
+            ids[i, keep:], mask[i, keep:], lp[i, keep:] = pad, 0, 0.0
+            finish[i] = "length"
+            texts[i] = tokenizer.decode(ids[i, :keep].tolist(), skip_special_tokens=True)
+        return RolloutBatch(self.prompt_ids, self.prompt_mask, ids, mask, lp, finish, texts, self.policy_version,
+                            self.group_size, list(self.versions), self.bitmask, self.decode_stats, self.tool_mask,
+                            None)
+
     def select_groups(self, groups: list[int]) -> RolloutBatch:
         """The batch restricted to the given groups (in that order)."""
         g = self.group_size

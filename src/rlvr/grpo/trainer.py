@@ -179,10 +179,15 @@ class GRPOTrainer:
             turns, prompts = self._turns(samples, g, f"{self.step}:{draw[0]}.{draw[1]}", fault_free=False)
             max_new = self._episode_tokens()
         with self._autocast():
-            return generate(self.model, self.tok, prompts, group_size=g, max_new_tokens=max_new,
-                            temperature=r.temperature, top_p=r.top_p, generator=gen, policy_version=self.step,
-                            fast=self.fast, constrain=self.constrainer, dtype=self.rollout_dtype,
-                            jump=self.cfg.decoding.jump_forward, turns=turns)
+            b = generate(self.model, self.tok, prompts, group_size=g, max_new_tokens=max_new,
+                         temperature=r.temperature, top_p=r.top_p, generator=gen, policy_version=self.step,
+                         fast=self.fast, constrain=self.constrainer, dtype=self.rollout_dtype,
+                         jump=self.cfg.decoding.jump_forward, turns=turns)
+        if r.truncation:  # injected (tests, benchmarks): cut as a smaller budget would have
+            from rlvr.decoding.truncation import Truncation
+
+            b = b.cut(Truncation(r.truncation, self.cfg.run.seed), self.tok)
+        return b
 
     def _episode_tokens(self) -> int:
         assert self.cfg.env is not None

@@ -132,6 +132,8 @@ def train_trl(cfg: TrainConfig, *, resume: bool = False,
                 report(state.global_step, dict(kwargs.get("logs") or {}))
 
         callbacks.append(Progress())
+    from rlvr.decoding.truncation import Truncation
+
     episodes: dict[str, Any] = {}
     if cfg.env is not None:  # rlvr's environment on TRL's tool loop, under rlvr's guards
         from rlvr.episodes import Faults, environment_class
@@ -146,7 +148,7 @@ def train_trl(cfg: TrainConfig, *, resume: bool = False,
         model=model, processing_class=tok, reward_funcs=[total], args=args, train_dataset=dataset,
         callbacks=callbacks, failure=cfg.failure, constrain=cfg.decoding, advantage_clip=cfg.algo.advantage_clip,
         run_dir=out, eval_rows=held, eval_every=cfg.run.eval_every, log_rollouts=cfg.run.log_rollouts, tags=tags,
-        **episodes)
+        truncation=Truncation(cfg.rollout.truncation, cfg.run.seed) if cfg.rollout.truncation else None, **episodes)
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     for cb in (PrinterCallback, ProgressCallback):  # rlvr's CLI shows its own progress; the run folder has the rest

@@ -108,8 +108,10 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                  advantage_clip: float | None = None, run_dir: str | Path | None = None,
                  eval_rows: list[Any] | None = None, eval_every: int = 0, log_rollouts: bool = True,
                  tags: tuple[str | None, str] = ("think", "answer"), tool_timeout_s: float = 10.0,
-                 max_result_chars: int = 2000, env_faults: Any = None, **kwargs: Any) -> None:
+                 max_result_chars: int = 2000, env_faults: Any = None, truncation: Any = None,
+                 **kwargs: Any) -> None:
         self.failure = failure or FailureConfig()
+        self.truncation = truncation  # injected (tests, benchmarks): rlvr.decoding.truncation.Truncation
         self.tool_timeout_s, self.max_result_chars, self.env_faults = tool_timeout_s, max_result_chars, env_faults
         if kwargs.get("tools") or kwargs.get("environment_factory") is not None:
             kwargs["environment_factory"] = _check_episodes(kwargs, constrain)
@@ -210,8 +212,31 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         if self.constrainer is None or images is not None or multimodal_fields:
             ids, lp = super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
                                                     has_tool_images)
-            return ids, lp, [None] * len(ids)
-        return self._constrained_generate(prompt_ids)
+            bits: list[torch.Tensor | None] = [None] * len(ids)
+        else:
+            ids, lp, bits = self._constrained_generate(prompt_ids)
+        if self.truncation is not None and self.model.training and not self.tools:
+            ids, lp, bits = self._cut(prompt_ids, num_generations, ids, lp, bits)
+        return ids, lp, bits
+
+    def _cut(self, prompt_ids: list[list[int]], num_generations: int, ids: list[list[int]], lp: Any,
+             bits: list[torch.Tensor | None]) -> tuple[list[list[int]], Any, list[torch.Tensor | None]]:
+        """The injected truncation (``rollout.truncation``): the rows it hits cut as a smaller budget
+        would have ended them (no eos: TRL and the failure step read them as truncated)."""
+        prompts = prompt_ids if len(prompt_ids) == len(ids) else [p for p in prompt_ids for _ in range(num_generations)]
+        eos = set(self.eos_token_ids)
+        ids, bits = list(ids), list(bits)
+        lp = list(lp) if lp is not None else None
+        for i, (p, c) in enumerate(zip(prompts, ids)):
+            keep = self.truncation.length(p, c, eos)
+            if keep is None:
+                continue
+            ids[i] = list(c[:keep])
+            if lp is not None:
+                lp[i] = list(lp[i][:keep])
+            if bits[i] is not None:
+                bits[i] = cast(torch.Tensor, bits[i])[:keep]
+        return ids, lp, bits
 
     def _lean_sampling(self) -> bool:
         """TRL's sampling settings are ones rlvr's own loop has (temperature, top-p, one eos token):
