@@ -1,15 +1,25 @@
 """What the failure step buys, with error bars: single-turn runs under the faults it exists for.
 
 From the format-weak warm-up of ``failure_aware.py`` (the tiny model on 2-digit addition, a third
-of its SFT targets without the answer tag), injected verifier outages (``rewards.outage``: a seeded
-share of rows whose verifier times out or errors, as a judge or sandbox outage would) at each rate:
+of its SFT targets without the answer tag: the cold start, the same in every run), one kind of
+fault injected at each rate (``--fault``):
 
-* ``plain``: GRPO as TRL's default rewards have it: a failed verification scores 0 and stays in
-  the baseline and the loss (``failure.verifier_failures: score``, ``accuracy.undecided: 0``), no
-  redraws, no quarantine, no dynamic sampling;
+* ``outage`` (the default, where the bar is read): a seeded share of rows whose verifier times out
+  or errors, as a judge or sandbox outage would (``rewards.outage``);
+* ``bad_gold``: a seeded share of gold answers that cannot be parsed, the same ones all run, as
+  broken dataset rows are (``rewards.bad_gold``): every rollout of their prompts is ``bad_gold``;
+* ``truncation``: a seeded share of rollouts cut at a random point before their end, as a token
+  budget cuts them (``rollout.truncation``; held-out evaluation is never cut).
+
+The arms:
+
+* ``plain``: GRPO as TRL's default rewards have it: a failed verification, a bad gold and a
+  truncated answer score 0 and stay in the baseline and the loss (``failure.verifier_failures:
+  score``, ``accuracy.undecided: 0``, ``accuracy.bad_gold: 0``), no redraws, no quarantine, no
+  dynamic sampling;
 * ``exclude``: the failure step's admission alone, at plain's compute: failed verifications
-  (``invalid``) out of the baseline and the loss, nothing redrawn (no resampling, no dynamic
-  sampling, no quarantine);
+  (``invalid``) and bad golds out of the baseline and the loss (truncated rows too, under
+  ``--fault truncation``), nothing redrawn (no resampling, no dynamic sampling, no quarantine);
 * ``aware``: rlvr's failure step whole: failed verifications and truncated rows out of the
   baseline and the loss and redrawn, flat groups redrawn, quarantine, advantage clipping;
 
@@ -19,7 +29,8 @@ evaluation point, the paired difference aware - plain with its standard error, a
 each arm sampled (the failure step's redraws cost rollouts: equal steps are not equal compute).
 A difference is called "better" or "worse" only beyond twice its standard error.
 
-    .venv/bin/python benchmarks/failure_step.py [--seeds 5] [--rates 0.2 0.5] [--engine rlvr|trl] [--jobs 2]
+    .venv/bin/python benchmarks/failure_step.py [--fault outage|bad_gold|truncation] [--seeds 5]
+        [--rates 0.2 0.5] [--engine rlvr|trl] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -43,18 +54,25 @@ PLAIN = ["failure.quarantine=false", "failure.resample_tries=0", "failure.dynami
          "failure.verifier_failures=score"]
 EXCLUDE = ["failure.quarantine=false", "failure.resample_tries=0", "failure.dynamic_sampling=0"]
 ARMS = {"plain": PLAIN, "exclude": EXCLUDE, "aware": AWARE}
+#: Each fault kind: the override that injects it at a rate and seed, and what it is, in words.
+FAULTS = {
+    "outage": (lambda rate, seed: [f"rewards.outage={rate}", f"rewards.outage_seed={seed}"], "verifier outages"),
+    "bad_gold": (lambda rate, seed: [f"rewards.bad_gold={rate}", f"rewards.outage_seed={seed}"], "bad golds"),
+    "truncation": (lambda rate, seed: [f"rollout.truncation={rate}"], "truncated rollouts"),
+}
 
 
 def run(warm: Path, out: Path, seed: int, steps: int, every: int, rate: float, extra: list[str],
-        engine: str) -> list[dict]:
-    """One arm at one outage rate (``failure_aware.run`` with the outage and plain's 0 for a failed
-    verification); every step's metrics."""
+        engine: str, fault: str = "outage") -> list[dict]:
+    """One arm at one rate of one fault kind (``failure_aware.run`` with the fault injected and
+    plain's 0 for a failed verification or a bad gold); every step's metrics."""
     from rlvr.grpo.metrics import read_metrics
     from rlvr.runtime import setup_torch
 
     setup_torch(1, seed)
-    train(warm, out, seed, steps, every, [f"rewards.outage={rate}", f"rewards.outage_seed={seed}", *extra], engine,
-          accuracy="{strict: true, undecided: 0.0}")
+    inject = FAULTS[fault][0](rate, seed) if rate else []
+    train(warm, out, seed, steps, every, [*inject, *extra], engine,
+          accuracy="{strict: true, undecided: 0.0, bad_gold: 0.0}")
     return read_metrics(out)
 
 
@@ -78,10 +96,12 @@ def summarise(metrics: list[dict], group: int, prompts: int) -> dict:
         "failure/dynamic_rounds", 0.0) for m in steps)
     return {"curve": curve, "final": curve[-1][1], "rollouts": sampled,
             "invalid": statistics.mean(m.get("causes/invalid", 0.0) for m in steps),
+            "bad_gold": statistics.mean(m.get("causes/bad_gold", 0.0) for m in steps),
+            "truncated": statistics.mean(m.get("causes/truncated", 0.0) for m in steps),
             "no_answer": statistics.mean(m.get("causes/no_answer", 0.0) for m in steps)}
 
 
-def plot(agg: dict, rates: list[float], engine: str, path: Path) -> None:
+def plot(agg: dict, rates: list[float], engine: str, path: Path, fault: str = "outage") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -99,7 +119,7 @@ def plot(agg: dict, rates: list[float], engine: str, path: Path) -> None:
             ax.plot(xs, ms, ls, color=colours[name], label=name)
             ax.fill_between(xs, [m - e for m, e in zip(ms, ses)], [m + e for m, e in zip(ms, ses)],
                             color=colours[name], alpha=0.15)
-        ax.set_title(f"{rate:g} injected verifier outages")
+        ax.set_title(f"{rate:g} injected {FAULTS[fault][1]}")
         ax.set_xlabel("GRPO step")
     axes[0][0].set_ylabel("held-out accuracy (mean +- SE)")
     axes[0][0].legend(fontsize=8)
@@ -109,6 +129,7 @@ def plot(agg: dict, rates: list[float], engine: str, path: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fault", default="outage", choices=list(FAULTS), help="the kind of fault injected")
     ap.add_argument("--seeds", type=int, default=5, help="seeds per arm (0 .. N-1)")
     ap.add_argument("--steps", type=int, default=150)
     ap.add_argument("--eval-every", type=int, default=25)
@@ -140,8 +161,11 @@ def main() -> None:
     def out(rate: float, arm: str, seed: int) -> Path:
         return tmp / f"{rate:g}" / f"{arm}-{seed}"
 
-    calls = {(r, a, s): (warm, out(r, a, s), s, args.steps, args.eval_every, r, ARMS[a], args.engine)
-             for r, a, s in jobs}
+    arms_of = dict(ARMS)
+    if args.fault == "truncation":  # the admission the aware arm has for them
+        arms_of["exclude"] = [*EXCLUDE, "failure.exclude_truncated=true"]
+    calls = {(r, a, s): (warm, out(r, a, s), s, args.steps, args.eval_every, r, arms_of[a], args.engine,
+                         args.fault) for r, a, s in jobs}
     side_by_side(run, calls, args.jobs, done)
     seeds = range(args.seeds)
     agg: dict[str, dict[str, dict]] = {}
@@ -152,9 +176,13 @@ def main() -> None:
             agg.setdefault(f"{rate:g}", {})[arm] = {
                 "curve": points, "final": mean_se([r["final"] for r in runs]),
                 "rollouts": statistics.mean(r["rollouts"] for r in runs),
-                "invalid": statistics.mean(r["invalid"] for r in runs), "finals": [r["final"] for r in runs]}
+                "invalid": statistics.mean(r["invalid"] for r in runs), "finals": [r["final"] for r in runs],
+                **{k: statistics.mean(r.get(k, 0.0) for r in runs) for k in ("bad_gold", "truncated")}}
     ff = agg["0"]["plain"]["final"]
     lines, diffs = [], {}
+    # the issue's line says "faults" for verifier outages, where the bar is read; the others name theirs
+    label = "faults" if args.fault == "outage" else args.fault
+    cause = {"outage": "invalid", "bad_gold": "bad_gold", "truncation": "truncated"}[args.fault]
     for rate in args.rates:
         arms = agg[f"{rate:g}"]
         p = arms["plain"]
@@ -165,21 +193,24 @@ def main() -> None:
                                         "compute_ratio": a["rollouts"] / p["rollouts"]}
             print(f"@{rate:g}: {arm} - plain final {d:+.3f} +- {d_se:.3f} (paired, {args.seeds} seeds): "
                   f"{verdict(d, d_se)}; {arm} sampled {a['rollouts'] / p['rollouts']:.2f}x plain's rollouts; "
-                  f"invalid rows {a['invalid']:.1%} ({arm}) / {p['invalid']:.1%} (plain)")
+                  f"{cause} rows {a[cause]:.1%} ({arm}) / {p[cause]:.1%} (plain)")
         a = arms["aware"]
-        lines.append(f"failure-aware @{rate:g} faults ({args.engine}): aware {a['final'][0]:.3f} +- "
+        lines.append(f"failure-aware @{rate:g} {label} ({args.engine}): aware {a['final'][0]:.3f} +- "
                      f"{a['final'][1]:.3f}, plain {p['final'][0]:.3f} +- {p['final'][1]:.3f}, "
                      f"fault-free {ff[0]:.3f} +- {ff[1]:.3f} ({args.seeds} seeds)")
         e = arms["exclude"]
-        lines.append(f"failure-aware @{rate:g} faults ({args.engine}), admission alone at plain's compute: exclude "
+        lines.append(f"failure-aware @{rate:g} {label} ({args.engine}), admission alone at plain's compute: exclude "
                      f"{e['final'][0]:.3f} +- {e['final'][1]:.3f} ({diffs[f'{rate:g}/exclude']['verdict']})")
     d2 = diffs["0.2/aware"]
     bars = [Bar("aware minus plain final @0.2, in standard errors of the paired difference",
-                d2["diff"] / d2["se"] if d2["se"] > 0 else 0.0, ">", 2.0, quick_decides=False)]
-    name = "failure_step" if args.engine == "rlvr" else "failure_step-trl"
+                d2["diff"] / d2["se"] if d2["se"] > 0 else 0.0, ">", 2.0, quick_decides=False)
+            ] if args.fault == "outage" else []  # the bar is the outage's; the other kinds are reported
+    name = "failure_step" + ("" if args.fault == "outage" else f"-{args.fault}") + (
+        "" if args.engine == "rlvr" else "-trl")
     png = (RESULTS / "quick" if args.quick else RESULTS) / f"{name}.png"
-    plot(agg, args.rates, args.engine, png)
-    report(name, {"arms": agg, "differences": diffs, "lines": lines, "cpu": cpu_report(), "plot": png.name},
+    plot(agg, args.rates, args.engine, png, args.fault)
+    report(name, {"fault": args.fault, "arms": agg, "differences": diffs, "lines": lines, "cpu": cpu_report(),
+                  "plot": png.name},
            bars, args, quick=args.quick)
     print(f"plot: {png}")
     print("\n".join(lines))
