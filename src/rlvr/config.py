@@ -276,7 +276,9 @@ class DecodingConfig(_Strict):
 
     constrain: Literal["none", "answer", "full"] = "none"
     """``answer``: free reasoning, the answer grammar from the model's own ``<answer>`` on (and no
-    ending before an answer); ``full``: the whole output shape from the first token."""
+    ending before an answer); with an ``env`` section, tool calls are free and an episode's final
+    answer segment is constrained (rlvr's engine). ``full``: the whole output shape from the first
+    token (single-turn only)."""
     answer: Literal["math", "integer", "json", "text"] = "math"
     """The answer's grammar: ``math`` (numbers and a LaTeX subset), ``integer``, ``json``, ``text``."""
     engine: Literal["auto", "xgrammar", "llguidance"] = "auto"
@@ -398,9 +400,13 @@ class TrainConfig(_Strict):
             if self.engine == "trl" and self.trl.use_vllm:
                 raise ValueError("env on engine trl with trl.use_vllm: rlvr's episodes on TRL are tested on TRL's "
                                  "transformers generation only; set trl.use_vllm: false")
-            if self.decoding.constrain != "none":
-                raise ValueError("env with decoding.constrain: the grammar would have to admit tool calls; "
-                                 "constrained decoding of episodes is not supported (set decoding.constrain: none)")
+            if self.decoding.constrain == "full":
+                raise ValueError("env with decoding.constrain: full: the grammar would have to admit tool calls from "
+                                 "the first token; decoding.constrain: answer constrains an episode's final answer "
+                                 "segment and leaves tool calls free")
+            if self.decoding.constrain != "none" and self.engine == "trl":
+                raise ValueError("env with decoding.constrain on engine trl: constrained episodes run on rlvr's engine "
+                                 "(engine: rlvr); on TRL set decoding.constrain: none")
             if self.rollout.truncation:
                 raise ValueError("env with rollout.truncation: episodes are not cut (their budget is env.max_tokens); "
                                  "set rollout.truncation: 0")

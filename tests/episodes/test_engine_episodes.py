@@ -10,6 +10,7 @@ import copy
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -84,6 +85,74 @@ def test_a_tool_result_is_appended_to_the_cache_and_never_in_the_loss(policy, fa
     # the sampling log-probs are the behaviour policy's: a full forward over the whole sequence agrees
     gap = ((_forward_logprobs(model, b) - b.logprobs).abs() * b.loss_mask).max()
     assert gap < 1e-4
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["lean-decoder", "hf-cache"])
+def test_the_final_answer_segment_is_constrained_and_tool_calls_stay_free(policy, fast) -> None:
+    from rlvr.decoding.constrain import Constrainer, masked_logprobs, unpack_bits
+
+    model, tok = policy
+    rows = _rows()
+    prompts = [encode(tok, s.prompt) for s in rows]
+    c = Constrainer(tok, model.config.vocab_size, mode="answer", answer="integer")
+    free = generate(model, tok, prompts, group_size=1, max_new_tokens=160, temperature=0.0, fast=fast,
+                    turns=_turns(tok, rows))
+    b = generate(model, tok, prompts, group_size=1, max_new_tokens=160, temperature=0.0, fast=fast,
+                 turns=_turns(tok, rows), constrain=c)
+    assert b.bitmask is not None
+    for i, ep in enumerate(b.episodes):
+        assert [t.role for t in ep.turns] == ["assistant", "tool", "assistant"], ep.record()
+        assert ep.calls()[0].name == "calculator" and ep.answer == free.episodes[i].answer  # greedy, same path
+        bits = b.bitmask[i]
+        tool = b.tool_mask[i].bool()
+        assert (bits[tool] == -1).all()  # a tool's result is never masked: it was not sampled
+        sampled = b.loss_mask[i].bool()
+        allowed = unpack_bits(bits, model.config.vocab_size)
+        assert allowed[sampled].gather(-1, b.completion_ids[i][sampled][:, None]).all()  # each token its mask allowed
+        # reasoning and tool calls are free (only the stop token is held back); the grammar starts in the answer
+        grammar = sampled & (allowed.sum(-1) < model.config.vocab_size - len(c.stop_ids))
+        before = tok.decode(b.completion_ids[i][: int(grammar.nonzero().min())])
+        assert before.endswith("<answer>") and "</tool_response>" in before
+    # the training forward with the same masks gives the sampling log-probs back (ratio 1)
+    ids = torch.cat([b.prompt_ids, b.completion_ids], 1)
+    mask = torch.cat([b.prompt_mask, b.completion_mask], 1)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, b.prompt_ids.shape[1] - 1 : -1]
+    picked = torch.log_softmax(logits.float(), -1).gather(-1, b.completion_ids[..., None]).squeeze(-1)
+    lp = masked_logprobs(picked, logits.float(), b.completion_ids, b.bitmask)
+    assert float(((lp - b.logprobs).abs() * b.loss_mask).max()) < 1e-4
+
+
+def test_a_constrained_episode_is_never_cut_inside_its_answer(policy) -> None:
+    """Tool results use the budget but not the answer's reserve: an episode either answers in full or,
+    when the result would leave the answer no room, stops ``context_overflow`` (said, not cut)."""
+    from rlvr.decoding.constrain import Constrainer
+    from rlvr.diagnostics.causes import Cause
+
+    model, tok = policy
+    rows = _rows()
+    c = Constrainer(tok, model.config.vocab_size, mode="answer", answer="integer")
+    prompts = [encode(tok, s.prompt) for s in rows]
+    probe = generate(model, tok, prompts, group_size=1, max_new_tokens=160, temperature=0.0, turns=_turns(tok, rows))
+    ends = [int(probe.completion_mask[i].nonzero().max()) + 1 for i in range(len(rows))]
+    free = generate(model, tok, prompts, group_size=1, max_new_tokens=min(ends) - 3, temperature=0.0,
+                    turns=_turns(tok, rows))
+    assert all(f == "length" for f in free.finish)  # unconstrained, this budget cuts every answer off
+    answered = overflowed = 0
+    for budget in range(min(ends) - 30, max(ends) + 8, 3):
+        b = generate(model, tok, prompts, group_size=1, max_new_tokens=budget, temperature=0.0,
+                     turns=_turns(tok, rows), constrain=c)
+        for s, ep, fin in zip(rows, b.episodes, b.finish):
+            assert fin != "length", (budget, ep.record())
+            if ep.cause() is Cause.CONTEXT_OVERFLOW:
+                overflowed += 1
+            else:  # a closed answer; the budget may have opened it mid-call (then it is a guess)
+                assert ep.finish == "eos" and re.search(r"<answer>\d+</answer>$", ep.answer), (budget, ep.record())
+                if budget >= max(ends):  # room for the call, its result and the answer: the policy's own path
+                    assert ep.answer == f"<answer>{s.gold}</answer>", (budget, ep.record())
+                answered += 1
+    assert answered and overflowed
 
 
 def test_sampled_episodes_with_faults_keep_their_causes_and_the_group_shape(policy) -> None:
@@ -176,8 +245,11 @@ def test_episode_configs_that_cannot_work_fail_before_the_run(policy, tmp_path) 
     model, tok = policy
     with pytest.raises(ValueError, match="use_vllm"):
         TrainConfig(env={"tools": ["calculator"]}, engine="trl", trl={"use_vllm": True})
-    with pytest.raises(ValueError, match=r"decoding\.constrain"):
-        TrainConfig(env={"tools": ["calculator"]}, decoding={"constrain": "answer"})
+    with pytest.raises(ValueError, match=r"decoding\.constrain: full"):
+        TrainConfig(env={"tools": ["calculator"]}, decoding={"constrain": "full"})
+    with pytest.raises(ValueError, match="engine trl"):
+        TrainConfig(env={"tools": ["calculator"]}, decoding={"constrain": "answer"}, engine="trl")
+    TrainConfig(env={"tools": ["calculator"]}, decoding={"constrain": "answer"})  # rlvr's engine runs it
     with pytest.raises(ValueError, match="max_turns"):
         TrainConfig(env={"tools": ["calculator"], "max_turns": 0})
     with pytest.raises(ConfigError, match=r"cannot be built.*no sandbox"):

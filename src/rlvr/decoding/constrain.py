@@ -7,7 +7,10 @@ Modes (``decoding.constrain``):
 ``answer``  reasoning stays free; the stop token is masked until an answer was given
             (a rollout cannot end without one); once the model writes ``<answer>``
             (the lazy trigger) the answer grammar masks every token until the closing
-            tag, then only the stop token is allowed.
+            tag, then only the stop token is allowed. Episodes with tools run under it
+            too: tool calls are free reasoning, a tool's result is never fed to the
+            grammar (:meth:`ConstrainedBatch.skip`) but counts against the budget, and
+            the final answer segment is constrained.
 ``full``    the whole output follows ``<think>...</think><answer>...</answer>`` from the
             first token (answer-only when there is no think tag).
 
@@ -448,6 +451,15 @@ class ConstrainedBatch:
         rows = [i for i in range(self.n) if not finished[i]]
         self.take(rows, [toks[i] for i in rows])
         self.steps += 1
+
+    def skip(self, row: int, k: int) -> None:
+        """Row ``row`` took ``k`` tokens that are not the policy's (an episode's tool result): they
+        use its token budget, so the reasoning budget and the answer's reserve count them, but they
+        are never fed to its state (a tag inside a tool's output opens or closes nothing)."""
+        self.t[row] += k
+        self.tails[row] = ""
+        self.pending.discard(row)
+        self.free_pending.discard(row)
 
     def take(self, rows: list[int], toks: list[int]) -> None:
         """Feed token ``toks[k]`` to row ``rows[k]``'s state (each row one token further)."""

@@ -342,9 +342,9 @@ def generate(
     """
     from rlvr.models.fast_decode import FastDecoder, supports
 
-    if turns is not None and constrain is not None:
-        raise ValueError("constrained decoding of multi-turn episodes is not supported: the grammar would have to "
-                         "admit tool calls (set decoding.constrain: none with an env section)")
+    if turns is not None and constrain is not None and constrain.mode != "answer":
+        raise ValueError("constrained decoding of multi-turn episodes constrains the final answer segment only "
+                         "(decoding.constrain: answer); full would have to admit tool calls from the first token")
     with torch.inference_mode():
         was_training = model.training
         model.eval()
@@ -435,7 +435,7 @@ def generate(
             moved = False  # some row took tokens beyond its sampled one (forced, or a tool's result)
             if turns is not None:
                 moved = _turns_step(turns, rows_go, tok[go], done, pos, out_tok, tools, closers, eos,
-                                    max_new_tokens)
+                                    max_new_tokens, state)
             if jumping:  # tokens the masks force next are taken now and fed in the same forward
                 nxt = rows_go[~done[rows_go]]
                 run = state.jump(nxt.tolist(), (max_new_tokens - pos[nxt]).tolist()) if len(nxt) else []
@@ -445,6 +445,9 @@ def generate(
                     bits[torch.tensor(rows_k), pos[r].cpu()] = bits_k
                     pos[r] += 1
                     done[r] = (tk == eos) | (pos[r] >= max_new_tokens)
+                    if turns is not None:  # an episode the forced tokens ended (its closed answer's stop)
+                        for row, t_ in zip(r[done[r]].tolist(), tk[done[r]].tolist()):
+                            turns.on_end(row, out_tok[row, : int(pos[row])].tolist(), "eos" if t_ == eos else "length")
                 moved = moved or bool(run)
             if bool(done.all()):
                 break
@@ -490,14 +493,20 @@ def generate(
 
 
 def _turns_step(turns: Any, rows: torch.Tensor, toks: torch.Tensor, done: torch.Tensor, pos: torch.Tensor,
-                out_tok: torch.Tensor, tools: torch.Tensor, closers: torch.Tensor, eos: int, limit: int) -> bool:
+                out_tok: torch.Tensor, tools: torch.Tensor, closers: torch.Tensor, eos: int, limit: int,
+                state: Any = None) -> bool:
     """After ``rows`` sampled ``toks``: rows whose turn is now a complete tool call get its result
     appended (or end their episode); rows that ended give their final answer. True when some row
-    took result tokens (they are fed with the next forward)."""
+    took result tokens (they are fed with the next forward). ``state``: the constrainer's, told
+    of the result tokens (its budget counts them; its grammar never sees them); a result that would
+    leave less than the answer's reserve ends the episode ``context_overflow``, so a constrained
+    episode is never truncated inside its answer."""
     moved = False
+    # under a constraint the answer's reserve is not the tool's to use (the answer must still fit)
+    reserve = state.c.reserve if state is not None else 0
     for r in rows[~done[rows] & closers[toks]].tolist():
         at = int(pos[r])
-        add, end = turns.on_close(r, out_tok[r, :at].tolist(), limit - at)
+        add, end = turns.on_close(r, out_tok[r, :at].tolist(), limit - at - reserve)
         if end:
             done[r] = True
         elif add:
@@ -506,6 +515,8 @@ def _turns_step(turns: Any, rows: torch.Tensor, toks: torch.Tensor, done: torch.
             tools[r, at : at + k] = 1
             pos[r] = at + k
             moved = True
+            if state is not None:
+                state.skip(r, k)
     ended = rows[done[rows]]
     for r, t in zip(ended.tolist(), toks[done[rows]].tolist()):
         turns.on_end(r, out_tok[r, : int(pos[r])].tolist(), "eos" if t == eos else "length")

@@ -423,7 +423,7 @@ class GRPOTrainer:
         not what the faults let through)."""
         if self.env_cls is not None:
             return greedy_eval(self.model, self.tok, self.eval_rows, max_new_tokens=self._episode_tokens(),
-                               fast=self.fast,
+                               fast=self.fast, constrain=self.constrainer if self.cfg.decoding.in_eval else None,
                                turns_for=lambda rows: self._turns(rows, 1, "eval", fault_free=True))
         return greedy_eval(self.model, self.tok, self.eval_rows, max_new_tokens=self.cfg.rollout.max_new_tokens,
                            fast=self.fast,
