@@ -217,6 +217,24 @@ def test_the_trainer_keeps_environment_faults_out_and_writes_episodes_to_the_run
     assert r.returncode == 0 and "whose fault" in r.stdout and "environment" in r.stdout, r.stderr
 
 
+def test_the_trainer_trains_constrained_episodes_with_redraws(policy, tmp_path) -> None:
+    """decoding.constrain: answer with an env section: the masks travel with the episodes through the
+    fault redraws into the update (whose first ratio is then 1) and the held-out run decodes under them."""
+    model, tok = policy
+    cfg = _cfg(tmp_path, faults={"tool_error": 0.3}).model_copy(
+        update={"decoding": TrainConfig.model_validate({"decoding": {"constrain": "answer", "answer": "integer"}}
+                                                        ).decoding})
+    tr = GRPOTrainer(cfg, model=copy.deepcopy(model), tokenizer=tok, train_rows=_rows() * 4, eval_rows=_rows())
+    out = tr.train()
+    assert out["after"]["tool_rate"] > 0.5 and out["after"]["accuracy"] > 0
+    lines = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    assert any(r.get("replaced") for r in lines)  # faults were redrawn under the constraint too
+    m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    step = next(x for x in m if x["step"] == 1)
+    assert step["decoding/masked_frac"] > 0 and step["tools/calls_per_episode"] > 0
+    assert abs(step["rollout/logprob_gap"]) < 1e-3  # the update's forward re-applies the masks
+
+
 def test_tool_tokens_carry_no_gradient(policy, tmp_path) -> None:
     """Poisoning the old log-probs of the tool-result tokens changes nothing in the update."""
     model, tok = policy
