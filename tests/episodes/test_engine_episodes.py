@@ -443,3 +443,53 @@ def test_a_tool_result_cannot_write_special_tokens_into_the_sequence() -> None:
     t = Turns(tok, Sly, [{}], ["k"], ["p"])
     add, _ = t.on_close(0, _ids(tok, '<tool_call>{"name":"echo","arguments":{"text":"x"}}</tool_call>'), 200)
     assert tok.eos_token_id not in add and tok.pad_token_id not in add
+
+
+def test_the_calls_rows_close_in_one_step_run_together() -> None:
+    """Four rows close a call at the same decoding step: their tools run at the same time (each
+    under its own guard: a hang is each row's env_timeout), and every row gets its own result."""
+    import threading
+    import time
+
+    from rlvr.diagnostics.causes import Cause
+    from rlvr.models.tiny import build_tokenizer
+
+    tok = build_tokenizer()
+    spans: list[tuple[float, float]] = []
+    lock = threading.Lock()
+    release = threading.Event()
+
+    class Slow:
+        def reset(self, row: dict) -> None:
+            return None
+
+        def lookup(self, key: str) -> str:
+            """Look a key up.
+
+            Args:
+                key: the key.
+            """
+            start = time.monotonic()
+            if key == "hang":
+                release.wait(30)
+            else:
+                time.sleep(0.2)
+            with lock:
+                spans.append((start, time.monotonic()))
+            return key.upper()
+
+    def call(key: str) -> list[int]:
+        return _ids(tok, f'<tool_call>{{"name":"lookup","arguments":{{"key":"{key}"}}}}</tool_call>')
+
+    t = Turns(tok, Slow, [{}] * 4, [f"k{i}" for i in range(4)], ["p"] * 4, timeout_s=1.0)
+    keys = ["a", "b", "hang", "c"]
+    out = t.on_closes([(i, call(k), 200) for i, k in enumerate(keys)])
+    release.set()
+    for i, ((add, end), k) in enumerate(zip(out, keys)):
+        if k == "hang":
+            assert end and t.episodes[i].fault() is Cause.ENV_TIMEOUT
+        else:
+            assert not end and tok.decode(add) == f"<tool_response>{k.upper()}</tool_response>"
+    finished = sorted(spans)[:3]  # the three that returned within their limit
+    assert max(s for s, _ in finished) < min(e for _, e in finished)  # all three were running at once
+    assert t.on_closes([(0, _ids(tok, "no call here >"), 200)]) == [([], False)]

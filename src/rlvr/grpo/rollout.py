@@ -504,9 +504,11 @@ def _turns_step(turns: Any, rows: torch.Tensor, toks: torch.Tensor, done: torch.
     moved = False
     # under a constraint the answer's reserve is not the tool's to use (the answer must still fit)
     reserve = state.c.reserve if state is not None else 0
-    for r in rows[~done[rows] & closers[toks]].tolist():
+    closing = rows[~done[rows] & closers[toks]].tolist()
+    outcomes = turns.on_closes([(r, out_tok[r, : int(pos[r])].tolist(), limit - int(pos[r]) - reserve)
+                                for r in closing]) if closing else []
+    for r, (add, end) in zip(closing, outcomes):  # the rows' calls ran together
         at = int(pos[r])
-        add, end = turns.on_close(r, out_tok[r, :at].tolist(), limit - at - reserve)
         if end:
             done[r] = True
         elif add:

@@ -111,16 +111,44 @@ class Turns:
         """Row ``row`` sampled a token that may close a call (``ids``: its completion so far; ``room``:
         tokens left in its budget). Returns ``(tokens to append, the episode ended)``: the call's
         result when the turn is a complete call, nothing when it is not (decoding goes on)."""
-        seg = ids[self.seg_start[row]:]
-        text = self._text(seg)
-        if not text.endswith(CALL_END):
-            return [], False
-        # a closing tag without its opening does not parse: the guard records malformed_tool_call
-        markup = find_call(text) or text
-        guard, ep, turn = self.guards[row], self.episodes[row], self.turn[row]
-        assert guard is not None
-        out = guard.call(markup, turn)
-        if out.record(ep, text, len(seg), self.owned):
+        return self.on_closes([(row, ids, room)])[0]
+
+    def on_closes(self, closing: Sequence[tuple[int, Sequence[int], int]]) -> list[tuple[list[int], bool]]:
+        """:meth:`on_close` for several rows of one decoding step, ``(row, ids, room)`` each: their
+        calls run at the same time (each under its own guard and time limit), so a slow or hanging
+        tool holds the batch for its own limit, not for the sum of every call's."""
+        calls: list[tuple[int, Sequence[int], int, str, int, str]] = []
+        for row, ids, room in closing:
+            seg = ids[self.seg_start[row]:]
+            text = self._text(seg)
+            if text.endswith(CALL_END):  # a closing tag without its opening: the guard records malformed_tool_call
+                calls.append((row, ids, room, text, len(seg), find_call(text) or text))
+        outcomes = self._run_calls([(row, markup) for row, _, _, _, _, markup in calls])
+        done = {row: self._after_call(row, ids, room, text, n, out)
+                for (row, ids, room, text, n, _), out in zip(calls, outcomes)}
+        return [done.get(row, ([], False)) for row, _, _ in closing]
+
+    def _run_calls(self, calls: Sequence[tuple[int, str]]) -> list[Any]:
+        """Each ``(row, markup)`` through its row's guard; several at once on threads (the guards are
+        per episode, and each times its own call)."""
+        def one(row: int, markup: str) -> Any:
+            guard = self.guards[row]
+            assert guard is not None
+            return guard.call(markup, self.turn[row])
+
+        if len(calls) <= 1:
+            return [one(r, m) for r, m in calls]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(len(calls), 16), thread_name_prefix="rlvr-calls") as pool:
+            return list(pool.map(lambda c: one(*c), calls))
+
+    def _after_call(self, row: int, ids: Sequence[int], room: int, text: str, seg_len: int,
+                    out: Any) -> tuple[list[int], bool]:
+        """What a call's outcome does to its episode: recorded; the episode ends (a fault, the turn
+        limit, no room for the result) or the result's tokens are appended."""
+        ep, turn = self.episodes[row], self.turn[row]
+        if out.record(ep, text, seg_len, self.owned):
             return [], True
         self.turn[row] = turn + 1
         if self.turn[row] >= self.max_turns:
