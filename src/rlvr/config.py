@@ -170,10 +170,12 @@ class FailureConfig(_Strict):
     """Dead groups in a row that quarantine a prompt."""
     quarantine_total: int = Field(5, ge=1)
     """Dead groups over the run that quarantine a prompt."""
-    quarantine_causes: list[Literal["invalid", "truncated", "no_answer", "wrong", "tool_error", "env_timeout",
-                                    "env_crash"]] = ["invalid", "tool_error", "env_timeout", "env_crash"]
+    quarantine_causes: list[Literal["invalid", "bad_gold", "truncated", "no_answer", "wrong", "tool_error",
+                                    "env_timeout", "env_crash"]] = [
+        "invalid", "bad_gold", "tool_error", "env_timeout", "env_crash"]
     """A group dies when every rollout has one of these causes (the environment's faults count, so a
-    prompt whose episodes keep dying of the environment is quarantined)."""
+    prompt whose episodes keep dying of the environment is quarantined; a gold that cannot be parsed
+    stays broken, so its prompt is too)."""
     env_faults: list[Literal["tool_error", "env_timeout", "env_crash", "malformed_tool_call", "unknown_tool",
                              "bad_arguments", "turn_limit", "context_overflow"]] = [
         "tool_error", "env_timeout", "env_crash"]

@@ -84,3 +84,13 @@ def test_a_bad_gold_row_is_left_out_or_scored_as_plain_grpo_does() -> None:
     plain = FailureAware(FailureConfig(quarantine=False, verifier_failures="score"), group_size=4)
     d = plain.decide(_views(statuses, totals), step=1)
     assert d.causes[2:] == [Cause.BAD_GOLD] * 2 and d.admit.all() and d.advantages[2] < 0
+
+
+def test_a_prompt_whose_gold_is_broken_is_quarantined_by_default() -> None:
+    fa = FailureAware(FailureConfig(), group_size=4)
+    for step in range(1, 4):  # each step's fresh rollouts (made by the policy of version step - 1)
+        bad = [RolloutView("broken", Verdict(Status.BAD_GOLD), 0.0, text="x", version=step - 1) for _ in range(4)]
+        fine = [RolloutView("fine", Verdict(s), t, text="x", version=step - 1)
+                for s, t in zip([Status.CORRECT, Status.WRONG] * 2, [1.0, 0.0] * 2)]
+        fa.decide(bad + fine, step)
+    assert fa.skip("broken") and not fa.skip("fine")
