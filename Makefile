@@ -84,6 +84,8 @@ bench-learn: $(STAMP)
 bench-failure-step: $(STAMP)
 	$(BIN)/python benchmarks/failure_step.py --jobs 2
 	$(BIN)/python benchmarks/failure_step.py --jobs 2 --engine trl
+	for f in bad_gold truncation; do for e in rlvr trl; do \
+		$(BIN)/python benchmarks/failure_step.py --jobs 2 --fault $$f --rates 0.2 --engine $$e || exit 1; done; done
 
 pipeline-tiny: $(STAMP)
 	$(BIN)/rlvr pipeline configs/r1-tiny.yaml
