@@ -72,3 +72,13 @@ def kill_at_step():
         assert not (run_dir / "model").exists(), "the run finished before it could be killed"
 
     return kill
+
+
+@pytest.fixture
+def bf16_numerics(monkeypatch):
+    """For tests of bfloat16's *numerics* on small models: rlvr refuses bfloat16 on a CPU without
+    native support because it is slow there (``runtime.check_cpu_precision``, tested on its own), not
+    wrong; these tests run on any CPU, so the check is told this one has it."""
+    from rlvr import runtime
+
+    monkeypatch.setattr(runtime, "native_bf16", lambda: True)

@@ -102,7 +102,7 @@ def test_kl_reference_and_multiple_iterations_run(tmp_path):
         assert key in m[-1], key
 
 
-def test_bf16_autocast_trains(tmp_path):
+def test_bf16_autocast_trains(tmp_path, bf16_numerics):
     cfg = load_config(None, [*TINY, "run.steps=2", f"run.out_dir={tmp_path}", "model.autocast=bf16"])
     trainer = GRPOTrainer(cfg)
     start = {k: v.clone() for k, v in trainer.model.state_dict().items()}

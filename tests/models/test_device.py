@@ -45,7 +45,7 @@ def _step(tmp_path, device: str, extra: list[str] = ()) -> tuple:
     return trainer, before, m
 
 
-def test_a_bfloat16_lora_step_on_cpu_trains_the_float32_adapters(tmp_path):
+def test_a_bfloat16_lora_step_on_cpu_trains_the_float32_adapters(tmp_path, bf16_numerics):
     pytest.importorskip("peft")
     trainer, before, m = _step(tmp_path, "cpu", ["model.dtype=bfloat16", "model.lora={r: 4, alpha: 8}",
                                                  "algo.beta=0.04", "optim.lr=1e-2", "rewards.weights={cosine: 1.0}"])

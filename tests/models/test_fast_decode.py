@@ -175,7 +175,7 @@ def test_bfloat16_decoding_stays_near_the_float32_forward():
     assert not torch.equal(want[-1], got[-1])  # it did decode in bfloat16
 
 
-def test_sampling_in_bfloat16_is_logged_as_the_gap_to_the_training_log_probs(tmp_path):
+def test_sampling_in_bfloat16_is_logged_as_the_gap_to_the_training_log_probs(tmp_path, bf16_numerics):
     from rlvr.config import load_config
     from rlvr.grpo.trainer import GRPOTrainer
 
