@@ -446,8 +446,7 @@ def generate(
                     pos[r] += 1
                     done[r] = (tk == eos) | (pos[r] >= max_new_tokens)
                     if turns is not None:  # an episode the forced tokens ended (its closed answer's stop)
-                        for row, t_ in zip(r[done[r]].tolist(), tk[done[r]].tolist()):
-                            turns.on_end(row, out_tok[row, : int(pos[row])].tolist(), "eos" if t_ == eos else "length")
+                        _end_turns(turns, r, tk, done, pos, out_tok, eos)
                 moved = moved or bool(run)
             if bool(done.all()):
                 break
@@ -519,7 +518,12 @@ def _turns_step(turns: Any, rows: torch.Tensor, toks: torch.Tensor, done: torch.
             moved = True
             if state is not None:
                 state.skip(r, k)
-    ended = rows[done[rows]]
-    for r, t in zip(ended.tolist(), toks[done[rows]].tolist()):
-        turns.on_end(r, out_tok[r, : int(pos[r])].tolist(), "eos" if t == eos else "length")
+    _end_turns(turns, rows, toks, done, pos, out_tok, eos)
     return moved
+
+
+def _end_turns(turns: Any, rows: torch.Tensor, toks: torch.Tensor, done: torch.Tensor, pos: torch.Tensor,
+               out_tok: torch.Tensor, eos: int) -> None:
+    """The rows of ``rows`` that ended on their last token (``toks``) give their episode's final answer."""
+    for r, t in zip(rows[done[rows]].tolist(), toks[done[rows]].tolist()):
+        turns.on_end(r, out_tok[r, : int(pos[r])].tolist(), "eos" if t == eos else "length")
