@@ -9,7 +9,12 @@ fault injected at each rate (``--fault``):
 * ``bad_gold``: a seeded share of gold answers that cannot be parsed, the same ones all run, as
   broken dataset rows are (``rewards.bad_gold``): every rollout of their prompts is ``bad_gold``;
 * ``truncation``: a seeded share of rollouts cut at a random point before their end, as a token
-  budget cuts them (``rollout.truncation``; held-out evaluation is never cut).
+  budget cuts them (``rollout.truncation``; held-out evaluation is never cut);
+* ``cold_start``: the format-weak start itself, varied: the warm-up's share of SFT targets without
+  the answer tag is the rate (0 for the fault-free run), so a share of the start's answers die of
+  format. Those are the policy's own deaths (every arm keeps them in the gradient); what the failure
+  step brings here is its redraws of flat groups and, in the ``aware+constrained`` arm, the answer
+  grammar while sampling (``decoding.constrain: full``; held-out evaluation unconstrained).
 
 The arms:
 
@@ -23,13 +28,15 @@ The arms:
 * ``aware``: rlvr's failure step whole: failed verifications and truncated rows out of the
   baseline and the loss and redrawn, flat groups redrawn, quarantine, advantage clipping;
 
-and the fault-free target (plain at 0). Every arm runs the same seeds (paired: seed ``s`` of each
+and the fault-free target (plain at 0), beside the aware arm at 0: what the failure step buys with no
+fault at all (its flat-group redraws and clipping), so that its lead under faults can be read
+against it. Every arm runs the same seeds (paired: seed ``s`` of each
 arm starts from the same weights and data order); mean and standard error over seeds at every
 evaluation point, the paired difference aware - plain with its standard error, and the rollouts
 each arm sampled (the failure step's redraws cost rollouts: equal steps are not equal compute).
 A difference is called "better" or "worse" only beyond twice its standard error.
 
-    .venv/bin/python benchmarks/failure_step.py [--fault outage|bad_gold|truncation] [--seeds 5]
+    .venv/bin/python benchmarks/failure_step.py [--fault outage|bad_gold|truncation|cold_start] [--seeds 5]
         [--rates 0.2 0.5] [--engine rlvr|trl] [--jobs 2]
 """
 
@@ -44,7 +51,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from failure_aware import AWARE, warm_model
+from failure_aware import AWARE, CONSTRAINED, warm_model
 from failure_aware import run as train
 from results import RESULTS, Bar, report, save_figure, side_by_side, src_path
 
@@ -54,11 +61,15 @@ PLAIN = ["failure.quarantine=false", "failure.resample_tries=0", "failure.dynami
          "failure.verifier_failures=score"]
 EXCLUDE = ["failure.quarantine=false", "failure.resample_tries=0", "failure.dynamic_sampling=0"]
 ARMS = {"plain": PLAIN, "exclude": EXCLUDE, "aware": AWARE}
+#: Under the format-weak start nothing is excluded (format deaths are the policy's): the constrained
+#: answer takes the admission-alone arm's place.
+COLD_ARMS = {"plain": PLAIN, "aware": AWARE, "aware+constrained": CONSTRAINED}
 #: Each fault kind: the override that injects it at a rate and seed, and what it is, in words.
 FAULTS = {
     "outage": (lambda rate, seed: [f"rewards.outage={rate}", f"rewards.outage_seed={seed}"], "verifier outages"),
     "bad_gold": (lambda rate, seed: [f"rewards.bad_gold={rate}", f"rewards.outage_seed={seed}"], "bad golds"),
     "truncation": (lambda rate, seed: [f"rollout.truncation={rate}"], "truncated rollouts"),
+    "cold_start": (lambda rate, seed: [], "untagged SFT targets"),  # injected in the warm-up
 }
 
 
@@ -108,14 +119,16 @@ def plot(agg: dict, rates: list[float], engine: str, path: Path, fault: str = "o
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(rates), figsize=(4.6 * len(rates), 3.8), squeeze=False, sharey=True)
-    colours = {"plain": "tab:red", "exclude": "tab:blue", "aware": "tab:green", "fault-free": "black"}
+    colours = {"plain": "tab:red", "exclude": "tab:blue", "aware": "tab:green", "aware+constrained": "tab:purple",
+               "fault-free": "black", "aware @0": "tab:olive"}
     for j, rate in enumerate(rates):
         ax = axes[0][j]
-        for name, a in [("fault-free", agg["0"]["plain"]), *agg[f"{rate:g}"].items()]:
+        for name, a in [("fault-free", agg["0"]["plain"]), ("aware @0", agg["0"]["aware"]),
+                        *agg[f"{rate:g}"].items()]:
             xs = [s for s, _, _ in a["curve"]]
             ms = [m for _, m, _ in a["curve"]]
             ses = [e for _, _, e in a["curve"]]
-            ls = "--" if name == "fault-free" else "-"
+            ls = "--" if name.endswith(("fault-free", "@0")) else "-"
             ax.plot(xs, ms, ls, color=colours[name], label=name)
             ax.fill_between(xs, [m - e for m, e in zip(ms, ses)], [m + e for m, e in zip(ms, ses)],
                             color=colours[name], alpha=0.15)
@@ -147,9 +160,17 @@ def main() -> None:
 
     print(f"CPU: {cpu_report()}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-failure-step-"))
-    warm = warm_model(tmp / "warm", 0)
-    jobs = [(0.0, "plain", s) for s in range(args.seeds)]
-    jobs += [(rate, arm, s) for rate in args.rates for arm in ARMS for s in range(args.seeds)]
+    cold = args.fault == "cold_start"
+    warm, _ = warm_model(tmp / "warm", 0, untagged=0.0 if cold else 1 / 3)
+    warms = dict.fromkeys([0.0, *args.rates], warm)
+    if cold:  # one warm-up per rate, its share of untagged targets the rate, each SFT'd to the same
+        # lenient held-out accuracy (a fixed number of steps leaves some before the tiny model "clicks")
+        warms.update({r: warm_model(tmp / f"warm-{r:g}", 0, untagged=r)[0] for r in args.rates})
+    arms_of = dict(COLD_ARMS if cold else ARMS)
+    if args.fault == "truncation":  # the admission the aware arm has for them
+        arms_of["exclude"] = [*EXCLUDE, "failure.exclude_truncated=true"]
+    jobs = [(0.0, arm, s) for arm in ("plain", "aware") for s in range(args.seeds)]
+    jobs += [(rate, arm, s) for rate in args.rates for arm in arms_of for s in range(args.seeds)]
     rc = RolloutConfig()
     raw: dict[tuple[float, str, int], dict] = {}
 
@@ -161,15 +182,12 @@ def main() -> None:
     def out(rate: float, arm: str, seed: int) -> Path:
         return tmp / f"{rate:g}" / f"{arm}-{seed}"
 
-    arms_of = dict(ARMS)
-    if args.fault == "truncation":  # the admission the aware arm has for them
-        arms_of["exclude"] = [*EXCLUDE, "failure.exclude_truncated=true"]
-    calls = {(r, a, s): (warm, out(r, a, s), s, args.steps, args.eval_every, r, arms_of[a], args.engine,
+    calls = {(r, a, s): (warms[r], out(r, a, s), s, args.steps, args.eval_every, r, arms_of[a], args.engine,
                          args.fault) for r, a, s in jobs}
     side_by_side(run, calls, args.jobs, done)
     seeds = range(args.seeds)
     agg: dict[str, dict[str, dict]] = {}
-    for rate, arms in [(0.0, ["plain"]), *[(r, list(ARMS)) for r in args.rates]]:
+    for rate, arms in [(0.0, ["plain", "aware"]), *[(r, list(arms_of)) for r in args.rates]]:
         for arm in arms:
             runs = [raw[(rate, arm, s)] for s in seeds]
             points = [(p[0], *mean_se([r["curve"][i][1] for r in runs])) for i, p in enumerate(runs[0]["curve"])]
@@ -177,16 +195,23 @@ def main() -> None:
                 "curve": points, "final": mean_se([r["final"] for r in runs]),
                 "rollouts": statistics.mean(r["rollouts"] for r in runs),
                 "invalid": statistics.mean(r["invalid"] for r in runs), "finals": [r["final"] for r in runs],
-                **{k: statistics.mean(r.get(k, 0.0) for r in runs) for k in ("bad_gold", "truncated")}}
+                **{k: statistics.mean(r.get(k, 0.0) for r in runs) for k in ("bad_gold", "truncated", "no_answer")}}
     ff = agg["0"]["plain"]["final"]
     lines, diffs = [], {}
     # the issue's line says "faults" for verifier outages, where the bar is read; the others name theirs
     label = "faults" if args.fault == "outage" else args.fault
-    cause = {"outage": "invalid", "bad_gold": "bad_gold", "truncation": "truncated"}[args.fault]
+    cause = {"outage": "invalid", "bad_gold": "bad_gold", "truncation": "truncated", "cold_start": "no_answer"}[
+        args.fault]
+    zero = agg["0"]
+    d0, d0_se = mean_se([x - y for x, y in zip(zero["aware"]["finals"], zero["plain"]["finals"])])
+    diffs["0/aware"] = {"diff": d0, "se": d0_se, "verdict": verdict(d0, d0_se),
+                        "compute_ratio": zero["aware"]["rollouts"] / zero["plain"]["rollouts"]}
+    print(f"@0: aware - plain final {d0:+.3f} +- {d0_se:.3f} (paired, {args.seeds} seeds, no fault): "
+          f"{verdict(d0, d0_se)}")
     for rate in args.rates:
         arms = agg[f"{rate:g}"]
         p = arms["plain"]
-        for arm in ("exclude", "aware"):
+        for arm in [a for a in arms if a != "plain"]:
             a = arms[arm]
             d, d_se = mean_se([x - y for x, y in zip(a["finals"], p["finals"])])  # paired by seed
             diffs[f"{rate:g}/{arm}"] = {"diff": d, "se": d_se, "verdict": verdict(d, d_se),
@@ -198,9 +223,19 @@ def main() -> None:
         lines.append(f"failure-aware @{rate:g} {label} ({args.engine}): aware {a['final'][0]:.3f} +- "
                      f"{a['final'][1]:.3f}, plain {p['final'][0]:.3f} +- {p['final'][1]:.3f}, "
                      f"fault-free {ff[0]:.3f} +- {ff[1]:.3f} ({args.seeds} seeds)")
-        e = arms["exclude"]
-        lines.append(f"failure-aware @{rate:g} {label} ({args.engine}), admission alone at plain's compute: exclude "
-                     f"{e['final'][0]:.3f} +- {e['final'][1]:.3f} ({diffs[f'{rate:g}/exclude']['verdict']})")
+        if "exclude" in arms:
+            e = arms["exclude"]
+            lines.append(f"failure-aware @{rate:g} {label} ({args.engine}), admission alone at plain's compute: "
+                         f"exclude {e['final'][0]:.3f} +- {e['final'][1]:.3f} "
+                         f"({diffs[f'{rate:g}/exclude']['verdict']})")
+        if "aware+constrained" in arms:
+            c = arms["aware+constrained"]
+            lines.append(f"failure-aware @{rate:g} {label} ({args.engine}), answer constrained while sampling: "
+                         f"{c['final'][0]:.3f} +- {c['final'][1]:.3f} "
+                         f"(against plain: {diffs[f'{rate:g}/aware+constrained']['verdict']})")
+    lines.append(f"failure-aware @0 {label} ({args.engine}): aware {zero['aware']['final'][0]:.3f} +- "
+                 f"{zero['aware']['final'][1]:.3f}, plain {ff[0]:.3f} +- {ff[1]:.3f} "
+                 f"({diffs['0/aware']['verdict']}: what the step buys with no fault)")
     d2 = diffs["0.2/aware"]
     bars = [Bar("aware minus plain final @0.2, in standard errors of the paired difference",
                 d2["diff"] / d2["se"] if d2["se"] > 0 else 0.0, ">", 2.0, quick_decides=False)
