@@ -24,9 +24,10 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+
+from rlvr.seeded import uniforms
 
 
 @dataclass(frozen=True)
@@ -39,11 +40,6 @@ class Truncation:
     def __post_init__(self) -> None:
         if not 0 <= self.rate <= 1:
             raise ValueError(f"rollout.truncation must be in [0, 1], got {self.rate}")
-
-    def _draws(self, prompt: Sequence[int], completion: Sequence[int]) -> tuple[float, float]:
-        key = f"{self.seed}\0{list(prompt)}\0{list(completion)}".encode()
-        h = hashlib.blake2b(key, digest_size=16).digest()
-        return int.from_bytes(h[:8], "big") / 2**64, int.from_bytes(h[8:], "big") / 2**64
 
     def length(self, prompt: Sequence[int], completion: Sequence[int], eos: Collection[int]) -> int | None:
         """The number of tokens ``completion`` keeps, or None when it is not cut.
@@ -58,7 +54,7 @@ class Truncation:
             body -= 1
         if body < 1 or (body == len(completion) and body < 2):
             return None  # nothing to cut before the end
-        hit, where = self._draws(prompt, completion)
+        hit, where = uniforms(self.seed, list(prompt), list(completion), n=2)
         if hit >= self.rate:
             return None
         # keep 1..body tokens when the completion ended (its eos dropped), 1..body-1 when it was already cut

@@ -13,7 +13,8 @@ golds so (``rewards.bad_gold``), drawn from the seed and the gold alone, so a ba
 for the whole run, as a broken row does; its prompt is the failure step's to quarantine.
 
 Example:
-    >>> from rlvr.types import Status, Verdict
+    >>> from rlvr.seeded import uniforms
+from rlvr.types import Status, Verdict
     >>> down = Outage(rate=1.0, seed=0).apply([Verdict(Status.CORRECT)], ["42"], ["42"])
     >>> down[0].status in (Status.TIMEOUT, Status.ERROR), down[0].details["injected"]
     (True, True)
@@ -23,11 +24,11 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rlvr.seeded import uniforms
 from rlvr.types import Status, Verdict
 
 
@@ -48,19 +49,14 @@ class Outage:
 
     def gold_is_bad(self, gold: Any) -> bool:
         """Whether this gold is one the injection broke (the same answer for the whole run)."""
-        h = hashlib.blake2b(f"{self.seed}\0bad gold\0{gold}".encode(), digest_size=8).digest()
-        return int.from_bytes(h, "big") / 2**64 < self.bad_gold
-
-    def _draw(self, text: str, gold: Any) -> float:
-        h = hashlib.blake2b(f"{self.seed}\0{gold}\0{text}".encode(), digest_size=8).digest()
-        return int.from_bytes(h, "big") / 2**64
+        return uniforms(self.seed, "bad gold", gold)[0] < self.bad_gold
 
     def hit(self, text: str, gold: Any) -> Verdict | None:
         """The failed verdict this row meets, or None (its own verdict stands)."""
         if self.bad_gold and self.gold_is_bad(gold):
             return Verdict(Status.BAD_GOLD, reason="injected unparsable gold", gold=str(gold),
                            details={"injected": True})
-        u = self._draw(text, gold)
+        u = uniforms(self.seed, gold, text)[0]
         if u >= self.rate:
             return None
         status = Status.TIMEOUT if u < self.rate / 2 else Status.ERROR
