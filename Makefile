@@ -82,8 +82,8 @@ bench-learn: $(STAMP)
 	$(BIN)/python benchmarks/real_learning.py
 
 bench-failure-step: $(STAMP)
-	$(BIN)/python benchmarks/failure_step.py --jobs 2
-	$(BIN)/python benchmarks/failure_step.py --jobs 2 --engine trl
+	$(BIN)/python benchmarks/failure_step.py --jobs 2 --seeds 10
+	$(BIN)/python benchmarks/failure_step.py --jobs 2 --seeds 10 --engine trl
 	for f in bad_gold truncation; do for e in rlvr trl; do \
 		$(BIN)/python benchmarks/failure_step.py --jobs 2 --fault $$f --rates 0.2 --engine $$e || exit 1; done; done
 

@@ -48,6 +48,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -140,6 +141,92 @@ def plot(agg: dict, rates: list[float], engine: str, path: Path, fault: str = "o
     save_figure(fig, path)
 
 
+def compare(agg: dict[str, dict[str, dict]], rates: list[float], fault: str, engine: str,
+            seeds: int) -> tuple[dict[str, dict], list[str]]:
+    """Every arm against plain at its rate (paired by seed), and the aware arm's lead beyond the one it
+    has with no fault at all (the difference of the two paired differences, per seed: what handling
+    the faults buys, apart from what the step's redraws of flat groups buy anyway); the differences
+    and the lines to print."""
+    ff = agg["0"]["plain"]["final"]
+    lines: list[str] = []
+    diffs: dict[str, dict] = {}
+    # the issue's line says "faults" for verifier outages, where the bar is read; the others name theirs
+    label = "faults" if fault == "outage" else fault
+    cause = {"outage": "invalid", "bad_gold": "bad_gold", "truncation": "truncated", "cold_start": "no_answer"}[fault]
+    zero = agg["0"]
+    lead0 = None  # results files from before the aware arm ran at 0 have none
+    if "aware" in zero:
+        lead0 = [x - y for x, y in zip(zero["aware"]["finals"], zero["plain"]["finals"])]
+        d0, d0_se = mean_se(lead0)
+        diffs["0/aware"] = {"diff": d0, "se": d0_se, "verdict": verdict(d0, d0_se),
+                            "compute_ratio": zero["aware"]["rollouts"] / zero["plain"]["rollouts"]}
+        print(f"@0: aware - plain final {d0:+.3f} +- {d0_se:.3f} (paired, {seeds} seeds, no fault): "
+              f"{verdict(d0, d0_se)}")
+    for rate in rates:
+        arms = agg[f"{rate:g}"]
+        p = arms["plain"]
+        for arm in [a for a in arms if a != "plain"]:
+            a = arms[arm]
+            d, d_se = mean_se([x - y for x, y in zip(a["finals"], p["finals"])])  # paired by seed
+            diffs[f"{rate:g}/{arm}"] = {"diff": d, "se": d_se, "verdict": verdict(d, d_se),
+                                        "compute_ratio": a["rollouts"] / p["rollouts"]}
+            print(f"@{rate:g}: {arm} - plain final {d:+.3f} +- {d_se:.3f} (paired, {seeds} seeds): "
+                  f"{verdict(d, d_se)}; {arm} sampled {a['rollouts'] / p['rollouts']:.2f}x plain's rollouts; "
+                  f"{cause} rows {a.get(cause, 0.0):.1%} ({arm}) / {p.get(cause, 0.0):.1%} (plain)")
+        a = arms["aware"]
+        lines.append(f"failure-aware @{rate:g} {label} ({engine}): aware {a['final'][0]:.3f} +- "
+                     f"{a['final'][1]:.3f}, plain {p['final'][0]:.3f} +- {p['final'][1]:.3f}, "
+                     f"fault-free {ff[0]:.3f} +- {ff[1]:.3f} ({seeds} seeds)")
+        if lead0 is not None:
+            b, b_se = mean_se([x - y - z for x, y, z in zip(a["finals"], p["finals"], lead0)])
+            diffs[f"{rate:g}/aware beyond 0"] = {"diff": b, "se": b_se, "verdict": verdict(b, b_se)}
+            lines.append(f"failure-aware @{rate:g} {label} ({engine}), aware's lead beyond its lead with no fault: "
+                         f"{b:+.3f} +- {b_se:.3f} ({verdict(b, b_se)})")
+        if "exclude" in arms:
+            e = arms["exclude"]
+            lines.append(f"failure-aware @{rate:g} {label} ({engine}), admission alone at plain's compute: "
+                         f"exclude {e['final'][0]:.3f} +- {e['final'][1]:.3f} "
+                         f"({diffs[f'{rate:g}/exclude']['verdict']})")
+        if "aware+constrained" in arms:
+            c = arms["aware+constrained"]
+            lines.append(f"failure-aware @{rate:g} {label} ({engine}), answer constrained while sampling: "
+                         f"{c['final'][0]:.3f} +- {c['final'][1]:.3f} "
+                         f"(against plain: {diffs[f'{rate:g}/aware+constrained']['verdict']})")
+    if lead0 is not None:
+        lines.append(f"failure-aware @0 {label} ({engine}): aware {zero['aware']['final'][0]:.3f} +- "
+                     f"{zero['aware']['final'][1]:.3f}, plain {ff[0]:.3f} +- {ff[1]:.3f} "
+                     f"({diffs['0/aware']['verdict']}: what the step buys with no fault)")
+    return diffs, lines
+
+
+def outage_bar(diffs: dict[str, dict]) -> Bar:
+    """The issue's bar: at 0.2 verifier outages, aware above plain by more than 2 SE of the paired difference."""
+    d2 = diffs["0.2/aware"]
+    return Bar("aware minus plain final @0.2, in standard errors of the paired difference",
+               d2["diff"] / d2["se"] if d2["se"] > 0 else 0.0, ">", 2.0, quick_decides=False)
+
+
+def recompute(path: Path) -> None:
+    """Derive the differences, lines and bar of a results file again from its arms (the figures a
+    run measured), for a comparison added after the run; the run's own provenance is kept."""
+    import json
+
+    from results import provenance
+
+    rec = json.loads(path.read_text())
+    fig, args = rec["figures"], rec["args"]
+    fault = fig.get("fault", "outage")
+    diffs, lines = compare(fig["arms"], args["rates"], fault, args["engine"], args["seeds"])
+    fig.update({"differences": diffs, "lines": lines})
+    if fault == "outage":
+        bar = outage_bar(diffs)
+        rec["bars"] = [{**asdict(bar), "met": bar.met}]
+    rec["derived"] = {"commit": provenance()["commit"], "date": provenance()["date"]}
+    path.write_text(json.dumps(rec, indent=1, default=str) + "\n")
+    print("\n".join(lines))
+    print(f"rewritten: {path}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fault", default="outage", choices=list(FAULTS), help="the kind of fault injected")
@@ -150,7 +237,12 @@ def main() -> None:
     ap.add_argument("--engine", default="rlvr", choices=["rlvr", "trl"])
     ap.add_argument("--jobs", type=int, default=1, help="runs side by side (one torch thread each)")
     ap.add_argument("--quick", action="store_true", help="3 seeds, 0.2 only, 60 steps (make bench-check)")
+    ap.add_argument("--recompute", type=Path, metavar="JSON",
+                    help="derive the differences and lines of a results file again from its arms (no run)")
     args = ap.parse_args()
+    if args.recompute:
+        recompute(args.recompute)
+        return
     if args.quick:
         args.seeds, args.rates, args.steps, args.eval_every = min(args.seeds, 3), [0.2], min(args.steps, 60), 20
     if 0.2 not in args.rates:
@@ -196,50 +288,8 @@ def main() -> None:
                 "rollouts": statistics.mean(r["rollouts"] for r in runs),
                 "invalid": statistics.mean(r["invalid"] for r in runs), "finals": [r["final"] for r in runs],
                 **{k: statistics.mean(r.get(k, 0.0) for r in runs) for k in ("bad_gold", "truncated", "no_answer")}}
-    ff = agg["0"]["plain"]["final"]
-    lines, diffs = [], {}
-    # the issue's line says "faults" for verifier outages, where the bar is read; the others name theirs
-    label = "faults" if args.fault == "outage" else args.fault
-    cause = {"outage": "invalid", "bad_gold": "bad_gold", "truncation": "truncated", "cold_start": "no_answer"}[
-        args.fault]
-    zero = agg["0"]
-    d0, d0_se = mean_se([x - y for x, y in zip(zero["aware"]["finals"], zero["plain"]["finals"])])
-    diffs["0/aware"] = {"diff": d0, "se": d0_se, "verdict": verdict(d0, d0_se),
-                        "compute_ratio": zero["aware"]["rollouts"] / zero["plain"]["rollouts"]}
-    print(f"@0: aware - plain final {d0:+.3f} +- {d0_se:.3f} (paired, {args.seeds} seeds, no fault): "
-          f"{verdict(d0, d0_se)}")
-    for rate in args.rates:
-        arms = agg[f"{rate:g}"]
-        p = arms["plain"]
-        for arm in [a for a in arms if a != "plain"]:
-            a = arms[arm]
-            d, d_se = mean_se([x - y for x, y in zip(a["finals"], p["finals"])])  # paired by seed
-            diffs[f"{rate:g}/{arm}"] = {"diff": d, "se": d_se, "verdict": verdict(d, d_se),
-                                        "compute_ratio": a["rollouts"] / p["rollouts"]}
-            print(f"@{rate:g}: {arm} - plain final {d:+.3f} +- {d_se:.3f} (paired, {args.seeds} seeds): "
-                  f"{verdict(d, d_se)}; {arm} sampled {a['rollouts'] / p['rollouts']:.2f}x plain's rollouts; "
-                  f"{cause} rows {a[cause]:.1%} ({arm}) / {p[cause]:.1%} (plain)")
-        a = arms["aware"]
-        lines.append(f"failure-aware @{rate:g} {label} ({args.engine}): aware {a['final'][0]:.3f} +- "
-                     f"{a['final'][1]:.3f}, plain {p['final'][0]:.3f} +- {p['final'][1]:.3f}, "
-                     f"fault-free {ff[0]:.3f} +- {ff[1]:.3f} ({args.seeds} seeds)")
-        if "exclude" in arms:
-            e = arms["exclude"]
-            lines.append(f"failure-aware @{rate:g} {label} ({args.engine}), admission alone at plain's compute: "
-                         f"exclude {e['final'][0]:.3f} +- {e['final'][1]:.3f} "
-                         f"({diffs[f'{rate:g}/exclude']['verdict']})")
-        if "aware+constrained" in arms:
-            c = arms["aware+constrained"]
-            lines.append(f"failure-aware @{rate:g} {label} ({args.engine}), answer constrained while sampling: "
-                         f"{c['final'][0]:.3f} +- {c['final'][1]:.3f} "
-                         f"(against plain: {diffs[f'{rate:g}/aware+constrained']['verdict']})")
-    lines.append(f"failure-aware @0 {label} ({args.engine}): aware {zero['aware']['final'][0]:.3f} +- "
-                 f"{zero['aware']['final'][1]:.3f}, plain {ff[0]:.3f} +- {ff[1]:.3f} "
-                 f"({diffs['0/aware']['verdict']}: what the step buys with no fault)")
-    d2 = diffs["0.2/aware"]
-    bars = [Bar("aware minus plain final @0.2, in standard errors of the paired difference",
-                d2["diff"] / d2["se"] if d2["se"] > 0 else 0.0, ">", 2.0, quick_decides=False)
-            ] if args.fault == "outage" else []  # the bar is the outage's; the other kinds are reported
+    diffs, lines = compare(agg, args.rates, args.fault, args.engine, args.seeds)
+    bars = [outage_bar(diffs)] if args.fault == "outage" else []  # the outage's bar; the other kinds are reported
     name = "failure_step" + ("" if args.fault == "outage" else f"-{args.fault}") + (
         "" if args.engine == "rlvr" else "-trl")
     png = (RESULTS / "quick" if args.quick else RESULTS) / f"{name}.png"
