@@ -30,14 +30,16 @@ The arms:
 
 and the fault-free target (plain at 0), beside the aware arm at 0: what the failure step buys with no
 fault at all (its flat-group redraws and clipping), so that its lead under faults can be read
-against it. Every arm runs the same seeds (paired: seed ``s`` of each
-arm starts from the same weights and data order); mean and standard error over seeds at every
-evaluation point, the paired difference aware - plain with its standard error, and the rollouts
-each arm sampled (the failure step's redraws cost rollouts: equal steps are not equal compute).
+against it: "aware's lead beyond its lead with no fault" is, per seed, (aware - plain) at the rate
+minus (aware - plain) at 0, what handling the faults themselves buys. Every arm runs the same
+seeds (paired: seed ``s`` of each arm starts from the same weights and data order); mean and
+standard error over seeds at every evaluation point, the paired difference aware - plain with its
+standard error, and the rollouts each arm sampled (the failure step's redraws cost rollouts: equal
+steps are not equal compute).
 A difference is called "better" or "worse" only beyond twice its standard error.
 
     .venv/bin/python benchmarks/failure_step.py [--fault outage|bad_gold|truncation|cold_start] [--seeds 5]
-        [--rates 0.2 0.5] [--engine rlvr|trl] [--jobs 2]
+        [--rates 0.2 0.5] [--engine rlvr|trl] [--jobs 2] [--recompute RESULTS.json]
 """
 
 from __future__ import annotations
