@@ -25,6 +25,8 @@ The arms:
 * ``exclude``: the failure step's admission alone, at plain's compute: failed verifications
   (``invalid``) and bad golds out of the baseline and the loss (truncated rows too, under
   ``--fault truncation``), nothing redrawn (no resampling, no dynamic sampling, no quarantine);
+* ``redraw``: rlvr's failure defaults: the failed rows out of both and redrawn (``resample_tries:
+  2``), nothing else (no flat-group redraws, no quarantine, no clipping): the fault handling alone;
 * ``aware``: rlvr's failure step whole: failed verifications and truncated rows out of the
   baseline and the loss and redrawn, flat groups redrawn, quarantine, advantage clipping;
 
@@ -63,7 +65,10 @@ sys.path.insert(0, src_path())
 PLAIN = ["failure.quarantine=false", "failure.resample_tries=0", "failure.dynamic_sampling=0",
          "failure.verifier_failures=score"]
 EXCLUDE = ["failure.quarantine=false", "failure.resample_tries=0", "failure.dynamic_sampling=0"]
-ARMS = {"plain": PLAIN, "exclude": EXCLUDE, "aware": AWARE}
+#: rlvr's failure defaults for these faults: failed rows out of both and redrawn (``resample_tries: 2``),
+#: no flat-group redraws, no quarantine, no clipping: the fault handling without dynamic sampling.
+REDRAW = ["failure.quarantine=false", "failure.dynamic_sampling=0"]
+ARMS = {"plain": PLAIN, "exclude": EXCLUDE, "redraw": REDRAW, "aware": AWARE}
 #: Under the format-weak start nothing is excluded (format deaths are the policy's): the constrained
 #: answer takes the admission-alone arm's place.
 COLD_ARMS = {"plain": PLAIN, "aware": AWARE, "aware+constrained": CONSTRAINED}
@@ -122,7 +127,8 @@ def plot(agg: dict, rates: list[float], engine: str, path: Path, fault: str = "o
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(rates), figsize=(4.6 * len(rates), 3.8), squeeze=False, sharey=True)
-    colours = {"plain": "tab:red", "exclude": "tab:blue", "aware": "tab:green", "aware+constrained": "tab:purple",
+    colours = {"plain": "tab:red", "exclude": "tab:blue", "redraw": "tab:orange", "aware": "tab:green",
+               "aware+constrained": "tab:purple",
                "fault-free": "black", "aware @0": "tab:olive"}
     for j, rate in enumerate(rates):
         ax = axes[0][j]
@@ -184,6 +190,11 @@ def compare(agg: dict[str, dict[str, dict]], rates: list[float], fault: str, eng
             diffs[f"{rate:g}/aware beyond 0"] = {"diff": b, "se": b_se, "verdict": verdict(b, b_se)}
             lines.append(f"failure-aware @{rate:g} {label} ({engine}), aware's lead beyond its lead with no fault: "
                          f"{b:+.3f} +- {b_se:.3f} ({verdict(b, b_se)})")
+        if "redraw" in arms:
+            r = arms["redraw"]
+            lines.append(f"failure-aware @{rate:g} {label} ({engine}), failed rows redrawn alone (rlvr's defaults): "
+                         f"redraw {r['final'][0]:.3f} +- {r['final'][1]:.3f} "
+                         f"({diffs[f'{rate:g}/redraw']['verdict']})")
         if "exclude" in arms:
             e = arms["exclude"]
             lines.append(f"failure-aware @{rate:g} {label} ({engine}), admission alone at plain's compute: "
@@ -229,6 +240,30 @@ def recompute(path: Path) -> None:
     print(f"rewritten: {path}")
 
 
+def merge(agg: dict[str, dict[str, dict]], path: Path, args: argparse.Namespace) -> dict:
+    """Add the arms of an earlier run with the same settings (and warm-up: the same CPU) to ``agg``,
+    the arms measured now winning; what the earlier run was (its commit, date and arms)."""
+    import json
+
+    rec = json.loads(path.read_text())
+    same = ("fault", "seeds", "steps", "eval_every", "rates", "engine")
+    theirs = {k: rec["args"].get(k, "outage" if k == "fault" else None) for k in same}
+    if theirs != {k: getattr(args, k) for k in same}:
+        raise SystemExit(f"--merge: {path} was run with {theirs}, not these settings")
+    start = {c[0][1] for arms in rec["figures"]["arms"].values() for a in arms.values() for c in [a["curve"]]}
+    ours = {a["curve"][0][1] for arms in agg.values() for a in arms.values()}
+    if start != ours:
+        raise SystemExit(f"--merge: {path} started from {sorted(start)}, this run from {sorted(ours)} (another CPU?)")
+    for rate, arms in rec["figures"]["arms"].items():
+        for arm, a in arms.items():
+            agg.setdefault(rate, {}).setdefault(arm, a)
+    order = list(ARMS)  # the plot's and the lines' order
+    for rate in agg:
+        agg[rate] = dict(sorted(agg[rate].items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99))
+    return {"commit": rec["commit"], "date": rec["date"],
+            "arms": sorted({f"{r}/{a}" for r, arms in rec["figures"]["arms"].items() for a in arms})}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fault", default="outage", choices=list(FAULTS), help="the kind of fault injected")
@@ -239,6 +274,9 @@ def main() -> None:
     ap.add_argument("--engine", default="rlvr", choices=["rlvr", "trl"])
     ap.add_argument("--jobs", type=int, default=1, help="runs side by side (one torch thread each)")
     ap.add_argument("--quick", action="store_true", help="3 seeds, 0.2 only, 60 steps (make bench-check)")
+    ap.add_argument("--arms", nargs="+", metavar="ARM", help="run only these arms at the rates (with --merge)")
+    ap.add_argument("--merge", action="store_true",
+                    help="add the arms this run measures to the results file of a run with the same settings")
     ap.add_argument("--recompute", type=Path, metavar="JSON",
                     help="derive the differences and lines of a results file again from its arms (no run)")
     args = ap.parse_args()
@@ -249,6 +287,11 @@ def main() -> None:
         args.seeds, args.rates, args.steps, args.eval_every = min(args.seeds, 3), [0.2], min(args.steps, 60), 20
     if 0.2 not in args.rates:
         ap.error("--rates must include 0.2 (the bar is read there)")
+    known = set(COLD_ARMS if args.fault == "cold_start" else ARMS)
+    if args.arms and not set(args.arms) <= known:
+        ap.error(f"--arms: {sorted(set(args.arms) - known)} not among {sorted(known)} for --fault {args.fault}")
+    if args.arms and "plain" not in args.arms and not args.merge:
+        ap.error("--arms without plain needs --merge (every arm is read against plain's runs)")
     from rlvr.config import RolloutConfig
     from rlvr.runtime import cpu_report
 
@@ -263,7 +306,12 @@ def main() -> None:
     arms_of = dict(COLD_ARMS if cold else ARMS)
     if args.fault == "truncation":  # the admission the aware arm has for them
         arms_of["exclude"] = [*EXCLUDE, "failure.exclude_truncated=true"]
-    jobs = [(0.0, arm, s) for arm in ("plain", "aware") for s in range(args.seeds)]
+        arms_of["redraw"] = [*REDRAW, "failure.exclude_truncated=true"]
+    zero_arms = ["plain", "aware"]
+    if args.arms:
+        arms_of = {a: arms_of[a] for a in args.arms}
+        zero_arms = [a for a in zero_arms if a in arms_of]
+    jobs = [(0.0, arm, s) for arm in zero_arms for s in range(args.seeds)]
     jobs += [(rate, arm, s) for rate in args.rates for arm in arms_of for s in range(args.seeds)]
     rc = RolloutConfig()
     raw: dict[tuple[float, str, int], dict] = {}
@@ -281,7 +329,7 @@ def main() -> None:
     side_by_side(run, calls, args.jobs, done)
     seeds = range(args.seeds)
     agg: dict[str, dict[str, dict]] = {}
-    for rate, arms in [(0.0, ["plain", "aware"]), *[(r, list(arms_of)) for r in args.rates]]:
+    for rate, arms in [(0.0, zero_arms), *[(r, list(arms_of)) for r in args.rates]]:
         for arm in arms:
             runs = [raw[(rate, arm, s)] for s in seeds]
             points = [(p[0], *mean_se([r["curve"][i][1] for r in runs])) for i, p in enumerate(runs[0]["curve"])]
@@ -290,14 +338,15 @@ def main() -> None:
                 "rollouts": statistics.mean(r["rollouts"] for r in runs),
                 "invalid": statistics.mean(r["invalid"] for r in runs), "finals": [r["final"] for r in runs],
                 **{k: statistics.mean(r.get(k, 0.0) for r in runs) for k in ("bad_gold", "truncated", "no_answer")}}
-    diffs, lines = compare(agg, args.rates, args.fault, args.engine, args.seeds)
-    bars = [outage_bar(diffs)] if args.fault == "outage" else []  # the outage's bar; the other kinds are reported
     name = "failure_step" + ("" if args.fault == "outage" else f"-{args.fault}") + (
         "" if args.engine == "rlvr" else "-trl")
     png = (RESULTS / "quick" if args.quick else RESULTS) / f"{name}.png"
+    earlier = merge(agg, png.with_suffix(".json"), args) if args.merge else None
+    diffs, lines = compare(agg, args.rates, args.fault, args.engine, args.seeds)
+    bars = [outage_bar(diffs)] if args.fault == "outage" else []  # the outage's bar; the other kinds are reported
     plot(agg, args.rates, args.engine, png, args.fault)
     report(name, {"fault": args.fault, "arms": agg, "differences": diffs, "lines": lines, "cpu": cpu_report(),
-                  "plot": png.name},
+                  "plot": png.name, **({"earlier": earlier} if earlier else {})},
            bars, args, quick=args.quick)
     print(f"plot: {png}")
     print("\n".join(lines))
