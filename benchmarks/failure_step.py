@@ -72,6 +72,10 @@ ARMS = {"plain": PLAIN, "exclude": EXCLUDE, "redraw": REDRAW, "aware": AWARE}
 #: Under the format-weak start nothing is excluded (format deaths are the policy's): the constrained
 #: answer takes the admission-alone arm's place.
 COLD_ARMS = {"plain": PLAIN, "aware": AWARE, "aware+constrained": CONSTRAINED}
+#: The line each arm beside aware gets: what it is, and how its verdict against plain is written.
+SIDE_LINES = {"redraw": ("failed rows redrawn alone (rlvr's defaults): redraw", "{}"),
+              "exclude": ("admission alone at plain's compute: exclude", "{}"),
+              "aware+constrained": ("answer constrained while sampling:", "against plain: {}")}
 #: Each fault kind: the override that injects it at a rate and seed, and what it is, in words.
 FAULTS = {
     "outage": (lambda rate, seed: [f"rewards.outage={rate}", f"rewards.outage_seed={seed}"], "verifier outages"),
@@ -190,21 +194,11 @@ def compare(agg: dict[str, dict[str, dict]], rates: list[float], fault: str, eng
             diffs[f"{rate:g}/aware beyond 0"] = {"diff": b, "se": b_se, "verdict": verdict(b, b_se)}
             lines.append(f"failure-aware @{rate:g} {label} ({engine}), aware's lead beyond its lead with no fault: "
                          f"{b:+.3f} +- {b_se:.3f} ({verdict(b, b_se)})")
-        if "redraw" in arms:
-            r = arms["redraw"]
-            lines.append(f"failure-aware @{rate:g} {label} ({engine}), failed rows redrawn alone (rlvr's defaults): "
-                         f"redraw {r['final'][0]:.3f} +- {r['final'][1]:.3f} "
-                         f"({diffs[f'{rate:g}/redraw']['verdict']})")
-        if "exclude" in arms:
-            e = arms["exclude"]
-            lines.append(f"failure-aware @{rate:g} {label} ({engine}), admission alone at plain's compute: "
-                         f"exclude {e['final'][0]:.3f} +- {e['final'][1]:.3f} "
-                         f"({diffs[f'{rate:g}/exclude']['verdict']})")
-        if "aware+constrained" in arms:
-            c = arms["aware+constrained"]
-            lines.append(f"failure-aware @{rate:g} {label} ({engine}), answer constrained while sampling: "
-                         f"{c['final'][0]:.3f} +- {c['final'][1]:.3f} "
-                         f"(against plain: {diffs[f'{rate:g}/aware+constrained']['verdict']})")
+        for arm, (what, how) in SIDE_LINES.items():
+            if arm in arms:
+                x = arms[arm]
+                lines.append(f"failure-aware @{rate:g} {label} ({engine}), {what} {x['final'][0]:.3f} +- "
+                             f"{x['final'][1]:.3f} ({how.format(diffs[f'{rate:g}/{arm}']['verdict'])})")
     if lead0 is not None:
         lines.append(f"failure-aware @0 {label} ({engine}): aware {zero['aware']['final'][0]:.3f} +- "
                      f"{zero['aware']['final'][1]:.3f}, plain {ff[0]:.3f} +- {ff[1]:.3f} "
