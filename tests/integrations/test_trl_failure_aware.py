@@ -157,6 +157,24 @@ def test_masks_are_applied_again_in_trl_own_forward_so_the_first_ratio_is_one(tm
     assert float((plain - old)[mask].abs().max()) > 0.5  # without the masks the ratio would be far from 1
 
 
+@pytest.mark.parametrize("in_eval", [True, False])
+def test_held_out_evaluation_is_constrained_only_where_decoding_in_eval_says(tmp_path: Path, in_eval: bool) -> None:
+    """Sampling stays under the grammar either way; ``decoding.in_eval: false`` judges what the
+    policy writes by itself (an untrained model writes no answer tag), as rlvr's engine does."""
+    from rlvr.data.tasks import addition_eval
+    from rlvr.rewards import build_reward
+
+    trainer = _trainer(tmp_path, ROWS, [build_reward("accuracy")], tags=(None, "answer"),
+                       constrain=DecodingConfig(constrain="full", in_eval=in_eval), eval_rows=addition_eval(8),
+                       max_new=40)  # room for the forced answer to close
+    assert trainer.constrainer is not None  # rollouts are constrained in both cases
+    statuses = trainer.run_folder._evaluate(0)["statuses"]
+    if in_eval:
+        assert statuses.get("no_answer", 0.0) == 0.0  # every answer forced into the tag
+    else:
+        assert statuses.get("no_answer", 0.0) > 0.5
+
+
 def test_a_reward_that_declines_makes_a_row_invalid_and_bad_golds_are_named(tmp_path: Path) -> None:
     from rlvr.rewards import build_reward
 

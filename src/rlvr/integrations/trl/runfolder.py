@@ -138,7 +138,7 @@ class RunFolder(TrainerCallback):
         turns_for = t.eval_turns if t.tools else None  # episodes: as TRL's tool loop renders them, fault-free
         with torch.no_grad():
             ev = greedy_eval(model, t.processing_class, rows, max_new_tokens=t.max_completion_length,
-                             constrain=t.constrainer, turns_for=turns_for) if rows else {
+                             constrain=t.eval_constrainer, turns_for=turns_for) if rows else {
                 "accuracy": 0.0, "truncated": 0.0, "statuses": {}}
         model.train(was)
         parts = gather_object([(len(rows), ev)])

@@ -137,6 +137,9 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         if self.accelerator.is_main_process:
             self.fa.run_dir = self.run_dir  # quarantine.jsonl: one writer
         self.constrainer = self._make_constrainer(constrain, tags) if not self.use_vllm else None
+        # held-out evaluation decodes under the grammar only where decoding.in_eval says so (as on
+        # rlvr's engine): unconstrained, it judges what the policy writes by itself
+        self.eval_constrainer = self.constrainer if decoding is None or decoding.in_eval else None
         self.jump_forward = decoding.jump_forward if decoding is not None else True
         self._gen: _Generation | None = None
         self._pending_bits: torch.Tensor | None = None
