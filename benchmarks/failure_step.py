@@ -234,24 +234,33 @@ def recompute(path: Path) -> None:
     print(f"rewritten: {path}")
 
 
-def merge(agg: dict[str, dict[str, dict]], path: Path, args: argparse.Namespace) -> dict:
-    """Add the arms of an earlier run with the same settings (and warm-up: the same CPU) to ``agg``,
-    the arms measured now winning; what the earlier run was (its commit, date and arms)."""
+def earlier_run(path: Path, args: argparse.Namespace) -> dict:
+    """The results file ``--merge`` adds to, checked against this run's settings before any run starts."""
     import json
 
+    if not path.exists():
+        raise SystemExit(f"--merge: no results file {path} to add to")
     rec = json.loads(path.read_text())
     same = ("fault", "seeds", "steps", "eval_every", "rates", "engine")
     theirs = {k: rec["args"].get(k, "outage" if k == "fault" else None) for k in same}
     if theirs != {k: getattr(args, k) for k in same}:
         raise SystemExit(f"--merge: {path} was run with {theirs}, not these settings")
-    start = {c[0][1] for arms in rec["figures"]["arms"].values() for a in arms.values() for c in [a["curve"]]}
-    ours = {a["curve"][0][1] for arms in agg.values() for a in arms.values()}
-    if start != ours:
-        raise SystemExit(f"--merge: {path} started from {sorted(start)}, this run from {sorted(ours)} (another CPU?)")
+    return rec
+
+
+def merge(agg: dict[str, dict[str, dict]], rec: dict) -> dict:
+    """Add the arms of an earlier run with the same settings and warm-ups (the same CPU) to ``agg``,
+    the arms measured now replacing theirs; what the earlier run was (its commit, date and arms)."""
+    for rate, arms in rec["figures"]["arms"].items():
+        ours = {a["curve"][0][1] for a in agg.get(rate, {}).values()}
+        kept = {a["curve"][0][1] for arm, a in arms.items() if arm not in agg.get(rate, {})}
+        if ours and kept and ours != kept:
+            raise SystemExit(f"--merge: at {rate} the earlier run started from {sorted(kept)}, this one from "
+                             f"{sorted(ours)} (another CPU?); nothing was merged")
     for rate, arms in rec["figures"]["arms"].items():
         for arm, a in arms.items():
             agg.setdefault(rate, {}).setdefault(arm, a)
-    order = list(ARMS)  # the plot's and the lines' order
+    order = [*ARMS, *COLD_ARMS]  # the plot's and the lines' order
     for rate in agg:
         agg[rate] = dict(sorted(agg[rate].items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99))
     return {"commit": rec["commit"], "date": rec["date"],
@@ -290,6 +299,10 @@ def main() -> None:
     from rlvr.runtime import cpu_report
 
     print(f"CPU: {cpu_report()}", flush=True)
+    name = "failure_step" + ("" if args.fault == "outage" else f"-{args.fault}") + (
+        "" if args.engine == "rlvr" else "-trl")
+    png = (RESULTS / "quick" if args.quick else RESULTS) / f"{name}.png"
+    before = earlier_run(png.with_suffix(".json"), args) if args.merge else None  # before any run
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-failure-step-"))
     cold = args.fault == "cold_start"
     warm, _ = warm_model(tmp / "warm", 0, untagged=0.0 if cold else 1 / 3)
@@ -332,10 +345,7 @@ def main() -> None:
                 "rollouts": statistics.mean(r["rollouts"] for r in runs),
                 "invalid": statistics.mean(r["invalid"] for r in runs), "finals": [r["final"] for r in runs],
                 **{k: statistics.mean(r.get(k, 0.0) for r in runs) for k in ("bad_gold", "truncated", "no_answer")}}
-    name = "failure_step" + ("" if args.fault == "outage" else f"-{args.fault}") + (
-        "" if args.engine == "rlvr" else "-trl")
-    png = (RESULTS / "quick" if args.quick else RESULTS) / f"{name}.png"
-    earlier = merge(agg, png.with_suffix(".json"), args) if args.merge else None
+    earlier = merge(agg, before) if before is not None else None
     diffs, lines = compare(agg, args.rates, args.fault, args.engine, args.seeds)
     bars = [outage_bar(diffs)] if args.fault == "outage" else []  # the outage's bar; the other kinds are reported
     plot(agg, args.rates, args.engine, png, args.fault)
