@@ -13,8 +13,7 @@ golds so (``rewards.bad_gold``), drawn from the seed and the gold alone, so a ba
 for the whole run, as a broken row does; its prompt is the failure step's to quarantine.
 
 Example:
-    >>> from rlvr.seeded import uniforms
-from rlvr.types import Status, Verdict
+    >>> from rlvr.types import Status, Verdict
     >>> down = Outage(rate=1.0, seed=0).apply([Verdict(Status.CORRECT)], ["42"], ["42"])
     >>> down[0].status in (Status.TIMEOUT, Status.ERROR), down[0].details["injected"]
     (True, True)
