@@ -59,7 +59,7 @@ def main() -> None:
 
     setup_torch(1, args.seed)
     with tempfile.TemporaryDirectory() as d:
-        warm, _ = warm_model(Path(d) / "warm", args.seed)
+        warm = warm_model(Path(d) / "warm", args.seed)
         model, tok = load_model(ModelConfig(name=str(warm)), args.seed)
     rows = addition_eval(args.prompts)
     prompts = [encode(tok, s.prompt) for s in rows]

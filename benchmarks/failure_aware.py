@@ -46,10 +46,10 @@ CONSTRAINED = [*AWARE, "decoding.constrain=full", "decoding.in_eval=false"]
 VARIANTS = {"plain": PLAIN, "aware": AWARE, "aware+constrained": CONSTRAINED}
 
 
-def warm_model(out: Path, seed: int, untagged: float = 1 / 3) -> tuple[Path, int]:
+def warm_model(out: Path, seed: int, untagged: float = 1 / 3) -> Path:
     """SFT the tiny model until a lenient held-out accuracy of 0.3, a share ``untagged`` of its targets
     ``the sum is N`` instead of ``<answer>N</answer>`` (the format-weak start); the saved model's
-    folder and the SFT steps it took."""
+    folder."""
     from rlvr.data.tasks import Sample, addition_eval, addition_train
     from rlvr.models.tiny import build_model, build_tokenizer
     from rlvr.runtime import setup_torch
@@ -69,7 +69,7 @@ def warm_model(out: Path, seed: int, untagged: float = 1 / 3) -> tuple[Path, int
     tok.save_pretrained(out)
     print(f"warm-up ({untagged:.0%} untagged): {res['steps']} SFT steps, held-out accuracy {res['accuracy']:.3f} "
           "(lenient)", flush=True)
-    return out, res["steps"]
+    return out
 
 
 def run(warm: Path, out: Path, seed: int, steps: int, every: int, extra: list[str], engine: str = "rlvr",
@@ -109,7 +109,7 @@ def main() -> None:
         args.seeds, args.steps, args.eval_every, args.variants = args.seeds[:1], min(args.steps, 60), 15, ["aware"]
     names = ["plain", *[v for v in args.variants if v != "plain"]]
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-failure-aware-"))
-    warm, _ = warm_model(tmp / "warm", 0)
+    warm = warm_model(tmp / "warm", 0)
     curves: dict[str, list[list[tuple[int, float]]]] = {n: [] for n in names}
     deaths: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
     for seed in args.seeds:

@@ -305,11 +305,11 @@ def main() -> None:
     before = earlier_run(png.with_suffix(".json"), args) if args.merge else None  # before any run
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-failure-step-"))
     cold = args.fault == "cold_start"
-    warm, _ = warm_model(tmp / "warm", 0, untagged=0.0 if cold else 1 / 3)
+    warm = warm_model(tmp / "warm", 0, untagged=0.0 if cold else 1 / 3)
     warms = dict.fromkeys([0.0, *args.rates], warm)
     if cold:  # one warm-up per rate, its share of untagged targets the rate, each SFT'd to the same
         # lenient held-out accuracy (a fixed number of steps leaves some before the tiny model "clicks")
-        warms.update({r: warm_model(tmp / f"warm-{r:g}", 0, untagged=r)[0] for r in args.rates})
+        warms.update({r: warm_model(tmp / f"warm-{r:g}", 0, untagged=r) for r in args.rates})
     arms_of = dict(COLD_ARMS if cold else ARMS)
     if args.fault == "truncation":  # the admission the aware arm has for them
         arms_of["exclude"] = [*EXCLUDE, "failure.exclude_truncated=true"]
