@@ -52,7 +52,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -136,8 +135,8 @@ def plot(agg: dict, rates: list[float], engine: str, path: Path, fault: str = "o
                "fault-free": "black", "aware @0": "tab:olive"}
     for j, rate in enumerate(rates):
         ax = axes[0][j]
-        for name, a in [("fault-free", agg["0"]["plain"]), ("aware @0", agg["0"]["aware"]),
-                        *agg[f"{rate:g}"].items()]:
+        at0 = [("fault-free", agg["0"]["plain"])] + ([("aware @0", agg["0"]["aware"])] if "aware" in agg["0"] else [])
+        for name, a in [*at0, *agg[f"{rate:g}"].items()]:
             xs = [s for s, _, _ in a["curve"]]
             ms = [m for _, m, _ in a["curve"]]
             ses = [e for _, _, e in a["curve"]]
@@ -218,7 +217,7 @@ def recompute(path: Path) -> None:
     run measured), for a comparison added after the run; the run's own provenance is kept."""
     import json
 
-    from results import provenance
+    from results import bar_records, provenance, write_record
 
     rec = json.loads(path.read_text())
     fig, args = rec["figures"], rec["args"]
@@ -226,16 +225,17 @@ def recompute(path: Path) -> None:
     diffs, lines = compare(fig["arms"], args["rates"], fault, args["engine"], args["seeds"])
     fig.update({"differences": diffs, "lines": lines})
     if fault == "outage":
-        bar = outage_bar(diffs)
-        rec["bars"] = [{**asdict(bar), "met": bar.met}]
-    rec["derived"] = {"commit": provenance()["commit"], "date": provenance()["date"]}
-    path.write_text(json.dumps(rec, indent=1, default=str) + "\n")
+        rec["bars"] = bar_records([outage_bar(diffs)])
+    now = provenance()
+    rec["derived"] = {"commit": now["commit"], "date": now["date"]}
+    write_record(path, rec)
     print("\n".join(lines))
     print(f"rewritten: {path}")
 
 
 def earlier_run(path: Path, args: argparse.Namespace) -> dict:
-    """The results file ``--merge`` adds to, checked against this run's settings before any run starts."""
+    """The results file ``--merge`` adds to, checked against this run's settings and CPU before any run
+    starts (the warm starts themselves are compared once the runs have measured them)."""
     import json
 
     if not path.exists():
@@ -245,6 +245,14 @@ def earlier_run(path: Path, args: argparse.Namespace) -> dict:
     theirs = {k: rec["args"].get(k, "outage" if k == "fault" else None) for k in same}
     if theirs != {k: getattr(args, k) for k in same}:
         raise SystemExit(f"--merge: {path} was run with {theirs}, not these settings")
+    from rlvr.runtime import cpu_report
+
+    if rec["figures"].get("cpu") not in (None, cpu_report()):  # another CPU lands the warm-up elsewhere
+        raise SystemExit(f"--merge: {path} was measured on {rec['figures']['cpu']}, this is {cpu_report()}")
+    for rate in [f"{r:g}" for r in args.rates]:
+        have = set(rec["figures"]["arms"].get(rate, {})) | set(args.arms or [])
+        if not {"plain", "aware"} <= have:
+            raise SystemExit(f"--merge: {path} has no plain or aware arm at {rate} and this run adds none")
     return rec
 
 
@@ -293,8 +301,9 @@ def main() -> None:
     known = set(COLD_ARMS if args.fault == "cold_start" else ARMS)
     if args.arms and not set(args.arms) <= known:
         ap.error(f"--arms: {sorted(set(args.arms) - known)} not among {sorted(known)} for --fault {args.fault}")
-    if args.arms and "plain" not in args.arms and not args.merge:
-        ap.error("--arms without plain needs --merge (every arm is read against plain's runs)")
+    if args.arms and not args.merge and not {"plain", "aware"} <= set(args.arms):
+        ap.error("--arms without plain and aware needs --merge (every arm is read against plain's runs, "
+                 "and aware's at 0)")
     from rlvr.config import RolloutConfig
     from rlvr.runtime import cpu_report
 

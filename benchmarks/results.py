@@ -83,16 +83,26 @@ def provenance() -> dict[str, Any]:
 STARTED = provenance()
 
 
+def bar_records(bars: list[Bar]) -> list[dict[str, Any]]:
+    """The bars as a results file keeps them (with whether each was met)."""
+    return [{**asdict(b), "met": b.met} for b in bars]
+
+
+def write_record(path: Path, record: dict[str, Any]) -> None:
+    """Write a results file whole or not at all (a crash mid-write leaves the earlier one)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1, default=str) + "\n")
+    os.replace(tmp, path)
+
+
 def report(name: str, figures: dict[str, Any], bars: list[Bar], args: Any = None, *, quick: bool = False) -> Path:
     """Print the bar lines and write the results file; returns its path."""
     out = (RESULTS / "quick" if quick else RESULTS) / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     record = {"benchmark": name, "quick": quick, **STARTED, "finished": provenance()["date"],
               "args": vars(args) if args is not None and hasattr(args, "__dict__") else args,
-              "figures": figures, "bars": [{**asdict(b), "met": b.met} for b in bars]}
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1, default=str) + "\n")
-    os.replace(tmp, out)
+              "figures": figures, "bars": bar_records(bars)}
+    write_record(out, record)
     print()
     for b in bars:
         print(b.line(name, quick))
