@@ -58,3 +58,31 @@ def test_bfloat16_on_a_cpu_without_it_is_refused_with_what_each_precision_measur
     assert not (tmp_path / "metrics.jsonl").exists()  # refused before anything ran
     monkeypatch.setattr(runtime, "native_bf16", lambda: True)
     runtime.check_cpu_precision({"rollout.dtype": "bfloat16"})  # a CPU with AVX512-BF16 / AMX: allowed
+
+
+def test_auto_sampling_precision_takes_bfloat16_only_where_the_device_multiplies_it_natively(monkeypatch) -> None:
+    import rlvr.runtime as runtime
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(runtime, "native_bf16", lambda: False)  # AVX2 only: emulated bfloat16 would be slower
+    assert runtime.sampling_dtype("auto", cpu) is None
+    assert runtime.sampling_dtype("model", cpu) is None
+    assert runtime.sampling_dtype("bfloat16", cpu) is torch.bfloat16  # explicit: check_cpu_precision refuses it
+    monkeypatch.setattr(runtime, "native_bf16", lambda: True)  # AVX512-BF16 / AMX
+    assert runtime.sampling_dtype("auto", cpu) is torch.bfloat16
+    assert runtime.sampling_dtype("model", cpu) is None
+
+
+def test_auto_sampling_precision_passes_the_cpu_check_and_logs_what_it_chose(monkeypatch, tmp_path) -> None:
+    import rlvr.runtime as runtime
+    from rlvr.config import load_config
+    from rlvr.grpo.trainer import GRPOTrainer
+
+    base = ["rollout.dtype=auto", "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=4",
+            "run.steps=1", "run.eval_every=0", "data.eval_size=1", "run.log_rollouts=false"]
+    for native in (False, True):
+        monkeypatch.setattr(runtime, "native_bf16", lambda native=native: native)
+        trainer = GRPOTrainer(load_config(None, [*base, f"run.out_dir={tmp_path / str(native)}"]))  # never refused
+        m = trainer.train_step()
+        assert m["rollout/bf16"] == float(native)
+        assert trainer.rollout_dtype == (torch.bfloat16 if native else None)  # what the sampler is handed

@@ -110,11 +110,14 @@ class RolloutConfig(_Strict):
     ``run.seed``, the prompt and the completion) is cut at a random point before its end, as a
     smaller token budget would have cut it (``truncated``); held-out evaluation is never cut. Off by
     default; single-turn only (episodes have ``env.max_tokens``)."""
-    dtype: Literal["model", "bfloat16"] = "model"
+    dtype: Literal["model", "bfloat16", "auto"] = "model"
     """The precision rollouts are sampled in. ``bfloat16``: the lean decoder keeps a bfloat16 copy of
     the weights (matrix products ~4x faster on CPUs with AVX512-BF16 / AMX, and on GPUs); the update
     still runs in the model's precision, the sampler's log-probs acting as the behaviour policy of
-    the importance ratio (``rollout/logprob_gap`` logs how far apart the two are). Engine rlvr only."""
+    the importance ratio (``rollout/logprob_gap`` logs how far apart the two are); refused on a CPU
+    that would emulate it. ``auto``: bfloat16 where the device multiplies it natively, else the
+    model's (the choice is logged as ``rollout/bf16``). Engine rlvr only (``auto`` on TRL: its own
+    generation, in the model's precision)."""
 
 
 class AlgoConfig(_Strict):
@@ -432,7 +435,7 @@ class TrainConfig(_Strict):
         if mb is not None and (n // procs) % mb:
             raise ValueError(f"engine trl: algo.micro_batch {mb} must divide the {n // procs} rollouts each of the "
                              f"{procs} processes trains on")
-        if self.rollout.dtype != "model":
+        if self.rollout.dtype == "bfloat16":
             raise ValueError("rollout.dtype bfloat16 is rlvr's own decoder (engine: rlvr); on TRL sample with vLLM "
                              "(trl.use_vllm) or set rollout.dtype=model")
         if self.rollout.truncation and self.trl.use_vllm:

@@ -121,6 +121,24 @@ def check_cpu_precision(choices: dict[str, str]) -> None:
         "Use float32 (rollout.dtype=model, model.dtype=float32, model.autocast=none) on this machine")
 
 
+def sampling_dtype(choice: str, device: torch.device) -> torch.dtype | None:
+    """The precision ``rollout.dtype`` samples in on ``device``; None: the model's own.
+
+    ``auto`` takes bfloat16 only where the device multiplies it natively (a CPU with AVX512-BF16 /
+    AMX, a GPU that supports it): elsewhere it would be slower, not faster (see
+    :func:`check_cpu_precision`, which refuses an explicit ``bfloat16`` there).
+    """
+    import torch
+
+    if choice == "bfloat16":
+        return torch.bfloat16
+    if choice != "auto":
+        return None
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else None
+    return torch.bfloat16 if device.type == "cpu" and native_bf16() else None
+
+
 def cpu_report() -> str:
     """The CPU's model name and what torch's kernels can use on it (``AVX512``, ``AVX2``...), for
     the record beside benchmark figures: the same run differs severalfold between machines."""

@@ -102,7 +102,9 @@ class GRPOTrainer:
             model = model.to(self.device)
         self.model, self.tok = model, tokenizer
         self.fast = lean_paths(cfg.model.fast_decode, self.device)  # rlvr's lean paths: on CPU by default
-        self.rollout_dtype = torch.bfloat16 if cfg.rollout.dtype == "bfloat16" else None
+        from rlvr.runtime import sampling_dtype
+
+        self.rollout_dtype = sampling_dtype(cfg.rollout.dtype, self.device)
         if train_rows is None and eval_rows is None:
             train_rows, eval_rows = default_data(cfg)
         self.data = DataStream(cfg, train_rows)
@@ -489,6 +491,7 @@ class GRPOTrainer:
 
             m.update(tool_metrics([ep for ep in batch.episodes if ep is not None]))
         lengths = batch.loss_mask.sum(1).float()  # the policy's own tokens
+        m["rollout/bf16"] = float(self.rollout_dtype is not None)  # what rollout.dtype (auto) chose
         m["completions/mean_length"] = float(lengths.mean())
         m["completions/p90_length"] = float(torch.quantile(lengths, 0.9))
         m["completions/truncated_frac"] = float(batch.truncated.float().mean())
