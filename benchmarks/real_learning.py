@@ -18,7 +18,9 @@ costs ~8 minutes of this CPU); reasoning-gym ``chain_sum`` 19% and ``basic_arith
 evaluation in ~1 minute. ``chain_sum`` starts in the 5-60% band where GRPO has both right and
 wrong answers in a group, and is cheap enough to evaluate five times inside the budget.
 
-* **rlvr**: rlvr's engine with its failure-aware defaults.
+* **rlvr**: rlvr's engine with its failure-aware defaults, sampling with ``rollout.dtype: auto``
+  (bfloat16 on a CPU with AVX512-BF16 / AMX, where it halves the sampling time; float32 elsewhere;
+  ``--rollout-dtype model`` for float32 everywhere). The update runs in float32 on both sides.
 * **TRL**: TRL's ``GRPOTrainer`` as a TRL user runs it (``reward_funcs=[rlvr's Total]``, the same
   ``GRPOConfig`` fields rlvr's ``engine: trl`` maps the config to), its own loop and generation.
 
@@ -72,7 +74,8 @@ def config(a: argparse.Namespace, engine: str, out: Path):
         f"optim.lr={a.lr}", "optim.schedule=constant", "optim.warmup_steps=0",
         "rewards.weights={accuracy: 1.0, format: 0.2}", "rewards.options={format: {think_tag: null}}",
         "run.steps=100000", "run.eval_every=0", "run.save_every=100000000", f"run.out_dir={out}",
-        f"run.seed={a.seed}", f"engine={engine}", "run.log_rollouts=false"])
+        f"run.seed={a.seed}", f"engine={engine}", "run.log_rollouts=false",
+        f"rollout.dtype={a.rollout_dtype if engine == 'rlvr' else 'model'}"])
 
 
 class Clock:
@@ -194,7 +197,8 @@ def _trl(a, cfg, train, points, budget, evaluate_with, log) -> dict:
 def run_child(a: argparse.Namespace, engine: str) -> subprocess.Popen:
     argv = [sys.executable, __file__, "--child", engine, "--budget-min", str(a.budget_min), "--points",
             *map(str, a.points), "--eval-n", str(a.eval_n), "--prompts", str(a.prompts), "--group", str(a.group),
-            "--new-tokens", str(a.new_tokens), "--lr", str(a.lr), "--seed", str(a.seed)]
+            "--new-tokens", str(a.new_tokens), "--lr", str(a.lr), "--seed", str(a.seed),
+            "--rollout-dtype", a.rollout_dtype]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_BENCH_SRC": src_path()}
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -234,6 +238,9 @@ def main() -> None:
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--lr", type=float, default=2e-4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rollout-dtype", choices=["auto", "model", "bfloat16"], default="auto",
+                    help="rlvr's sampling precision (auto: bfloat16 where the CPU multiplies it natively; TRL "
+                    "samples with its own generate, in the model's precision)")
     ap.add_argument("--quick", action="store_true", help="2 minutes each, 50 problems (make bench-check)")
     ap.add_argument("--child", choices=["rlvr", "trl"])
     ap.add_argument("--engines", nargs="+", default=["rlvr", "trl"], help="a pilot of one side (no bars then)")
@@ -290,14 +297,16 @@ def main() -> None:
             f"{p['minutes']:.1f} min: {p['accuracy']:.3f} (format {p['format']:.2f}, verification "
             f"{p['verification']:.2f}, truncated {p['truncated']:.2f})" for p in res["curve"]))
     png = (RESULTS / "quick" if a.quick else RESULTS) / "real_learning.png"
-    plot(results, png, f"SmolLM2-135M-Instruct on {SET}, LoRA, {n} training minutes each ({cpu})")
+    plot(results, png, f"SmolLM2-135M-Instruct on {SET}, LoRA, {n} training minutes each\n({cpu}; rlvr "
+         f"rollout.dtype {a.rollout_dtype})")
     bars = [Bar("rlvr's gain in held-out accuracy inside the budget",
                 r["curve"][-1]["accuracy"] - r["curve"][0]["accuracy"], ">=", 0.10, quick_decides=False),
             Bar("rlvr above TRL at every point after the first", 1.0 if above else 0.0, ">=", 1.0,
                 quick_decides=False)]
     report("real_learning", {"results": results, "lines": lines, "set": SET, "cpu": cpu, "plot": png.name,
                              "settings": {k: getattr(a, k) for k in ("budget_min", "points", "eval_n", "prompts",
-                                                                     "group", "new_tokens", "lr", "seed")}},
+                                                                     "group", "new_tokens", "lr", "seed",
+                                                                     "rollout_dtype")}},
            bars, a, quick=a.quick)
     print(f"plot: {png}")
     print("\n".join(lines))
