@@ -79,7 +79,9 @@ PROMPT = "What is 3 x 4?\nA) 10\nB) 12\nC) 14\nD) 16"
     (r"\boxed{B}", "12", ["10", "12", "14"], None, True),
     (r"\boxed{A}", "12", ["10", "12", "14"], None, False),
     ("The answer is 12.", "B", None, PROMPT, True),  # the option's text instead of its letter
-    (r"\boxed{\frac{24}{2}}", "B", None, PROMPT, True),
+    (r"\boxed{12.0}", "B", None, PROMPT, True),  # the option's value, not its string
+    (r"\boxed{3 \times 4}", "B", None, PROMPT, False),  # the question restated is no option's value
+    (r"\boxed{\frac{24}{2}}", "B", None, PROMPT, False),  # nor is a division left undone
     (r"\boxed{C}", "14", {"A": "10", "B": "12", "C": "14"}, None, True),
     ("Answer: (B) 12", "12", None, "Pick one: (A) 10 (B) 12 (C) 14", True),
 ])

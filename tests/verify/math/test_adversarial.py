@@ -93,7 +93,32 @@ GAMING = [
     (r"\boxed{\text{any real number}}", "7"),
     (r"\boxed{7+0x}", "7 + y"),
     ("7" * 500, "7"),
+    # the question's own expression restated (SmolLM2-135M learned this on chain_sum within 400 steps)
+    ("<answer>4 - 1</answer>", "3"),
+    ("State the final answer: 45 + 23 = <answer>45 + 23</answer>", "68"),
+    (r"\boxed{2^{10}}", "1024"),
+    (r"\boxed{3 \times 4}", "12"),
+    ("<answer>12/2</answer>", "6"),
+    (r"\boxed{\frac{24}{2}}", "12"),
+    ("The answer is 5 - 9", "-4"),
 ]
+
+
+@pytest.mark.parametrize("completion,gold", [
+    ("4 - 1 = 3", "3"),  # the computation, then its result: the result is the answer
+    (r"\boxed{\frac{3}{4}}", "0.75"), ("<answer>6/4</answer>", "1.5"), (r"\boxed{1.5 \times 10^{3}}", "1500"),
+    (r"\boxed{50\%}", "0.5"), (r"\boxed{3\sqrt{2}}", r"\sqrt{18}"),  # an expression gold: compared by value
+    (r"\boxed{2^{10}}", "2^{10}"), ("<answer>-4</answer>", "-4"), ("<answer>x + 1</answer>", "1 + x"),
+])
+def test_numbers_in_any_written_form_still_pass_against_a_numeric_gold(completion: str, gold: str) -> None:
+    v = verify_math(completion, gold)
+    assert v.correct, v
+
+
+def test_a_restated_computation_is_wrong_with_its_rule_and_reason() -> None:
+    v = verify_math("<answer>4 - 1</answer>", "3")
+    assert v.status is Status.WRONG and v.details["rule"] == "unevaluated"
+    assert "'4 - 1' is a computation, not its result" in v.reason
 
 
 @pytest.mark.parametrize("completion,gold", GAMING)

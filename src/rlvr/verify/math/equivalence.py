@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import cmath
 import random
+import re
 from typing import Any
 
 import sympy
@@ -168,6 +169,31 @@ def _as_expr(v: Value) -> tuple[sympy.Basic, bool] | None:
     if isinstance(v, Expr):
         return v.expr, False
     return None
+
+
+def unevaluated(g_alts: Alts, p_alts: Alts, span: str) -> bool:
+    """Whether the prediction (read as ``p_alts`` from ``span``) is a computation left undone.
+
+    Against a gold that is a number, an answer such as ``4 - 1``, ``2^{10}`` or ``12/2`` (numbers and
+    operations, no unknowns, a rational value; a fraction whose value is a whole number) restates the
+    computation the problem asked for: SymPy finds it equal to the gold, so a policy that copies
+    the question's expression into its answer would be paid for every problem without doing any
+    (seen: SmolLM2-135M on reasoning-gym's ``chain_sum`` learned it within 400 GRPO steps).
+    Reduced fractions, decimals, percentages and scientific notation are numbers and are not
+    affected; neither are golds that are expressions (``2\\sqrt{2}``), whose predictions are
+    compared by value as before.
+    """
+    if not g_alts or not all(isinstance(g, Num) for g in g_alts) or not p_alts:
+        return False
+    if all(isinstance(p, Num) for p in p_alts):  # parsing evaluated a/b: read what was written
+        m = _FRACTION.fullmatch(span.strip())
+        return m is not None and int(m.group(1) or m.group(2)) not in (0, 1) and all(
+            p.value.denominator == 1 for p in p_alts if isinstance(p, Num))
+    return all(isinstance(p, Expr) and isinstance(p.expr, sympy.Expr) and not p.expr.free_symbols
+               and bool(p.expr.is_rational) for p in p_alts)
+
+
+_FRACTION = re.compile(r"[-+]?\s*(?:\d+\s*/\s*(\d+)|\\[dt]?frac\s*\{\s*[-+]?\d+\s*\}\s*\{\s*(\d+)\s*\})")
 
 
 def equal_values(g: Value, p: Value) -> tuple[bool, Method]:

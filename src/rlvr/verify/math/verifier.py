@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from rlvr.errors import VerifierTimeout
 from rlvr.types import Method, Status, Verdict
 from rlvr.verify.grader_talk import grader_talk
-from rlvr.verify.math.equivalence import equal_alts
+from rlvr.verify.math.equivalence import equal_alts, unevaluated
 from rlvr.verify.math.extract import (
     RANGE_MARK,
     Candidate,
@@ -185,6 +185,9 @@ def _verify(completion: str, gold: str, strict: bool) -> Verdict:
                        g_span, details)
     if g_cand is not None and (v := _same_string(p_cand, g_cand, details)):
         return v
+    if unevaluated(g_alts, p_alts, span):  # "4 - 1" for 3: the question restated, not answered
+        why = f"{span[:60]!r} is a computation, not its result: the answer must be the number"
+        return Verdict(Status.WRONG, span, Method.STRUCTURAL, why, g_span, {**details, "rule": "unevaluated"})
     ok, method = equal_alts(g_alts, p_alts)
     if ok:
         return Verdict(Status.CORRECT, span, method, f"equal ({method.value})", g_span, details)
