@@ -106,7 +106,8 @@ class Clock:
         ev = self.evaluate()
         point = {"minutes": self.trained_s / 60, "steps": self.steps, "accuracy": ev["accuracy"],
                  "format": ev["statuses"].get("no_answer", 0.0), "verification": ev["statuses"].get("wrong", 0.0),
-                 "truncated": ev["truncated"], "eval_s": time.perf_counter() - t0}
+                 "truncated": ev["truncated"], "eval_s": time.perf_counter() - t0,
+                 "examples": ev.get("examples", [])}
         self.log(point)
         return point
 
@@ -126,14 +127,17 @@ def child(a: argparse.Namespace) -> dict:
     budget = a.budget_min * 60
 
     def log(p: dict) -> None:
-        print(json.dumps({"engine": a.engine, **p}), file=sys.stderr, flush=True)
+        shown = {k: v for k, v in p.items() if k != "examples"}
+        if p["examples"]:  # what the accuracy is made of, one answer
+            shown["example"] = p["examples"][0]["completion"][:100]
+        print(json.dumps({"engine": a.engine, **shown}), file=sys.stderr, flush=True)
 
     def evaluate_with(model, tok):
         def ev() -> dict:
             was = model.training
             model.eval()
             with torch.no_grad():
-                r = greedy_eval(model, tok, held, max_new_tokens=a.new_tokens, batch_size=50)
+                r = greedy_eval(model, tok, held, max_new_tokens=a.new_tokens, batch_size=50, examples=4)
             model.train(was)
             return r
         return ev

@@ -14,7 +14,8 @@ from rlvr.verify.registry import verify
 
 def greedy_eval(model: Any, tokenizer: Any, samples: Sequence[Sample], *, max_new_tokens: int = 32,
                 batch_size: int = 100, fast: bool = True, constrain: Any = None,
-                turns_for: Callable[[list[Sample]], tuple[Any, list[list[int]]]] | None = None) -> dict[str, Any]:
+                turns_for: Callable[[list[Sample]], tuple[Any, list[list[int]]]] | None = None,
+                examples: int = 0) -> dict[str, Any]:
     """``{"accuracy", "statuses": {status: share}, "truncated", "mean_tokens", "n"}`` on ``samples``
     (``constrain``: decode under that :class:`rlvr.decoding.constrain.Constrainer`).
 
@@ -22,10 +23,13 @@ def greedy_eval(model: Any, tokenizer: Any, samples: Sequence[Sample], *, max_ne
     (:class:`rlvr.grpo.turns.Turns`); the result then also has ``tool_calls`` (calls per episode),
     ``tool_rate`` (the share of episodes that called a tool) and ``episode_causes`` (the share of
     each episode cause: turn limit, an environment fault...); ``mean_tokens`` counts the policy's own.
+    ``examples``: keep the first that many answers as ``examples`` (``{"id", "completion", "status"}``),
+    to read what the accuracy is made of (a policy that found a way round the verifier shows there).
     """
     statuses: Counter[str] = Counter()
     causes: Counter[str] = Counter()
     truncated = tokens = calls = called = 0
+    kept: list[dict[str, str]] = []
     for i in range(0, len(samples), batch_size):
         chunk = list(samples[i : i + batch_size])
         turns, prompts = turns_for(chunk) if turns_for is not None else (None, [encode(tokenizer, s.prompt)
@@ -41,7 +45,10 @@ def greedy_eval(model: Any, tokenizer: Any, samples: Sequence[Sample], *, max_ne
             elif ep is not None and ep.reward is not None:
                 statuses["correct" if ep.reward > 0 else "wrong"] += 1
             else:
-                statuses[verify(text, s.gold, s.task, timeout=5.0).status.value] += 1
+                status = verify(text, s.gold, s.task, timeout=5.0).status.value
+                statuses[status] += 1
+                if len(kept) < examples:
+                    kept.append({"id": str(s.id), "completion": text, "status": status})
             truncated += fin == "length"
             if ep is not None:
                 calls += len(ep.calls())
@@ -49,6 +56,8 @@ def greedy_eval(model: Any, tokenizer: Any, samples: Sequence[Sample], *, max_ne
     n = max(len(samples), 1)
     out = {"accuracy": statuses["correct"] / n, "statuses": {k: v / n for k, v in statuses.items()},
            "truncated": truncated / n, "mean_tokens": tokens / n, "n": len(samples)}
+    if examples:
+        out["examples"] = kept
     if turns_for is not None:
         out.update({"tool_calls": calls / n, "tool_rate": called / n,
                     "episode_causes": {k: v / n for k, v in causes.items()}})
