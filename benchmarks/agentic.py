@@ -24,7 +24,12 @@ With ``--engine trl`` the same arms train on TRL's ``GRPOTrainer`` (``FailureAwa
 TRL's own tool loop, rlvr's guards on every row), warmed up on traces in the chat template's turn
 format (the call turn ends with ``<eos>``, as TRL renders it); the last lines then say ``(trl)``.
 
-    .venv/bin/python benchmarks/agentic.py [--engine rlvr|trl] [--steps M] [--rates 0.2 0.5 0.9] [--keep DIR] [--quick]
+With ``--seeds N`` every run trains from N paired seeds on the one warm-up (GRPO's draws and the
+faults' both move with the seed); the lines then give the means, and one more line per rate the
+paired difference rlvr minus reward-0 with its standard error (a claim only beyond 2 SE).
+
+    .venv/bin/python benchmarks/agentic.py [--engine rlvr|trl] [--steps M] [--rates 0.2 0.5 0.9] [--seeds N]
+        [--keep DIR] [--quick]
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import RESULTS, Bar, report, save_figure, side_by_side, src_path
+from results import RESULTS, Bar, mean_se, report, save_figure, side_by_side, src_path
 
 sys.path.insert(0, src_path())
 
@@ -76,10 +81,12 @@ def warm_model(out: Path, steps: int, seed: int = 0, after_call: str = "") -> di
     return res
 
 
-def env_section(rate: float) -> str:
+def env_section(rate: float, seed: int = 0) -> str:
+    """The calculator environment with faults at ``rate``, drawn from ``seed`` (7 + the run's seed:
+    seed 0 keeps the draws of the one-seed runs)."""
     faults = ("{}" if rate == 0 else
               f"{{tool_error: {rate / 2:g}, env_timeout: {rate / 4:g}, env_crash: {rate / 4:g}}}")
-    return f"env={{tools: [calculator], max_turns: 2, faults: {faults}, fault_seed: 7}}"
+    return f"env={{tools: [calculator], max_turns: 2, faults: {faults}, fault_seed: {7 + seed}}}"
 
 
 def train(warm: Path, out: Path, steps: int, every: int, rate: float, extra: list[str], seed: int,
@@ -90,7 +97,7 @@ def train(warm: Path, out: Path, steps: int, every: int, rate: float, extra: lis
 
     cfg = load_config(None, [*BASE, f"model.name={warm}", f"run.out_dir={out}", f"run.steps={steps}",
                              f"run.seed={seed}", f"run.eval_every={every}", f"run.save_every={steps}",
-                             env_section(rate), f"engine={engine}", *extra])
+                             env_section(rate, seed), f"engine={engine}", *extra])
     t0 = time.perf_counter()
     if engine == "trl":
         from rlvr.integrations.trl.from_config import train_trl
@@ -119,6 +126,26 @@ def summarise(metrics: list[dict]) -> dict:
             "redrawn_per_step": statistics.mean(m.get("failure/resampled", 0.0) for m in steps)}
 
 
+def aggregate(runs: list[dict]) -> dict:
+    """One arm over paired seeds: the mean of its summaries (curves point by point, with their SE),
+    each seed's final kept."""
+    def mean_curve(key: str) -> tuple[list[list[float]], list[float]]:
+        points = [mean_se([r[key][i][1] for r in runs]) for i in range(len(runs[0][key]))]
+        return [[runs[0][key][i][0], m] for i, (m, _) in enumerate(points)], [se for _, se in points]
+
+    curve, curve_se = mean_curve("curve")
+    tool_rate, _ = mean_curve("tool_rate")
+    final, final_se = mean_se([r["final"] for r in runs])
+    causes = sorted({k for r in runs for k in r["cause_mix"]})
+    return {"curve": curve, "curve_se": curve_se, "tool_rate": tool_rate, "final": final, "final_se": final_se,
+            "finals": [r["final"] for r in runs],
+            "final_tool_rate": statistics.mean(r["final_tool_rate"] for r in runs),
+            "start": statistics.mean(r["start"] for r in runs),
+            "cause_mix": {k: statistics.mean(r["cause_mix"].get(k, 0.0) for r in runs) for k in causes},
+            "fault_rate": statistics.mean(r["fault_rate"] for r in runs),
+            "redrawn_per_step": statistics.mean(r["redrawn_per_step"] for r in runs)}
+
+
 def plot(results: dict, rates: list[float], path: Path, engine: str = "rlvr") -> None:
     import matplotlib
 
@@ -132,6 +159,10 @@ def plot(results: dict, rates: list[float], path: Path, engine: str = "rlvr") ->
         for name, r in arms.items():
             ls = "--" if name == "fault-free" else "-"
             axes[0][j].plot(*zip(*r["curve"]), ls, color=colours[name], label=name)
+            if any(r.get("curve_se", [])):  # several seeds: a band of one SE either side
+                xs, ys = zip(*r["curve"])
+                axes[0][j].fill_between(xs, [y - e for y, e in zip(ys, r["curve_se"])],
+                                        [y + e for y, e in zip(ys, r["curve_se"])], color=colours[name], alpha=0.15)
             axes[1][j].plot(*zip(*r["tool_rate"]), ls, color=colours[name], label=name)
         axes[0][j].set_title(f"{rate:g} injected faults")
         axes[1][j].set_xlabel("GRPO step")
@@ -152,9 +183,12 @@ def main() -> None:
                     "TRL's turn format, whose call turn ends with <eos>, the tiny model copies the tool's digits "
                     "only after ~2000)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", type=int, default=1, help="paired GRPO seeds from --seed, on the one warm-up (faults "
+                    "drawn from 7 + seed): the figures are their means, with the SE of rlvr minus reward-0")
     ap.add_argument("--warm", type=Path, help="reuse a warm-up folder (written there when it does not exist)")
     ap.add_argument("--jobs", type=int, default=1, help="runs side by side (one torch thread each)")
-    ap.add_argument("--keep", type=Path, help="keep each run folder as DIR/<fault rate>/<arm>/")
+    ap.add_argument("--keep", type=Path, help="keep each run folder as DIR/<fault rate>/<arm>/ "
+                    "(DIR/seed-<s>/<fault rate>/<arm>/ with several seeds)")
     ap.add_argument("--quick", action="store_true", help="0.5 faults only, 30 steps (make bench-check)")
     ap.add_argument("--engine", choices=["rlvr", "trl"], default="rlvr")
     args = ap.parse_args()
@@ -173,20 +207,27 @@ def main() -> None:
     if not (warm / "config.json").exists():
         warm_model(warm, args.sft_steps, args.seed, after_call="<eos>" if args.engine == "trl" else "")
     m, long = args.steps, int(1.5 * args.steps)
+    seeds = list(range(args.seed, args.seed + args.seeds))
     jobs = [("0", "fault-free", m, 0.0, [])]
     jobs += [(f"{rate:g}", arm, long, rate, extra) for rate in args.rates for arm, extra in ARMS.items()]
-    results: dict[str, dict[str, dict]] = {}
+    per_seed: dict[tuple[str, str], list[dict]] = {}
 
-    def done(key: str, arm: str, metrics: list[dict]) -> None:
-        results.setdefault(key, {})[arm] = summarise(metrics)
-        r = results[key][arm]
-        print(f"{arm} @ {key} faults: {r['start']:.3f} -> {r['final']:.3f} held-out, tool-call rate "
+    def folder(seed: int, key: str, arm: str) -> Path:  # DIR/<rate>/<arm>/, DIR/seed-<s>/... with several
+        return root / key / arm if len(seeds) == 1 else root / f"seed-{seed}" / key / arm
+
+    def done(k: tuple[int, str, str], metrics: list[dict]) -> None:
+        seed, key, arm = k
+        r = summarise(metrics)
+        per_seed.setdefault((key, arm), []).append(r)
+        print(f"{arm} @ {key} faults (seed {seed}): {r['start']:.3f} -> {r['final']:.3f} held-out, tool-call rate "
               f"{r['final_tool_rate']:.2f}", flush=True)
 
-    calls = {(key, arm): (warm, root / key / arm, steps, args.eval_every, rate, extra, args.seed, args.engine)
-             for key, arm, steps, rate, extra in jobs}
-    side_by_side(train, calls, args.jobs, lambda k, metrics: done(k[0], k[1], metrics))
-    results = {k: results[k] for k in ["0", *(f"{r:g}" for r in args.rates)]}
+    calls = {(seed, key, arm): (warm, folder(seed, key, arm), steps, args.eval_every, rate, extra, seed, args.engine)
+             for seed in seeds for key, arm, steps, rate, extra in jobs}
+    side_by_side(train, calls, args.jobs, done)
+    results: dict[str, dict[str, dict]] = {}
+    for key in ["0", *(f"{r:g}" for r in args.rates)]:
+        results[key] = {arm: aggregate(runs) for (k, arm), runs in per_seed.items() if k == key}
     ff = results["0"]["fault-free"]
     lines, bars = [], []
     tag = "agentic" if args.engine == "rlvr" else "agentic (trl)"
@@ -202,6 +243,11 @@ def main() -> None:
         r["rlvr"]["reached_at"] = reached
         lines.append(f"{tag} @{rate:g} faults, steps to the fault-free final: rlvr "
                      f"{reached if reached is not None else 'never'} of {m}")
+        if len(seeds) > 1:  # paired seeds: the lead over failure-as-zero, with its standard error
+            diff, se = mean_se([a - b for a, b in zip(r["rlvr"]["finals"], r["reward-0"]["finals"])])
+            r["rlvr"]["minus_reward0"] = [diff, se]
+            lines.append(f"{tag} @{rate:g} faults, rlvr minus reward-0 final over {len(seeds)} paired seeds: "
+                         f"{diff:+.3f} +- {se:.3f} SE ({diff / se if se else float('inf'):.1f} SE)")
         for arm in r:
             mix = ", ".join(f"{k} {v:.1%}" for k, v in sorted(r[arm]["cause_mix"].items(), key=lambda kv: -kv[1]))
             print(f"  @{rate:g} {arm:9s} causes per step: {mix}; redrawn per step {r[arm]['redrawn_per_step']:.1f}")
@@ -213,11 +259,17 @@ def main() -> None:
                 quick_decides=False),
             Bar("|rlvr - fault-free| tool-call rate @0.5", abs(r5["rlvr"]["final_tool_rate"] - ff["final_tool_rate"]),
                 "<=", 0.10, quick_decides=False)]
+    if len(seeds) > 1:  # the project's rule: a claim only beyond 2 SE
+        diff, se = r5["rlvr"]["minus_reward0"]
+        bars.append(Bar("rlvr minus reward-0 final @0.5, in SE of the paired difference",
+                        diff / se if se else 0.0, ">=", 2.0, quick_decides=False))
     name = "agentic" if args.engine == "rlvr" else "agentic_trl"
     png = (RESULTS / "quick" if args.quick else RESULTS) / f"{name}.png"
     plot(results, args.rates, png, args.engine)
     report(name, {"results": results, "lines": lines, "steps": m, "cpu": cpu_report(), "plot": png.name,
-                  "engine": args.engine}, bars, args, quick=args.quick)
+                  "engine": args.engine, "seeds": seeds,
+                  "per_seed": {f"{k}/{arm}": runs for (k, arm), runs in per_seed.items()}},
+           bars, args, quick=args.quick)
     print(f"plot: {png}")
     print("\n".join(lines))
     if args.keep is not None and args.warm is None:  # the warm-up is kept for the runs it started

@@ -47,7 +47,6 @@ A difference is called "better" or "worse" only beyond twice its standard error.
 from __future__ import annotations
 
 import argparse
-import math
 import shutil
 import statistics
 import sys
@@ -57,7 +56,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from failure_aware import AWARE, CONSTRAINED, warm_model
 from failure_aware import run as train
-from results import RESULTS, Bar, report, save_figure, side_by_side, src_path
+from results import RESULTS, Bar, mean_se, report, save_figure, side_by_side, src_path
 
 sys.path.insert(0, src_path())
 
@@ -96,12 +95,6 @@ def run(warm: Path, out: Path, seed: int, steps: int, every: int, rate: float, e
     train(warm, out, seed, steps, every, [*inject, *extra], engine,
           accuracy="{strict: true, undecided: 0.0, bad_gold: 0.0}")
     return read_metrics(out)
-
-
-def mean_se(xs: list[float]) -> tuple[float, float]:
-    """Mean and standard error of the mean (0 for one value)."""
-    m = statistics.mean(xs)
-    return m, (statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0.0)
 
 
 def verdict(diff: float, se: float) -> str:

@@ -171,6 +171,15 @@ def save_figure(fig: Any, path: Path) -> None:
     plt.close(fig)
 
 
+def mean_se(xs: list[float]) -> tuple[float, float]:
+    """Mean and standard error of the mean (0 for one value)."""
+    import math
+    import statistics
+
+    m = statistics.mean(xs)
+    return m, (statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0.0)
+
+
 def side_by_side(fn: Callable[..., Any], calls: dict[Any, tuple[Any, ...]], jobs: int,
                  done: Callable[[Any, Any], None]) -> None:
     """``fn(*args)`` for every ``key: args`` of ``calls``, ``jobs`` at a time in spawned processes (one
