@@ -26,7 +26,8 @@ format (the call turn ends with ``<eos>``, as TRL renders it); the last lines th
 
 With ``--seeds N`` every run trains from N paired seeds on the one warm-up (GRPO's draws and the
 faults' both move with the seed); the lines then give the means, and one more line per rate the
-paired difference rlvr minus reward-0 with its standard error (a claim only beyond 2 SE).
+paired difference rlvr minus reward-0 with its standard error (a claim only beyond 2 SE); the
+results go to ``agentic-<N>seeds.json`` (``agentic_trl-<N>seeds.json``) beside the one-seed file.
 
     .venv/bin/python benchmarks/agentic.py [--engine rlvr|trl] [--steps M] [--rates 0.2 0.5 0.9] [--seeds N]
         [--keep DIR] [--quick]
@@ -263,7 +264,8 @@ def main() -> None:
         diff, se = r5["rlvr"]["minus_reward0"]
         bars.append(Bar("rlvr minus reward-0 final @0.5, in SE of the paired difference",
                         diff / se if se else 0.0, ">=", 2.0, quick_decides=False))
-    name = "agentic" if args.engine == "rlvr" else "agentic_trl"
+    # Several seeds write a file of their own: a paired-seed run never overwrites the full one-seed run.
+    name = ("agentic" if args.engine == "rlvr" else "agentic_trl") + (f"-{len(seeds)}seeds" if len(seeds) > 1 else "")
     png = (RESULTS / "quick" if args.quick else RESULTS) / f"{name}.png"
     plot(results, args.rates, png, args.engine)
     report(name, {"results": results, "lines": lines, "steps": m, "cpu": cpu_report(), "plot": png.name,
