@@ -30,7 +30,11 @@ accuracy is above TRL's at every point after the first. The last two lines::
     real model learns: rlvr S.SSS -> E.EEE, TRL S.SSS -> F.FFF held-out accuracy in N min each (SET)
     real model learns, rlvr above TRL at every point after the first: yes
 
-    .venv/bin/python benchmarks/real_learning.py [--budget-min 20] [--points 5 10 15 20] [--quick]
+``--finetune full`` trains every weight instead of the adapters (lr 1e-5 unless ``--lr``; results in
+``real_learning-full.json``), the same on both sides.
+
+    .venv/bin/python benchmarks/real_learning.py [--budget-min 20] [--points 5 10 15 20] [--finetune lora|full]
+        [--quick]
 """
 
 from __future__ import annotations
@@ -67,8 +71,9 @@ def rows(spec: str) -> list:
 def config(a: argparse.Namespace, engine: str, out: Path):
     from rlvr.config import load_config
 
+    lora = ["model.lora={r: 16, alpha: 32}"] if a.finetune == "lora" else []  # full: every weight trains
     return load_config(None, [
-        "model.name=smollm2-135m", "model.lora={r: 16, alpha: 32}", "data.eval_size=1",
+        "model.name=smollm2-135m", *lora, "data.eval_size=1",
         f"rollout.prompts_per_step={a.prompts}", f"rollout.group_size={a.group}",
         f"rollout.max_new_tokens={a.new_tokens}", "rollout.temperature=1.0", "algo.loss=dapo", "algo.beta=0",
         f"optim.lr={a.lr}", "optim.schedule=constant", "optim.warmup_steps=0",
@@ -202,7 +207,7 @@ def run_child(a: argparse.Namespace, engine: str) -> subprocess.Popen:
     argv = [sys.executable, __file__, "--child", engine, "--budget-min", str(a.budget_min), "--points",
             *map(str, a.points), "--eval-n", str(a.eval_n), "--prompts", str(a.prompts), "--group", str(a.group),
             "--new-tokens", str(a.new_tokens), "--lr", str(a.lr), "--seed", str(a.seed),
-            "--rollout-dtype", a.rollout_dtype]
+            "--rollout-dtype", a.rollout_dtype, "--finetune", a.finetune]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_BENCH_SRC": src_path()}
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -240,7 +245,9 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--group", type=int, default=4)
     ap.add_argument("--new-tokens", type=int, default=64)
-    ap.add_argument("--lr", type=float, default=2e-4)
+    ap.add_argument("--lr", type=float, help="default 2e-4 with LoRA, 1e-5 with --finetune full")
+    ap.add_argument("--finetune", choices=["lora", "full"], default="lora",
+                    help="LoRA r 16 on the attention projections, or every weight (results: real_learning-full.json)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rollout-dtype", choices=["auto", "model", "bfloat16"], default="auto",
                     help="rlvr's sampling precision (auto: bfloat16 where the CPU multiplies it natively; TRL "
@@ -249,6 +256,8 @@ def main() -> None:
     ap.add_argument("--child", choices=["rlvr", "trl"])
     ap.add_argument("--engines", nargs="+", default=["rlvr", "trl"], help="a pilot of one side (no bars then)")
     a = ap.parse_args()
+    if a.lr is None:
+        a.lr = 2e-4 if a.finetune == "lora" else 1e-5
     if a.quick:
         a.budget_min, a.points, a.eval_n = 2.0, [1, 2], 50
     a.points = [p for p in a.points if p <= a.budget_min] or [a.budget_min]
@@ -292,25 +301,27 @@ def main() -> None:
     r, t = results["rlvr"], results["trl"]
     above = all(x["accuracy"] > y["accuracy"] for x, y in zip(r["curve"][1:], t["curve"][1:]))
     n = f"{a.budget_min:g}"
+    what = SET if a.finetune == "lora" else f"{SET}, full fine-tuning"
     lines = [f"real model learns: rlvr {r['curve'][0]['accuracy']:.3f} -> {r['curve'][-1]['accuracy']:.3f}, TRL "
              f"{t['curve'][0]['accuracy']:.3f} -> {t['curve'][-1]['accuracy']:.3f} held-out accuracy in {n} min "
-             f"each ({SET})",
+             f"each ({what})",
              f"real model learns, rlvr above TRL at every point after the first: {'yes' if above else 'no'}"]
     for engine, res in results.items():
         print(f"{engine}: {res['steps']} steps; " + "; ".join(
             f"{p['minutes']:.1f} min: {p['accuracy']:.3f} (format {p['format']:.2f}, verification "
             f"{p['verification']:.2f}, truncated {p['truncated']:.2f})" for p in res["curve"]))
-    png = (RESULTS / "quick" if a.quick else RESULTS) / "real_learning.png"
-    plot(results, png, f"SmolLM2-135M-Instruct on {SET}, LoRA, {n} training minutes each\n({cpu}; rlvr "
-         f"rollout.dtype {a.rollout_dtype})")
+    name = "real_learning" if a.finetune == "lora" else "real_learning-full"
+    png = (RESULTS / "quick" if a.quick else RESULTS) / f"{name}.png"
+    tuned = "LoRA" if a.finetune == "lora" else "full fine-tuning"
+    plot(results, png, f"SmolLM2-135M-Instruct on {SET}, {tuned} (lr {a.lr:g}), {n} training minutes each\n({cpu}; "
+         f"rlvr rollout.dtype {a.rollout_dtype})")
     bars = [Bar("rlvr's gain in held-out accuracy inside the budget",
                 r["curve"][-1]["accuracy"] - r["curve"][0]["accuracy"], ">=", 0.10, quick_decides=False),
             Bar("rlvr above TRL at every point after the first", 1.0 if above else 0.0, ">=", 1.0,
                 quick_decides=False)]
-    report("real_learning", {"results": results, "lines": lines, "set": SET, "cpu": cpu, "plot": png.name,
-                             "settings": {k: getattr(a, k) for k in ("budget_min", "points", "eval_n", "prompts",
-                                                                     "group", "new_tokens", "lr", "seed",
-                                                                     "rollout_dtype")}},
+    report(name, {"results": results, "lines": lines, "set": SET, "cpu": cpu, "plot": png.name,
+                  "settings": {k: getattr(a, k) for k in ("budget_min", "points", "eval_n", "prompts", "group",
+                                                          "new_tokens", "lr", "seed", "rollout_dtype", "finetune")}},
            bars, a, quick=a.quick)
     print(f"plot: {png}")
     print("\n".join(lines))
