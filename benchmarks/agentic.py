@@ -154,7 +154,7 @@ def plot(results: dict, rates: list[float], path: Path, engine: str = "rlvr") ->
     import matplotlib.pyplot as plt
 
     colours = {"fault-free": "black", "rlvr": "tab:green", "reward-0": "tab:red", "mask-only": "tab:orange"}
-    fig, axes = plt.subplots(2, len(rates), figsize=(4.2 * len(rates), 6.4), squeeze=False, sharey="row")
+    fig, axes = plt.subplots(2, len(rates), figsize=(max(4.2 * len(rates), 7.0), 6.4), squeeze=False, sharey="row")
     for j, rate in enumerate(rates):
         arms = {"fault-free": results["0"]["fault-free"], **results[f"{rate:g}"]}
         for name, r in arms.items():
@@ -167,11 +167,12 @@ def plot(results: dict, rates: list[float], path: Path, engine: str = "rlvr") ->
             axes[1][j].plot(*zip(*r["tool_rate"]), ls, color=colours[name], label=name)
         axes[0][j].set_title(f"{rate:g} injected faults")
         axes[1][j].set_xlabel("GRPO step")
+        axes[1][j].set_ylim(0, 1.05)  # the whole range: a few episodes either way is not a policy avoiding the tool
     axes[0][0].set_ylabel("held-out accuracy (fault-free env)")
     axes[1][0].set_ylabel("episodes that call the tool")
     axes[0][0].legend(fontsize=8)
     on = "rlvr's engine" if engine == "rlvr" else "TRL's GRPOTrainer"
-    fig.suptitle(f"Tool-use episodes under environment faults on {on} (tiny model, calculator, 3-digit products)")
+    fig.suptitle(f"Tool-use episodes under environment faults on {on}\n(tiny model, calculator, 3-digit products)")
     save_figure(fig, path)
 
 
