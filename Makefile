@@ -76,10 +76,12 @@ bench-sample: $(STAMP)
 
 bench-agentic: $(STAMP)
 	$(BIN)/python benchmarks/agentic.py --jobs 2
+	$(BIN)/python benchmarks/agentic.py --jobs 2 --steps 80 --rates 0.5 --seeds 5
 	$(BIN)/python benchmarks/agentic.py --jobs 2 --engine trl
 
 bench-learn: $(STAMP)
 	$(BIN)/python benchmarks/real_learning.py
+	$(BIN)/python benchmarks/real_learning.py --finetune full
 
 bench-failure-step: $(STAMP)
 	$(BIN)/python benchmarks/failure_step.py --jobs 2 --seeds 10
