@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +58,21 @@ sys.path.insert(0, src_path())
 SET = "chain_sum"
 TRAIN_SPEC = "reasoning-gym:chain_sum?size=4000&seed=11&min_terms=2&max_terms=2&min_digits=1&max_digits=2"
 EVAL_SPEC = "reasoning-gym:chain_sum?size={n}&seed=1&min_terms=2&max_terms=2&min_digits=1&max_digits=2"
+
+
+@dataclass(frozen=True)
+class Finetune:
+    """What ``--finetune`` changes, the same on both sides: the model overrides, the default lr, how
+    the figures are labelled and where they are written."""
+
+    overrides: tuple[str, ...]
+    lr: float
+    label: str
+    results: str
+
+
+FINETUNE = {"lora": Finetune(("model.lora={r: 16, alpha: 32}",), 2e-4, "LoRA", "real_learning"),
+            "full": Finetune((), 1e-5, "full fine-tuning", "real_learning-full")}  # full: every weight trains
 
 
 def rows(spec: str) -> list:
@@ -71,9 +87,8 @@ def rows(spec: str) -> list:
 def config(a: argparse.Namespace, engine: str, out: Path):
     from rlvr.config import load_config
 
-    lora = ["model.lora={r: 16, alpha: 32}"] if a.finetune == "lora" else []  # full: every weight trains
     return load_config(None, [
-        "model.name=smollm2-135m", *lora, "data.eval_size=1",
+        "model.name=smollm2-135m", *FINETUNE[a.finetune].overrides, "data.eval_size=1",
         f"rollout.prompts_per_step={a.prompts}", f"rollout.group_size={a.group}",
         f"rollout.max_new_tokens={a.new_tokens}", "rollout.temperature=1.0", "algo.loss=dapo", "algo.beta=0",
         f"optim.lr={a.lr}", "optim.schedule=constant", "optim.warmup_steps=0",
@@ -246,7 +261,7 @@ def main() -> None:
     ap.add_argument("--group", type=int, default=4)
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--lr", type=float, help="default 2e-4 with LoRA, 1e-5 with --finetune full")
-    ap.add_argument("--finetune", choices=["lora", "full"], default="lora",
+    ap.add_argument("--finetune", choices=list(FINETUNE), default="lora",
                     help="LoRA r 16 on the attention projections, or every weight (results: real_learning-full.json)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rollout-dtype", choices=["auto", "model", "bfloat16"], default="auto",
@@ -256,8 +271,9 @@ def main() -> None:
     ap.add_argument("--child", choices=["rlvr", "trl"])
     ap.add_argument("--engines", nargs="+", default=["rlvr", "trl"], help="a pilot of one side (no bars then)")
     a = ap.parse_args()
+    tune = FINETUNE[a.finetune]
     if a.lr is None:
-        a.lr = 2e-4 if a.finetune == "lora" else 1e-5
+        a.lr = tune.lr
     if a.quick:
         a.budget_min, a.points, a.eval_n = 2.0, [1, 2], 50
     a.points = [p for p in a.points if p <= a.budget_min] or [a.budget_min]
@@ -301,7 +317,7 @@ def main() -> None:
     r, t = results["rlvr"], results["trl"]
     above = all(x["accuracy"] > y["accuracy"] for x, y in zip(r["curve"][1:], t["curve"][1:]))
     n = f"{a.budget_min:g}"
-    what = SET if a.finetune == "lora" else f"{SET}, full fine-tuning"
+    what = SET if a.finetune == "lora" else f"{SET}, {tune.label}"  # the LoRA line keeps the issue's format
     lines = [f"real model learns: rlvr {r['curve'][0]['accuracy']:.3f} -> {r['curve'][-1]['accuracy']:.3f}, TRL "
              f"{t['curve'][0]['accuracy']:.3f} -> {t['curve'][-1]['accuracy']:.3f} held-out accuracy in {n} min "
              f"each ({what})",
@@ -310,16 +326,14 @@ def main() -> None:
         print(f"{engine}: {res['steps']} steps; " + "; ".join(
             f"{p['minutes']:.1f} min: {p['accuracy']:.3f} (format {p['format']:.2f}, verification "
             f"{p['verification']:.2f}, truncated {p['truncated']:.2f})" for p in res["curve"]))
-    name = "real_learning" if a.finetune == "lora" else "real_learning-full"
-    png = (RESULTS / "quick" if a.quick else RESULTS) / f"{name}.png"
-    tuned = "LoRA" if a.finetune == "lora" else "full fine-tuning"
-    plot(results, png, f"SmolLM2-135M-Instruct on {SET}, {tuned} (lr {a.lr:g}), {n} training minutes each\n({cpu}; "
-         f"rlvr rollout.dtype {a.rollout_dtype})")
+    png = (RESULTS / "quick" if a.quick else RESULTS) / f"{tune.results}.png"
+    plot(results, png, f"SmolLM2-135M-Instruct on {SET}, {tune.label} (lr {a.lr:g}), {n} training minutes "
+         f"each\n({cpu}; rlvr rollout.dtype {a.rollout_dtype})")
     bars = [Bar("rlvr's gain in held-out accuracy inside the budget",
                 r["curve"][-1]["accuracy"] - r["curve"][0]["accuracy"], ">=", 0.10, quick_decides=False),
             Bar("rlvr above TRL at every point after the first", 1.0 if above else 0.0, ">=", 1.0,
                 quick_decides=False)]
-    report(name, {"results": results, "lines": lines, "set": SET, "cpu": cpu, "plot": png.name,
+    report(tune.results, {"results": results, "lines": lines, "set": SET, "cpu": cpu, "plot": png.name,
                   "settings": {k: getattr(a, k) for k in ("budget_min", "points", "eval_n", "prompts", "group",
                                                           "new_tokens", "lr", "seed", "rollout_dtype", "finetune")}},
            bars, a, quick=a.quick)
