@@ -93,8 +93,8 @@ def env_section(rate: float, seed: int = 0) -> str:
 def train(warm: Path, out: Path, steps: int, every: int, rate: float, extra: list[str], seed: int,
           engine: str = "rlvr") -> list[dict]:
     from rlvr.config import load_config
-    from rlvr.grpo.metrics import read_metrics
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
+    from rlvr.runs import read_metrics
 
     cfg = load_config(None, [*BASE, f"model.name={warm}", f"run.out_dir={out}", f"run.steps={steps}",
                              f"run.seed={seed}", f"run.eval_every={every}", f"run.save_every={steps}",

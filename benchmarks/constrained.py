@@ -13,7 +13,7 @@ temperature 1, one torch thread) are sampled without and with
 * accuracy of the rollouts whose answer parsed in both runs (same prompt, same seed):
   bar: not lower with constraints.
 
-    .venv/bin/python benchmarks/constrained.py [--seed 0] [--reps 5] [--engine auto|xgrammar|llguidance] [--quick]
+    .venv/bin/python benchmarks/constrained.py [--seed 0] [--reps 5] [--backend auto|xgrammar|llguidance] [--quick]
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=64)
     ap.add_argument("--group", type=int, default=8)
     ap.add_argument("--max-new", type=int, default=32)
-    ap.add_argument("--engine", default="auto", choices=["auto", "xgrammar", "llguidance"])
+    ap.add_argument("--backend", default="auto", choices=["auto", "xgrammar", "llguidance"])
     ap.add_argument("--quick", action="store_true", help="2 reps (make bench-check)")
     args = ap.parse_args()
     if args.quick:
@@ -51,7 +51,7 @@ def main() -> None:
     from rlvr.data.prompts import encode
     from rlvr.data.tasks import addition_eval
     from rlvr.decoding.constrain import Constrainer
-    from rlvr.grpo.rollout import generate
+    from rlvr.engine.rollout import generate
     from rlvr.models.load import load_model
     from rlvr.runtime import setup_torch
     from rlvr.types import Status
@@ -67,8 +67,8 @@ def main() -> None:
     vocab = model.get_output_embeddings().weight.shape[0]
     variants = {"plain": None,
                 # lazy: from the model's own <answer>; full: the whole (answer-only) output
-                "answer": Constrainer(tok, vocab, mode="answer", answer="math", engine=args.engine),
-                "full": Constrainer(tok, vocab, mode="full", answer="math", engine=args.engine)}
+                "answer": Constrainer(tok, vocab, mode="answer", answer="math", backend=args.backend),
+                "full": Constrainer(tok, vocab, mode="full", answer="math", backend=args.backend)}
 
     def sample(c: Constrainer | None, rep: int):
         gen = torch.Generator().manual_seed(args.seed * 1000 + rep)
@@ -125,8 +125,8 @@ def main() -> None:
         bars += [Bar(f"{name}: rollouts/s vs plain", ratio, ">=", 0.85),
                  Bar(f"{name}: format deaths", summary[name]["format_death"], "<", 0.01, "%"),
                  Bar(f"{name}: accuracy where both parsed minus plain's", acc_con - acc_plain, ">=", 0.0)]
-    report("constrained" if args.engine in ("auto", "xgrammar") else f"constrained-{args.engine}", summary, bars, args,
-           quick=args.quick)
+    name = "constrained" if args.backend in ("auto", "xgrammar") else f"constrained-{args.backend}"
+    report(name, summary, bars, args, quick=args.quick)
 
 
 if __name__ == "__main__":

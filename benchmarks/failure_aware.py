@@ -76,7 +76,7 @@ def run(warm: Path, out: Path, seed: int, steps: int, every: int, extra: list[st
         accuracy: str = "{strict: true}") -> list[dict]:
     """Train one variant from the warm model; its evaluation and death-rate metrics."""
     from rlvr.config import load_config
-    from rlvr.grpo.metrics import read_metrics
+    from rlvr.runs import read_metrics
 
     cfg = load_config(None, [f"model.name={warm}", f"run.out_dir={out}", f"run.steps={steps}", f"run.seed={seed}",
                              f"run.eval_every={every}", f"run.save_every={steps}", f"engine={engine}",
@@ -90,7 +90,7 @@ def run(warm: Path, out: Path, seed: int, steps: int, every: int, extra: list[st
             warnings.simplefilter("ignore")
             train_trl(cfg)
     else:
-        from rlvr.grpo.trainer import GRPOTrainer
+        from rlvr.engine.trainer import GRPOTrainer
 
         GRPOTrainer(cfg).train()
     return [m for m in read_metrics(out) if "eval/accuracy" in m or "verify/no_answer" in m]

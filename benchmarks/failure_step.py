@@ -87,7 +87,7 @@ def run(warm: Path, out: Path, seed: int, steps: int, every: int, rate: float, e
         engine: str, fault: str = "outage") -> list[dict]:
     """One arm at one rate of one fault kind (``failure_aware.run`` with the fault injected and
     plain's 0 for a failed verification or a bad gold); every step's metrics."""
-    from rlvr.grpo.metrics import read_metrics
+    from rlvr.runs import read_metrics
     from rlvr.runtime import setup_torch
 
     setup_torch(1, seed)

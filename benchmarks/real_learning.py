@@ -135,7 +135,7 @@ class Clock:
 def child(a: argparse.Namespace) -> dict:
     import torch
 
-    from rlvr.grpo.evaluate import greedy_eval
+    from rlvr.engine.evaluate import greedy_eval
     from rlvr.runtime import setup_torch
 
     setup_torch(1, a.seed)
@@ -164,7 +164,7 @@ def child(a: argparse.Namespace) -> dict:
 
     clock_points = [m * 60 for m in a.points]
     if a.engine == "rlvr":
-        from rlvr.grpo.trainer import GRPOTrainer
+        from rlvr.engine.trainer import GRPOTrainer
 
         trainer = GRPOTrainer(cfg, train_rows=train, eval_rows=[])
         clock = Clock(clock_points, budget, evaluate_with(trainer.model, trainer.tok), log)

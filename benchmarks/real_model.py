@@ -75,7 +75,7 @@ def child_decode(a: argparse.Namespace) -> dict:
     import torch
 
     from rlvr.data.prompts import encode
-    from rlvr.grpo.rollout import generate
+    from rlvr.engine.rollout import generate
     from rlvr.models.load import load_model
 
     _setup()
@@ -158,7 +158,7 @@ def _step_profile(model, tok, prompts, a) -> dict:
     """Where one of rlvr's decoding steps goes, per precision: the whole step, the lm_head, sampling."""
     import torch
 
-    from rlvr.grpo.rollout import _sample
+    from rlvr.engine.rollout import _sample
     from rlvr.models.fast_decode import FastDecoder, supports
 
     if not supports(model) or a.device != "cpu":
@@ -218,7 +218,7 @@ def child_train(a: argparse.Namespace) -> dict:
 
     rows, _ = default_data(cfg)
     if a.engine == "rlvr":
-        from rlvr.grpo.trainer import GRPOTrainer
+        from rlvr.engine.trainer import GRPOTrainer
 
         trainer = GRPOTrainer(cfg, train_rows=rows, eval_rows=[])
         steps, mix = [], []
@@ -274,7 +274,7 @@ def child_seed003(a: argparse.Namespace) -> dict:
     import tempfile
 
     from rlvr.data.stream import default_data
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
 
     _setup()
     extra = {"plain": [], "answer": ["decoding.constrain=answer", "decoding.in_eval=false"],

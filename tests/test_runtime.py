@@ -45,8 +45,8 @@ def test_the_cpu_report_names_what_torchs_kernels_can_use() -> None:
 def test_bfloat16_on_a_cpu_without_it_is_refused_with_what_each_precision_measured(monkeypatch, tmp_path) -> None:
     import rlvr.runtime as runtime
     from rlvr.config import TrainConfig
+    from rlvr.engine.trainer import GRPOTrainer
     from rlvr.errors import ConfigError
-    from rlvr.grpo.trainer import GRPOTrainer
 
     runtime.check_cpu_precision({"rollout.dtype": "model", "model.autocast": "none"})  # float32: nothing to check
     monkeypatch.setattr(runtime, "native_bf16", lambda: False)  # an AVX2-only CPU, as another machine had
@@ -76,7 +76,7 @@ def test_auto_sampling_precision_takes_bfloat16_only_where_the_device_multiplies
 def test_auto_sampling_precision_passes_the_cpu_check_and_logs_what_it_chose(monkeypatch, tmp_path) -> None:
     import rlvr.runtime as runtime
     from rlvr.config import load_config
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
 
     base = ["rollout.dtype=auto", "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=4",
             "run.steps=1", "run.eval_every=0", "data.eval_size=1", "run.log_rollouts=false"]

@@ -40,7 +40,7 @@ def main() -> None:
 
     from rlvr.config import load_config
     from rlvr.data.tasks import Sample
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
 
     torch.set_num_threads(1)
     out = Path(args.log_dir)

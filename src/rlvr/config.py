@@ -286,8 +286,8 @@ class DecodingConfig(_Strict):
     token (single-turn only)."""
     answer: Literal["math", "integer", "json", "text"] = "math"
     """The answer's grammar: ``math`` (numbers and a LaTeX subset), ``integer``, ``json``, ``text``."""
-    engine: Literal["auto", "xgrammar", "llguidance"] = "auto"
-    """The grammar engine: xgrammar when installed (``auto``), llguidance as the fallback."""
+    backend: Literal["auto", "xgrammar", "llguidance"] = "auto"
+    """The grammar backend: xgrammar when installed (``auto``), llguidance as the fallback."""
     json_schema: dict[str, Any] | None = None
     """JSON Schema of ``json`` answers."""
     reasoning_budget: int | None = Field(None, ge=1)
@@ -298,6 +298,14 @@ class DecodingConfig(_Strict):
     """Length limit of ``text`` answers."""
     in_eval: bool = True
     """Decode held-out evaluations under the same constraint."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "engine" in data:
+            raise ValueError("decoding.engine is now decoding.backend (the grammar backend: auto, xgrammar, "
+                             "llguidance); `engine` names the trainer (rlvr or trl)")
+        return data
     jump_forward: bool = True
     """Take the tokens a mask forces (one allowed token) without a forward each, fed with the token
     before them: the same samples, fewer forwards. Off: each forced token is decoded as a step, and
@@ -460,7 +468,7 @@ def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
     node[keys[-1]] = value
 
 
-def _explain(e: ValidationError) -> str:
+def explain(e: ValidationError) -> str:
     lines = []
     for err in e.errors():
         where = ".".join(str(x) for x in err["loc"]) or "config"
@@ -505,7 +513,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     try:
         return TrainConfig.model_validate(tree)
     except ValidationError as e:
-        raise ConfigError(_explain(e)) from None
+        raise ConfigError(explain(e)) from None
 
 
 def dump_config(cfg: TrainConfig) -> str:

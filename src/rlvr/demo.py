@@ -23,10 +23,10 @@ def run_demo(out: Path, *, warm_target: float = 0.3, grpo_steps: int = 1500, grp
              on_step: Callable[[int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run the whole demo into ``out``; returns the accuracies, timings and file paths."""
     from rlvr.data.tasks import addition_eval, addition_train
-    from rlvr.grpo.metrics import read_metrics
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
     from rlvr.models.tiny import build_model, build_tokenizer
     from rlvr.plots import plot_run
+    from rlvr.runs import read_metrics
     from rlvr.runtime import setup_torch
     from rlvr.sft import sft
 

@@ -97,7 +97,7 @@ def test_mixed_task_training_tables_deaths_per_dataset(tmp_path) -> None:
     rows = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
     assert {r["task"] for r in rows} == {"reasoning_gym/chain_sum", "reasoning_gym/leg_counting"}
     assert all("partial_score" in r["components"] for r in rows)
-    from rlvr.diagnostics.table import cause_table
+    from rlvr.report.table import cause_table
 
     by_task = cause_table(rows, 5).by_task  # what `rlvr causes` prints, one line per dataset
     assert {"reasoning_gym/chain_sum", "reasoning_gym/leg_counting", "all"} <= set(by_task)

@@ -11,11 +11,11 @@ import pytest
 torch = pytest.importorskip("torch")
 xgr = pytest.importorskip("xgrammar")
 
+from rlvr.algo.loss import token_logprobs
 from rlvr.config import load_config
+from rlvr.decoding.backends import answer_grammar, full_grammar
 from rlvr.decoding.constrain import Constrainer, masked_logprobs, pack_bits, unpack_bits
-from rlvr.decoding.grammars import answer_grammar, full_grammar
-from rlvr.grpo.loss import token_logprobs
-from rlvr.grpo.rollout import generate
+from rlvr.engine.rollout import generate
 from rlvr.models.tiny import build_model, build_tokenizer
 from rlvr.types import Status
 from rlvr.verify.math import verify_math
@@ -81,16 +81,16 @@ def _rollouts(model, tok, constrainer, n_prompts: int = 4, g: int = 8, max_new: 
                     generator=torch.Generator().manual_seed(seed))
 
 
-ENGINES = ["xgrammar", pytest.param("llguidance", marks=pytest.mark.skipif(
+BACKENDS = ["xgrammar", pytest.param("llguidance", marks=pytest.mark.skipif(
     __import__("importlib.util").util.find_spec("llguidance") is None, reason="llguidance not installed"))]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_answer_mode_gives_every_rollout_an_answer(tiny, engine: str) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_answer_mode_gives_every_rollout_an_answer(tiny, backend: str) -> None:
     model, tok = tiny
     free = _rollouts(model, tok, None)
     assert free.bitmask is None
-    c = Constrainer(tok, model.config.vocab_size, mode="answer", answer="math", engine=engine)
+    c = Constrainer(tok, model.config.vocab_size, mode="answer", answer="math", backend=backend)
     b = _rollouts(model, tok, c)
     # a random model almost never writes <answer> by itself; the budget opens it, the grammar closes it
     assert sum("<answer>" in t for t in free.texts) < len(free.texts) / 4
@@ -116,11 +116,11 @@ def test_full_mode_with_a_reasoning_budget(tiny) -> None:
         assert "</think><answer>" in text
 
 
-@pytest.mark.parametrize("engine, mode", [("xgrammar", "full"), ("xgrammar", "answer"), ("llguidance", "answer")])
-def test_json_answers_follow_the_schema(tiny, engine: str, mode: str) -> None:
-    pytest.importorskip(engine)
+@pytest.mark.parametrize("backend, mode", [("xgrammar", "full"), ("xgrammar", "answer"), ("llguidance", "answer")])
+def test_json_answers_follow_the_schema(tiny, backend: str, mode: str) -> None:
+    pytest.importorskip(backend)
     model, tok = tiny
-    c = Constrainer(tok, model.config.vocab_size, mode=mode, answer="json", schema={"type": "integer"}, engine=engine)
+    c = Constrainer(tok, model.config.vocab_size, mode=mode, answer="json", schema={"type": "integer"}, backend=backend)
     b = _rollouts(model, tok, c, max_new=32)
     done = [t for t, f in zip(b.texts, b.finish) if f == "eos"]
     assert done
@@ -135,21 +135,21 @@ def test_llguidance_refuses_what_it_cannot_do_up_front(tiny) -> None:
 
     model, tok = tiny
     with pytest.raises(ConfigError, match="need xgrammar"):
-        Constrainer(tok, model.config.vocab_size, mode="full", answer="json", engine="llguidance")
+        Constrainer(tok, model.config.vocab_size, mode="full", answer="json", backend="llguidance")
     with pytest.raises(ConfigError, match="needs xgrammar"):
-        Constrainer(tok, model.config.vocab_size, mode="full", think_tag="think", engine="llguidance")
+        Constrainer(tok, model.config.vocab_size, mode="full", think_tag="think", backend="llguidance")
     # full mode without a reasoning segment works on llguidance
-    c = Constrainer(tok, model.config.vocab_size, mode="full", think_tag=None, engine="llguidance")
+    c = Constrainer(tok, model.config.vocab_size, mode="full", think_tag=None, backend="llguidance")
     b = _rollouts(model, tok, c, n_prompts=2, g=4)
     assert all(t.startswith("<answer>") for t in b.texts) and b.decode_stats.broken == 0
-    with pytest.raises(ConfigError, match="unknown grammar engine"):
-        Constrainer(tok, model.config.vocab_size, engine="outlines")
+    with pytest.raises(ConfigError, match="unknown grammar backend"):
+        Constrainer(tok, model.config.vocab_size, backend="outlines")
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_the_policy_ratio_is_one_for_every_kept_token_under_the_same_mask(tiny, engine: str) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_policy_ratio_is_one_for_every_kept_token_under_the_same_mask(tiny, backend: str) -> None:
     model, tok = tiny
-    c = Constrainer(tok, model.config.vocab_size, mode="answer", engine=engine)
+    c = Constrainer(tok, model.config.vocab_size, mode="answer", backend=backend)
     b = _rollouts(model, tok, c)
     ids = torch.cat([b.prompt_ids, b.completion_ids], 1)
     mask = torch.cat([b.prompt_mask, b.completion_mask], 1)
@@ -185,7 +185,7 @@ def test_batches_keep_their_masks_through_select_concat_and_replace(tiny) -> Non
 
 
 def test_trainer_drops_the_constant_format_reward_and_logs_the_masks(tmp_path) -> None:
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
     from rlvr.models.grouped_forward import completion_logits
 
     cfg = load_config(None, ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2",
@@ -234,7 +234,7 @@ def test_it_is_a_transformers_logits_processor_usable_in_generate(tiny) -> None:
 
 
 def test_the_format_reward_keeps_its_weight_when_the_reasoning_tags_are_the_models_own(tmp_path) -> None:
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
 
     cfg = load_config(None, ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2",
                              "rollout.group_size=4", "run.eval_every=0", "data.eval_size=4", f"run.out_dir={tmp_path}",
@@ -247,12 +247,12 @@ def test_the_format_reward_keeps_its_weight_when_the_reasoning_tags_are_the_mode
     assert trainer.constrainer.think_tag == "think"
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("mode", ["full", "answer"])
-def test_no_rollout_is_cut_inside_its_answer(tiny, engine: str, mode: str) -> None:
+def test_no_rollout_is_cut_inside_its_answer(tiny, backend: str, mode: str) -> None:
     """A random model writes long, nested answers: each is finished and closed before the limit."""
     model, tok = tiny
-    c = Constrainer(tok, model.config.vocab_size, mode=mode, engine=engine)
+    c = Constrainer(tok, model.config.vocab_size, mode=mode, backend=backend)
     open_ends = 0
     for max_new, seed in ((24, 0), (32, 1), (40, 2), (48, 3)):
         b = _rollouts(model, tok, c, n_prompts=8, max_new=max_new, seed=seed)
@@ -270,7 +270,7 @@ def test_no_rollout_is_cut_inside_its_answer(tiny, engine: str, mode: str) -> No
 def test_the_forced_opening_is_prefilled_with_the_same_samples(tiny, monkeypatch) -> None:
     """``full`` begins every output with the tag the grammar forces: prefilled with the prompt, not
     decoded token by token, with the same draws; and ended rows leave the decoder as in plain sampling."""
-    import rlvr.grpo.rollout as rollout
+    import rlvr.engine.rollout as rollout
 
     model, tok = tiny
     c = Constrainer(tok, model.config.vocab_size, mode="full")
@@ -287,7 +287,7 @@ def test_the_forced_opening_is_prefilled_with_the_same_samples(tiny, monkeypatch
 def test_an_opening_the_budget_forces_at_once_is_prefilled_with_the_same_samples(tiny, monkeypatch) -> None:
     """``answer`` with a token budget inside the answer's reserve: the budget opens every answer at
     the first token, so the opening is prefilled as ``full``'s is, with the same draws and statistics."""
-    import rlvr.grpo.rollout as rollout
+    import rlvr.engine.rollout as rollout
 
     model, tok = tiny
     c = Constrainer(tok, model.config.vocab_size, mode="answer", answer="math")
@@ -314,7 +314,7 @@ def test_jump_forward_gives_the_samples_and_masks_of_token_by_token_decoding(tin
     """Forced tokens (the budget's opening, the grammar's closing, the final stop) are taken without a
     forward each and fed with the sampled token before them: the same tokens, masks, log-probs and
     generator state as decoding them one by one, in fewer forwards."""
-    import rlvr.grpo.rollout as rollout
+    import rlvr.engine.rollout as rollout
     from rlvr.models import fast_decode
 
     model, tok = tiny
@@ -357,7 +357,7 @@ def test_single_token_masks_are_found_in_every_bit_of_a_word() -> None:
 
 def test_under_full_the_demo_format_reward_is_flat_at_one(tmp_path) -> None:
     """The demo decodes under ``full``: its format reward is 1.0 on every step (no format death)."""
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
 
     cfg = load_config(None, ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=4",
                              "rollout.group_size=8", "rollout.max_new_tokens=20", "run.eval_every=0",
@@ -374,7 +374,7 @@ def test_under_full_the_demo_format_reward_is_flat_at_one(tmp_path) -> None:
 def test_the_trainer_jumps_forced_tokens_unless_told_not_to(tmp_path) -> None:
     """``decoding.jump_forward`` reaches the trainer's sampling: the same rollouts either way; only the
     jumped share (and the forwards) differ."""
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
 
     logs = {}
     for jump in (True, False):

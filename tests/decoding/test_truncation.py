@@ -39,7 +39,7 @@ TINY = ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_p
 
 def test_rlvr_engine_cuts_the_rows_it_names_after_sampling(tmp_path: Path) -> None:
     from rlvr.config import load_config
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
 
     def batch(rate: float):
         cfg = load_config(None, [*TINY, f"run.out_dir={tmp_path / str(rate)}", f"rollout.truncation={rate}"])

@@ -6,9 +6,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from rlvr.algo.advantages import group_advantages
 from rlvr.diagnostics.admission import ColdStart, admission
 from rlvr.diagnostics.causes import Cause
-from rlvr.grpo.advantages import group_advantages
 
 C, W, N, T, INV = Cause.CORRECT, Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cause.INVALID
 

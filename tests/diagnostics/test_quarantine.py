@@ -46,8 +46,8 @@ def test_trainer_never_samples_a_quarantined_prompt(tmp_path):
     pytest.importorskip("torch")
     from rlvr.config import load_config
     from rlvr.data.tasks import Sample
+    from rlvr.engine.trainer import GRPOTrainer
     from rlvr.errors import DataError
-    from rlvr.grpo.trainer import GRPOTrainer
 
     # an untrained model given 2 new tokens never answers: every group dies, both prompts leave
     # training one after the other, and then the trainer stops with a clear error

@@ -22,12 +22,12 @@ torch = pytest.importorskip("torch")
 from rlvr.config import TrainConfig
 from rlvr.data.prompts import encode
 from rlvr.data.tasks import Sample
+from rlvr.engine.rollout import generate
+from rlvr.engine.trainer import GRPOTrainer
+from rlvr.engine.turns import Turns
 from rlvr.episodes import toolbox
 from rlvr.episodes.traces import trace_of
 from rlvr.errors import ConfigError
-from rlvr.grpo.rollout import generate
-from rlvr.grpo.trainer import GRPOTrainer
-from rlvr.grpo.turns import Turns
 
 PAIRS = [(12, 34), (56, 78), (91, 23), (45, 67)]
 

@@ -36,7 +36,7 @@ def test_lean_cpu_paths_are_the_default_on_cpu_only():
 
 
 def _step(tmp_path, device: str, extra: list[str] = ()) -> tuple:
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
 
     cfg = load_config(None, [*TINY, f"run.device={device}", f"run.out_dir={tmp_path}", *extra])
     trainer = GRPOTrainer(cfg)

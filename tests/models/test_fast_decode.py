@@ -177,7 +177,7 @@ def test_bfloat16_decoding_stays_near_the_float32_forward():
 
 def test_sampling_in_bfloat16_is_logged_as_the_gap_to_the_training_log_probs(tmp_path, bf16_numerics):
     from rlvr.config import load_config
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
 
     base = ["model.hidden=32", "model.layers=1", "model.heads=2", "model.arch=llama", "rollout.prompts_per_step=2",
             "rollout.group_size=4", "rollout.max_new_tokens=8", "run.eval_every=0", "data.eval_size=4",

@@ -72,8 +72,8 @@ def test_the_warm_up_folder_the_example_config_names_says_what_to_run_first(tmp_
 
 def test_a_model_for_sampling_is_found_however_the_user_names_it(tmp_path):
     """rlvr sample / rlvr sft --model: a run folder, its checkpoints, one checkpoint, a folder."""
+    from rlvr.engine.trainer import GRPOTrainer
     from rlvr.errors import ConfigError
-    from rlvr.grpo.trainer import GRPOTrainer
     from rlvr.models.load import load_for_inference, model_source
 
     run = tmp_path / "run"

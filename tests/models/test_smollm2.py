@@ -63,7 +63,7 @@ def test_an_older_conversion_is_detected_as_one_to_redo(tmp_path):
 
 
 def test_a_run_saves_its_final_model_reloads_it_and_resumes(cache, tmp_path):
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
 
     out = tmp_path / "run"
     cfg = load_config(None, [*SMALL, "run.steps=1", "run.save_every=1", f"run.out_dir={out}"])

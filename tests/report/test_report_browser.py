@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from rlvr.cli.app import app
 from rlvr.config import load_config
-from rlvr.grpo.trainer import GRPOTrainer
+from rlvr.engine.trainer import GRPOTrainer
 from rlvr.report import build_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -79,7 +79,7 @@ def test_reward_components_have_mean_and_band_with_total_first(tmp_path: Path) -
 
 
 def test_bands_stay_inside_what_a_reward_can_take() -> None:
-    from rlvr.grpo.metrics import reward_stats
+    from rlvr.diagnostics.stats import reward_stats
 
     run = data.RunData(name="r", path=Path("."), steps=[
         {"step": 1, **reward_stats("accuracy", [1.0] * 60 + [0.0] * 4), **reward_stats("cosine", [0.9, -0.5, 0.8])},

@@ -1,16 +1,31 @@
-"""The typer app and its console: the only place that prints or exits.
+"""The typer app: every command registered by name (each lives in a module of its own).
 
-Exit codes: 0 success (for ``verify``: correct), 1 a negative result (any other
-verdict), 2 bad usage.
+Output and exits go through :mod:`rlvr.cli.console`. Exit codes: 0 success (for ``verify``: correct),
+1 a negative result (any other verdict), 2 bad usage.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
 
 import typer
-from rich.console import Console
+
+from rlvr.cli import (
+    causes,
+    demo,
+    pipeline,
+    quarantine,
+    report,
+    sample,
+    score,
+    sft,
+    train,
+    verify,
+    verify_demo,
+)
+from rlvr.cli.console import abort, console, err_console
+
+__all__ = ["abort", "app", "console", "err_console", "main"]
 
 app = typer.Typer(
     name="rlvr",
@@ -19,46 +34,17 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err_console = Console(stderr=True)
-
-
-def abort(message: str, code: int = 2) -> NoReturn:
-    """Print an error to stderr and exit with ``code`` (2: bad usage)."""
-    err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True)
-    raise typer.Exit(code)
-
-
-def _register() -> None:
-    # Imported here so each command module stays independent of the others.
-    from rlvr.cli import (
-        causes,
-        demo,
-        pipeline,
-        quarantine,
-        report,
-        sample,
-        score,
-        sft,
-        train,
-        verify,
-        verify_demo,
-    )
-
-    app.command("verify")(verify.verify)
-    app.command("score")(score.score)
-    app.command("train")(train.train)
-    app.command("sft")(sft.sft)
-    app.command("sample")(sample.sample)
-    app.command("pipeline")(pipeline.pipeline)
-    app.command("causes")(causes.causes)
-    app.command("quarantine")(quarantine.quarantine)
-    app.command("report")(report.report)
-    app.command("demo")(demo.demo)
-    app.command("verify-demo")(verify_demo.verify_demo)
-
-
-_register()
+app.command("verify")(verify.verify)
+app.command("score")(score.score)
+app.command("train")(train.train)
+app.command("sft")(sft.sft)
+app.command("sample")(sample.sample)
+app.command("pipeline")(pipeline.pipeline)
+app.command("causes")(causes.causes)
+app.command("quarantine")(quarantine.quarantine)
+app.command("report")(report.report)
+app.command("demo")(demo.demo)
+app.command("verify-demo")(verify_demo.verify_demo)
 
 
 def main() -> None:

@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from rlvr.cli.console import abort, console, err_console
+
 
 def causes(
     run_dir: Annotated[Path, typer.Argument(help="A training run's folder (with rollouts.jsonl).")],
@@ -17,16 +19,14 @@ def causes(
 ) -> None:
     """Per task: how each rollout ended (correct / wrong / no_answer / truncated / invalid / stale /
     bad_gold), how the two deaths moved over the run, and the prompts that die most."""
-    from rlvr.cli.app import abort, console, err_console
     from rlvr.diagnostics.causes import shown
-    from rlvr.diagnostics.table import (
+    from rlvr.report.table import (
         alarm_lines,
         cause_table,
-        read_rollouts,
         whose_fault,
         write_samples,
     )
-    from rlvr.grpo.metrics import read_metrics
+    from rlvr.runs import read_metrics, read_rollouts
 
     try:
         rows, torn = read_rollouts(run_dir)

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from rlvr.cli.console import console, err_console
+
 
 def demo(
     out: Annotated[Path, typer.Option(help="Where the models, metrics and plot go.")] = Path("runs/demo"),
@@ -27,7 +29,6 @@ def demo(
         TimeElapsedColumn,
     )
 
-    from rlvr.cli.app import console, err_console
     from rlvr.demo import run_demo
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

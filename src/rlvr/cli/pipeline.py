@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from rlvr.cli.console import abort, console
+
 
 def pipeline(
     config: Annotated[Path, typer.Argument(help="Pipeline YAML (stages: grpo, sample, sft; configs/r1-tiny.yaml).")],
@@ -15,7 +17,6 @@ def pipeline(
 
     Run it again after a kill or a failure: finished stages are skipped, a stage cut short resumes.
     """
-    from rlvr.cli.app import abort, console
     from rlvr.errors import ConfigError, DataError
     from rlvr.pipeline import StageFailed, load_pipeline, run_pipeline
     from rlvr.pipeline.report import table

@@ -8,13 +8,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from rlvr.cli.console import abort, console
+
 
 def quarantine(
     run_dir: Annotated[Path, typer.Argument(help="A training run's folder.")],
     readmit: Annotated[list[str], typer.Option(help="Prompt id to take back into training (repeatable).")] = [],  # noqa: B006
 ) -> None:
     """Prompts taken out of training because their rollouts kept dying, with why and their failures."""
-    from rlvr.cli.app import abort, console
     from rlvr.diagnostics import quarantine as q
 
     if not run_dir.is_dir():

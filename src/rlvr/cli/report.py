@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from rlvr.cli.console import abort, console, err_console
+
 
 def report(
     run_dirs: Annotated[list[Path], typer.Argument(help="One or more training run folders (overlaid).")],
@@ -17,7 +19,6 @@ def report(
     table, quarantined prompts, alarms and failed rollouts, in one page that opens offline."""
     from rich.progress import Progress
 
-    from rlvr.cli.app import abort, console, err_console
     from rlvr.report import build_report
 
     with Progress(console=err_console, transient=True) as bar:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from rlvr.cli.console import abort, console, err_console, progress
 from rlvr.traces import SampleRun
 
 
@@ -50,8 +51,6 @@ def sample(
     """
     import torch
 
-    from rlvr.cli.app import abort, console, err_console
-    from rlvr.cli.train import _progress
     from rlvr.config import DecodingConfig
     from rlvr.data.datasets import load_samples
     from rlvr.decoding.constrain import from_config
@@ -96,10 +95,10 @@ def sample(
                               rules=rules, seed=seed)
     dev = next(mdl.parameters()).device
     console.print(f"sampling {per_prompt} per prompt from {what} on {dev} for {len(rows)} prompts -> {out}")
-    with _progress(len(rows)) as bar:
+    with progress(len(rows)) as bar:
         t = bar.add_task("sample", total=len(rows), info="")
 
-        def progress(n: int, run: SampleRun) -> None:
+        def advance(n: int, run: SampleRun) -> None:
             share = run.verify_s / run.seconds if run.seconds else 0.0
             bar.update(t, advance=n, info=f"{run.completions / max(run.seconds, 1e-9):.1f} completions/s, "
                                          f"verifying {share:.0%} of the time, {run.written} written")
@@ -107,7 +106,7 @@ def sample(
         try:
             run = sample_file(mdl, tok, rows, out, total, settings, constrain=cons, fast=lean_paths(None, dev),
                               dtype=torch.bfloat16 if bf16 else None, resume=resume,
-                              on_progress=lambda n, r: progress(n, r))
+                              on_progress=advance)
         except ConfigError as e:
             abort(str(e))
         if run.resumed_prompts:

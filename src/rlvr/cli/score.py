@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from rlvr.cli.console import abort, console, err_console
 from rlvr.scoring import ScoreSummary
 
 
 def _parse_weights(rewards: str, weights: list[str]) -> dict[str, float]:
-    from rlvr.cli.app import abort
 
     names = [r.strip() for r in rewards.split(",") if r.strip()]
     if not names:
@@ -53,7 +53,6 @@ def score(
         TimeRemainingColumn,
     )
 
-    from rlvr.cli.app import abort, console, err_console
     from rlvr.data.jsonl import count_lines
     from rlvr.errors import ConfigError
     from rlvr.rewards import Total

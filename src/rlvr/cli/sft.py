@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
+from rlvr.cli.console import abort, console, progress
 from rlvr.data.tasks import Sample
 
 SETTINGS_FILE = "sft.json"
@@ -57,7 +58,6 @@ def sft(
     seed: int = 0,
 ) -> None:
     """Warm up the tiny model (no --model/--data), or fine-tune any model on prompt/completion rows."""
-    from rlvr.cli.app import abort
 
     if (model is None) != (data is None):
         abort("--model and --data go together: fine-tune --model on --data (leave both out for the tiny warm-up)")
@@ -76,8 +76,6 @@ def sft(
 def warm_up(out: Path, *, task: str, steps: int, lr: float, target: float, max_operand: int, seed: int,
             batch_size: int) -> None:
     """The built-in tiny model on a synthetic task until ``target`` held-out accuracy."""
-    from rlvr.cli.app import abort, console
-    from rlvr.cli.train import _progress
     from rlvr.data.tasks import TASKS, addition_eval
     from rlvr.models.tiny import build_model, build_tokenizer
     from rlvr.runtime import setup_torch
@@ -91,7 +89,7 @@ def warm_up(out: Path, *, task: str, steps: int, lr: float, target: float, max_o
     opts = {"max_operand": max_operand} if task == "addition" else {}
     eval_rows = addition_eval(200, **opts) if task == "addition" else [
         s for _, s in zip(range(200), TASKS[task](1234))]
-    with _progress(steps) as bar:
+    with progress(steps) as bar:
         t = bar.add_task("sft", total=steps, info="")
         res = run_sft(model, tok, TASKS[task](seed + 10_000, **opts), steps=steps, lr=lr, eval_rows=eval_rows,
                       target_accuracy=target, batch_size=batch_size,
@@ -138,16 +136,14 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
     """Any model on prompt/completion rows (see the module docstring)."""
     from pydantic import ValidationError
 
-    from rlvr.cli.app import abort, console
-    from rlvr.cli.train import _progress
     from rlvr.config import LoraConfig, ModelConfig
     from rlvr.data.datasets import load_samples
     from rlvr.data.sft_rows import load_sft_rows
+    from rlvr.engine.evaluate import greedy_eval
     from rlvr.errors import ConfigError, DataError
-    from rlvr.grpo import checkpoint
-    from rlvr.grpo.evaluate import greedy_eval
     from rlvr.models.device import lean_paths
     from rlvr.models.load import load_model, model_source
+    from rlvr.runs import checkpoint
     from rlvr.runtime import setup_torch
     from rlvr.sft import completion_field
     from rlvr.sft import sft as run_sft
@@ -221,7 +217,7 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
                   f"lr {lr:g}{f', LoRA r={lora_r}' if lora_r else ''}); {len(held)} held-out prompts"
                   + (f", accuracy before {before['accuracy']:.3f}" if before else ""))
     every = eval_every or (max(1, steps // 20) if target is not None else 0)  # a target needs evaluations
-    with _progress(steps) as bar:
+    with progress(steps) as bar:
         t = bar.add_task("sft", total=steps, completed=state["step"] if state else 0, info="")
 
         def on_step(s: int, acc: float, loss: float) -> None:

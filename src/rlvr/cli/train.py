@@ -1,4 +1,4 @@
-"""``rlvr train``: a thin command over :mod:`rlvr.grpo.trainer` (and the TRL engine)."""
+"""``rlvr train``: a thin command over :mod:`rlvr.engine.trainer` (and the TRL engine)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-
-def _progress(total: int, start: int = 0) -> Any:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    from rlvr.cli.app import err_console
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    TextColumn("{task.fields[info]}"), console=err_console)
+from rlvr.cli.console import abort, console, progress
 
 
 def train(
@@ -34,7 +21,6 @@ def train(
     """Train with GRPO (engine rlvr or trl). Metrics go to RUN_DIR/metrics.jsonl, rollouts to rollouts.jsonl."""
     import os
 
-    from rlvr.cli.app import abort
     from rlvr.config import load_config
     from rlvr.errors import ConfigError, DataError
 
@@ -92,10 +78,10 @@ def _launch(n: int, config: Path | None, overrides: list[str], resume: Path | No
 
 
 def _train_rlvr(cfg: Any, resume: bool) -> dict[str, Any]:
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
 
     trainer = GRPOTrainer(cfg)
-    with _progress(cfg.run.steps) as bar:
+    with progress(cfg.run.steps) as bar:
         task = bar.add_task("grpo", total=cfg.run.steps, info="")
 
         def on_step(step: int, m: dict[str, Any]) -> None:
@@ -111,7 +97,7 @@ def _train_trl(cfg: Any, resume: bool) -> dict[str, Any]:
 
     if int(os.environ.get("RANK", "0")) != 0:
         return train_trl(cfg, resume=resume)
-    with _progress(cfg.run.steps) as bar:
+    with progress(cfg.run.steps) as bar:
         task = bar.add_task("grpo (trl)", total=cfg.run.steps, info="")
         return train_trl(cfg, resume=resume, on_log=lambda step, m: bar.update(task, completed=step, info=_info(m)))
 
@@ -128,7 +114,6 @@ def _info(m: dict[str, Any]) -> str:
 
 
 def _summary(cfg: Any, result: dict[str, Any]) -> None:
-    from rlvr.cli.app import console
 
     before = result.get("before", {}).get("accuracy")
     after = result.get("after", {}).get("accuracy")

@@ -10,6 +10,7 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
+from rlvr.cli.console import abort, console
 from rlvr.types import Status, Verdict
 
 _STYLE = {Status.CORRECT: "green", Status.WRONG: "red", Status.NO_ANSWER: "yellow"}
@@ -28,7 +29,6 @@ def verify(
     """Verify one completion. Exit 0 when correct, 1 for any other verdict, 2 on bad usage."""
     from pathlib import Path
 
-    from rlvr.cli.app import abort, console
     from rlvr.errors import ConfigError
     from rlvr.verify.registry import get_verifier, verify_with
 

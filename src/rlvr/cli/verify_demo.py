@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from rlvr.cli.console import console
+
 #: (completion, gold, strict) rows that show each verdict status. Strict rows accept
 #: only an explicit answer (tag, box, "the answer is"), as a trainer with a required
 #: output format does.
@@ -26,7 +28,6 @@ DEMO_OUTPUTS: list[tuple[str, str, bool]] = [
 
 def verify_demo() -> None:
     """Verify built-in model outputs and print the verdicts."""
-    from rlvr.cli.app import console
     from rlvr.verify.math import verify_math
 
     table = Table(title="rlvr demo: maths verdicts", show_lines=False)

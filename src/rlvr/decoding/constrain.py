@@ -51,7 +51,7 @@ from typing import Any, Literal, cast
 import torch
 from transformers import LogitsProcessor
 
-from rlvr.decoding.engines import make_engine
+from rlvr.decoding.backends import make_backend
 from rlvr.decoding.grammars import AnswerKind, answer_spec, full_spec
 
 Mode = Literal["none", "answer", "full"]
@@ -124,7 +124,7 @@ class Constrainer:
         closing_tokens: slack kept for finishing an open answer before the length limit (its
             ending is forced once it needs all but this many of the tokens left).
         max_chars: the ``text`` answer's length limit.
-        engine: ``auto`` (xgrammar when installed, else llguidance), ``xgrammar`` or ``llguidance``.
+        backend: ``auto`` (xgrammar when installed, else llguidance), ``xgrammar`` or ``llguidance``.
     """
 
     tokenizer: Any
@@ -138,7 +138,7 @@ class Constrainer:
     answer_tokens: int = 4
     closing_tokens: int = 4
     max_chars: int = 200
-    engine: str = "auto"
+    backend: str = "auto"
     _engine: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -150,7 +150,7 @@ class Constrainer:
                              max_chars=self.max_chars)
         else:
             spec = answer_spec(self.answer, self.close, schema=self.schema, max_chars=self.max_chars)
-        self._engine = make_engine(self.engine, self.tokenizer, self.vocab_size, spec)
+        self._engine = make_backend(self.backend, self.tokenizer, self.vocab_size, spec)
         self.stop_ids = list(self._engine.stop_ids)
         # each token's text, for the lazy trigger (decoding whole tails every step would cost more)
         self.pieces = [self.tokenizer.decode([i]) if i < len(self.tokenizer) else "" for i in range(self.vocab_size)]
@@ -545,7 +545,7 @@ def from_config(decoding: Any, tokenizer: Any, vocab_size: int, rewards: Any = N
         rewards.schedules["format"] = Schedule.parse(0.0)
     return Constrainer(tokenizer, vocab_size, mode=d.constrain, answer=d.answer, schema=d.json_schema, think_tag=think,
                        answer_tag=getattr(fmt, "answer_tag", "answer"), reasoning_budget=d.reasoning_budget,
-                       answer_tokens=d.answer_tokens, max_chars=d.max_chars, engine=d.engine)
+                       answer_tokens=d.answer_tokens, max_chars=d.max_chars, backend=d.backend)
 
 
 class GrammarLogitsProcessor(LogitsProcessor):

@@ -44,7 +44,7 @@ sp ::= " "?
 """
 
 
-def _lit(s: str) -> str:
+def ebnf_literal(s: str) -> str:
     return json.dumps(s)  # an EBNF string literal (JSON escaping is what both engines read)
 
 
@@ -78,11 +78,11 @@ def answer_spec(kind: AnswerKind, close: str, *, schema: dict[str, Any] | None =
                 max_chars: int = 200, head: str = "") -> GrammarSpec:
     """The answer segment of ``kind`` followed by the closing tag ``close`` (after ``head``, if any)."""
     if kind == "math":
-        return GrammarSpec(head, f"root ::= answer {_lit(close)}\n{MATH_EBNF}")
+        return GrammarSpec(head, f"root ::= answer {ebnf_literal(close)}\n{MATH_EBNF}")
     if kind == "integer":
-        return GrammarSpec(head, f'root ::= "-"? [0-9]{{1,18}} {_lit(close)}')
+        return GrammarSpec(head, f'root ::= "-"? [0-9]{{1,18}} {ebnf_literal(close)}')
     if kind == "text":
-        return GrammarSpec(head, f"root ::= [^<]{{0,{max_chars}}} {_lit(close)}")
+        return GrammarSpec(head, f"root ::= [^<]{{0,{max_chars}}} {ebnf_literal(close)}")
     if kind == "json":
         return GrammarSpec(head, None, schema if schema is not None else {}, close)
     raise ValueError(f"unknown answer kind {kind!r}; choose math, integer, json or text")
@@ -94,28 +94,11 @@ def full_spec(kind: AnswerKind, *, answer_tag: str = "answer", think_tag: str | 
 
     The reasoning is free except that it cannot contain ``</`` (so it cannot close a tag early).
     """
-    head = f"{_lit(f'<{think_tag}>')} think {_lit(f'</{think_tag}>')} [ \\n]* " if think_tag else ""
-    rules = f"root ::= {head}{_lit(f'<{answer_tag}>')} <ANSWER>"
+    head = f"{ebnf_literal(f'<{think_tag}>')} think {ebnf_literal(f'</{think_tag}>')} [ \\n]* " if think_tag else ""
+    rules = f"root ::= {head}{ebnf_literal(f'<{answer_tag}>')} <ANSWER>"
     if think_tag:
         rules += "\nthink ::= ([^<] | \"<\" [^/])*"
     return answer_spec(kind, f"</{answer_tag}>", schema=schema, max_chars=max_chars, head=rules)
-
-
-def answer_grammar(kind: AnswerKind, close: str, *, schema: dict[str, Any] | None = None,
-                   max_chars: int = 200) -> Any:
-    """The xgrammar ``Grammar`` of an answer segment (see :func:`answer_spec`)."""
-    from rlvr.decoding.engines import xgrammar_grammar
-
-    return xgrammar_grammar(answer_spec(kind, close, schema=schema, max_chars=max_chars))
-
-
-def full_grammar(kind: AnswerKind, *, answer_tag: str = "answer", think_tag: str | None = "think",
-                 schema: dict[str, Any] | None = None, max_chars: int = 200) -> Any:
-    """The xgrammar ``Grammar`` of the whole output (see :func:`full_spec`)."""
-    from rlvr.decoding.engines import xgrammar_grammar
-
-    return xgrammar_grammar(full_spec(kind, answer_tag=answer_tag, think_tag=think_tag, schema=schema,
-                                      max_chars=max_chars))
 
 
 #: The math answer as a regex (the grammar above, flattened to what a regex can say: no nesting).

@@ -25,8 +25,8 @@ from typing import Any
 
 import torch
 
+from rlvr.algo.advantages import flat_groups
 from rlvr.diagnostics.causes import Cause
-from rlvr.grpo.advantages import flat_groups
 
 ALWAYS_OUT = frozenset({Cause.INVALID, Cause.STALE, Cause.BAD_GOLD})
 

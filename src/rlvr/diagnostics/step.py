@@ -6,7 +6,7 @@ call one :class:`FailureAware` once per step with what they know of every rollou
 apply what it returns (a :class:`Decision`: causes, who is admitted to the group statistics and
 the loss, the advantages, who was quarantined, the metrics). The pieces it wires are pure and
 tested on their own (:mod:`.causes`, :mod:`.admission`, :mod:`.quarantine`, :mod:`.alarms`,
-:mod:`rlvr.grpo.advantages`); its state (the cold start, quarantine counters, alarm windows) is a
+:mod:`rlvr.algo.advantages`); its state (the cold start, quarantine counters, alarm windows) is a
 small dict for checkpoints. Which rows to redraw (:meth:`FailureAware.to_resample`) and which
 groups carry a signal (:func:`informative`) are the engine's to act on, as is the draw-ahead
 buffer of dynamic sampling (:class:`DrawAhead`, which only decides freshness and order).
@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from rlvr.algo.advantages import group_advantages, zero_std_fraction
 from rlvr.config import FailureConfig
 from rlvr.diagnostics.admission import ColdStart, admission
 from rlvr.diagnostics.alarms import (
@@ -43,8 +44,7 @@ from rlvr.diagnostics.alarms import (
 )
 from rlvr.diagnostics.causes import Cause, cause_of, shown
 from rlvr.diagnostics.quarantine import Quarantine
-from rlvr.grpo.advantages import group_advantages, zero_std_fraction
-from rlvr.grpo.metrics import reward_stats
+from rlvr.diagnostics.stats import reward_stats
 from rlvr.types import Status, Verdict
 
 #: What ``failure.verifier_failures: score`` keeps in with the reward it got: failed verifications

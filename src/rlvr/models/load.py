@@ -170,7 +170,7 @@ def load_model(cfg: ModelConfig | str, seed: int = 0, device: Any = None) -> tup
 def _checkpoint(p: Path) -> Path | None:
     """The rlvr training checkpoint ``p`` names: one ``step-N`` folder, or a run's ``checkpoints``
     folder (its latest); None when it is not one."""
-    from rlvr.grpo.checkpoint import latest
+    from rlvr.runs.checkpoint import latest
 
     if (p / "state.pt").exists():
         return p

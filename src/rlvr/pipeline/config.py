@@ -20,12 +20,9 @@ A stage's ``model`` (and a ``sft`` stage's ``data``) may name an earlier stage: 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-from rlvr.errors import ConfigError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Strict(BaseModel):
@@ -103,52 +100,3 @@ class PipelineConfig(_Strict):
                                      f"stage")
             seen[s.name] = s.kind
         return self
-
-
-def load_pipeline(path: str | Path) -> PipelineConfig:
-    """Read and check a pipeline config; every stage's config is checked too, before anything runs.
-
-    Raises:
-        ConfigError: unreadable YAML, an unknown field, a bad reference between stages, or a grpo
-            stage whose own config (with its overrides) does not load; the message names the stage.
-    """
-    from rlvr.config import _explain, read_yaml
-
-    tree = read_yaml(path, "pipeline config", "out_dir, eval and stages")
-    try:
-        cfg = PipelineConfig.model_validate(tree)
-    except ValidationError as e:
-        raise ConfigError(f"{path}: " + _explain(e)) from None
-    from rlvr.config import load_config
-    from rlvr.data.datasets import load_samples
-    from rlvr.errors import DataError
-    from rlvr.pipeline.stages import grpo_overrides
-    from rlvr.rewards import Total
-
-    names = {st.name for st in cfg.stages}
-    for s in cfg.stages:
-        if s.model is not None and s.model not in names and not _model_exists(s.model):
-            raise ConfigError(f"{path}: stage {s.name!r}: model {s.model!r} is neither a stage, 'tiny', a named "
-                              "model nor an existing folder")
-        if s.data is not None and s.data not in names and ":" not in s.data and not Path(s.data).exists():
-            raise ConfigError(f"{path}: stage {s.name!r}: data {s.data!r} is neither a stage nor an existing file")
-    try:
-        held = load_samples(cfg.eval.data)  # the held-out set every model is measured on: checked now
-    except DataError as e:
-        raise ConfigError(f"{path}: eval.data: {e}") from None
-    if not held:
-        raise ConfigError(f"{path}: eval.data {cfg.eval.data!r} has no rows")
-    for s in cfg.stages:
-        if s.kind == "grpo":
-            try:
-                run = load_config(s.config, grpo_overrides(cfg, s))
-                Total.from_config(run.rewards)  # rewards build
-            except ConfigError as e:
-                raise ConfigError(f"{path}: stage {s.name!r}: {e}") from None
-    return cfg
-
-
-def _model_exists(spec: str) -> bool:
-    from rlvr.models.load import NAMED
-
-    return spec == "tiny" or spec in NAMED or Path(spec).exists()

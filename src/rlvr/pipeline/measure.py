@@ -1,7 +1,7 @@
 """One model measured on the pipeline's held-out set: accuracy, the two deaths, truncation, length.
 
 Greedy decoding (unconstrained unless a constrainer is given) through
-:func:`rlvr.grpo.evaluate.greedy_eval`, each answer judged by its task's verifier:
+:func:`rlvr.engine.evaluate.greedy_eval`, each answer judged by its task's verifier:
 ``format_deaths`` is the share with no answer to parse, ``verification_deaths`` the share parsed
 and wrong.
 """
@@ -19,7 +19,7 @@ def measure(model: Any, tokenizer: Any, samples: Sequence[Sample], *, max_new_to
             constrain: Any = None) -> dict[str, Any]:
     """``{"accuracy", "format_deaths", "verification_deaths", "truncated", "mean_tokens", "n", "seconds"}``
     (``constrain``: decode under that :class:`rlvr.decoding.constrain.Constrainer`)."""
-    from rlvr.grpo.evaluate import greedy_eval
+    from rlvr.engine.evaluate import greedy_eval
     from rlvr.models.device import lean_paths
 
     t0 = time.perf_counter()

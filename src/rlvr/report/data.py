@@ -16,7 +16,7 @@ from typing import Any
 
 from rlvr.data.jsonl import read_log
 from rlvr.diagnostics.causes import Cause, shown
-from rlvr.diagnostics.table import FAILED, CauseTable, alarm_lines, cause_table
+from rlvr.report.table import FAILED, CauseTable, alarm_lines, cause_table
 
 Series = tuple[list[int], list[float]]
 

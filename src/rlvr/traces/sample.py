@@ -93,7 +93,7 @@ def sample_file(model: Any, tokenizer: Any, samples: Sequence[Sample], out: str 
     Raises:
         ConfigError: ``out`` exists and ``resume`` is off.
     """
-    from rlvr.grpo.rollout import generate
+    from rlvr.engine.rollout import generate
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -21,9 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rlvr.errors import VerifierTimeout
 from rlvr.types import Method, Status, Verdict
+from rlvr.verify.math.compare import compare
 from rlvr.verify.math.extract import MAX_SCAN_CHARS, find_boxes, strip_reasoning, unfinished_answer
 from rlvr.verify.model_text import answer_text
+from rlvr.verify.timeout import time_limit
 
 LETTERS = "ABCDEFGHIJ"
 _GOLD = re.compile(r"^\s*(?:\(\s*([A-Ja-j])\s*\)|([A-J])\s*[.):]?|option\s+([A-Ja-j]))\s*$", re.IGNORECASE)
@@ -145,9 +148,11 @@ def _same_text(a: str, b: str) -> bool:
     norm = lambda x: re.sub(r"\s+", " ", _undress(x)).strip(" .").lower()  # noqa: E731
     if norm(a) == norm(b):
         return True
-    from rlvr.verify.math.verifier import verify_math
-
-    return verify_math(a, b, strict=True, timeout=2).correct
+    try:  # the two option texts as maths answers (a bounded check: a pathological text is unequal)
+        with time_limit(2):
+            return compare(a, b, strict=True).correct
+    except (VerifierTimeout, Exception):  # as verify_math would say: timeout or error, so not the same
+        return False
 
 
 def final_choice(completion: str, options: Mapping[str, str] | None = None) -> Choice:

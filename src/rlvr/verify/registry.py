@@ -7,12 +7,12 @@ instruction-following verifiers are registered here too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rlvr.errors import ConfigError
 from rlvr.types import Status, Verdict
-from rlvr.verify.code.verifier import verify_code
+from rlvr.verify.code.verifier import DEFAULT_CODE_TIMEOUT, verify_code
 from rlvr.verify.countdown import verify_countdown
 from rlvr.verify.instruction import verify_instruction
 from rlvr.verify.math.verifier import DEFAULT_TIMEOUT, verify_math
@@ -115,3 +115,34 @@ def verify_many(
         on_done=on_done,
         progress=progress,
     )
+
+
+def verify_math_batch(
+    pairs: Iterable[tuple[str, str]] | Sequence[tuple[str, str]],
+    *,
+    jobs: int = 2,
+    timeout: float = DEFAULT_TIMEOUT,
+    strict: bool = False,
+    progress: bool = False,
+) -> list[Verdict]:
+    """Verify many (completion, gold) pairs in worker processes.
+
+    Each item gets a hard time limit enforced from outside: a worker that runs past
+    ``timeout`` (plus a grace second) is killed with its process group and replaced,
+    and the item comes back as ``timeout``. ``jobs=0`` runs in this process.
+    """
+    items = list(pairs)
+    return verify_many([c for c, _ in items], [g for _, g in items], ["math"] * len(items), jobs=jobs,
+                       timeout=timeout, strict=strict, progress=progress)
+
+
+def verify_code_batch(
+    completions: Sequence[str],
+    golds: Sequence[Any],
+    *,
+    jobs: int = 2,
+    timeout: float = DEFAULT_CODE_TIMEOUT,
+    on_done: Callable[[int], None] | None = None,
+) -> list[Verdict]:
+    """Verify many completions, ``jobs`` at once (the maths batch machinery: per-item hard deadlines)."""
+    return verify_many(completions, golds, ["code"] * len(completions), jobs=jobs, timeout=timeout, on_done=on_done)

@@ -159,7 +159,7 @@ def test_rlimits_level_is_named_loudly_and_still_cleans_up(monkeypatch: pytest.M
 
 @ROOT
 def test_a_batch_of_hostile_code_finishes_and_leaves_nothing() -> None:
-    from rlvr.verify.code.verifier import verify_code_batch
+    from rlvr.verify import verify_code_batch
 
     names = list(HOSTILE)
     vs = verify_code_batch([fenced(HOSTILE[n]) for n in names] + [fenced("print('ok')")], [IO] * (len(names) + 1),

@@ -8,7 +8,7 @@ import pytest
 
 from rlvr.rewards import build_reward
 from rlvr.types import Status
-from rlvr.verify.code.verifier import verify_code_batch
+from rlvr.verify import verify_code_batch
 
 humaneval = pytest.importorskip("rlvr.data.humaneval")
 

@@ -51,24 +51,24 @@ def test_power_tower_is_refused_not_scored_wrong() -> None:
 
 
 def test_timeout_is_reported_as_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlvr.verify.math import verifier
+    from rlvr.verify.math import compare
 
     def slow(*a, **k):
         while True:
             pass
 
-    monkeypatch.setattr(verifier, "equal_alts", slow)
+    monkeypatch.setattr(compare, "equal_alts", slow)
     v = verify_math(r"\boxed{x+1}", "x+2", timeout=0.3)
     assert v.status is Status.TIMEOUT
 
 
 def test_internal_error_is_error_not_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlvr.verify.math import verifier
+    from rlvr.verify.math import compare
 
     def broken(*a, **k):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(verifier, "equal_alts", broken)
+    monkeypatch.setattr(compare, "equal_alts", broken)
     v = verify_math(r"\boxed{x+1}", "x+2")
     assert v.status is Status.ERROR and "boom" in v.reason
 

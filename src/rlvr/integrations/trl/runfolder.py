@@ -17,8 +17,8 @@ from typing import Any
 from transformers import TrainerCallback
 
 from rlvr.diagnostics.step import rollout_record
-from rlvr.grpo.metrics import MetricsLog, RolloutLog
 from rlvr.rewards.base import GOLD_COLUMNS
+from rlvr.runs import MetricsLog, RolloutLog
 
 #: TRL's log names -> the names rlvr's engine logs the same quantity under (the report reads these).
 ALIASES = {"loss": "loss/policy", "clip_ratio/region_mean": "loss/clipfrac", "kl": "loss/kl",
@@ -128,7 +128,7 @@ class RunFolder(TrainerCallback):
         import torch
         from accelerate.utils import gather_object
 
-        from rlvr.grpo.evaluate import greedy_eval
+        from rlvr.engine.evaluate import greedy_eval
 
         t = self.trainer
         acc = t.accelerator

@@ -160,7 +160,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         vocab = self.model.get_output_embeddings().weight.shape[0]
         return Constrainer(self.processing_class, vocab, mode=d.constrain, answer=d.answer, schema=d.json_schema,
                            think_tag=tags[0], answer_tag=tags[1], reasoning_budget=d.reasoning_budget,
-                           answer_tokens=d.answer_tokens, max_chars=d.max_chars, engine=d.engine)
+                           answer_tokens=d.answer_tokens, max_chars=d.max_chars, backend=d.backend)
 
     def _get_train_sampler(self, dataset: Any = None) -> Any:
         ids = self._prompt_ids if dataset is None else list(dataset["prompt_id"])
@@ -264,7 +264,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         tok, device, multiple = self._tokenizer, self.accelerator.device, self.pad_to_multiple_of
         ckpt: Any = self.args.gradient_checkpointing_kwargs  # transformers also allows a JSON string here
         if self._lean_sampling():
-            from rlvr.grpo.rollout import generate
+            from rlvr.engine.rollout import generate
 
             with (unwrap_model_for_generation(self.model_wrapped, self.accelerator,
                                               gather_deepspeed3_params=self.args.ds3_gather_for_generation,
@@ -441,10 +441,10 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
 
     def eval_turns(self, chunk: list[Any]) -> tuple[Any, list[list[int]]]:
         """Held-out episodes for rlvr's greedy evaluation (``turns_for`` of
-        :func:`rlvr.grpo.evaluate.greedy_eval`): each sample with a fresh environment and no injected
+        :func:`rlvr.engine.evaluate.greedy_eval`): each sample with a fresh environment and no injected
         fault, its turns rendered exactly as TRL's tool loop renders them (the chat template's text
         after a call, then TRL's tool suffix), so the policy is measured in the format it trains in."""
-        from rlvr.grpo.turns import Turns
+        from rlvr.engine.turns import Turns
         from rlvr.integrations.trl.episodes import EvalEnvironment
         from rlvr.rewards.base import prompt_text
 
@@ -645,8 +645,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
     def _masked_logps(self, model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
                       batch_size: int | None, compute_entropy: bool, bits: torch.Tensor) -> tuple[Any, Any, None]:
         """Per-token log-probs (and entropies) of the sampled tokens under their sampling masks."""
+        from rlvr.algo.loss import token_logprobs
         from rlvr.decoding.constrain import unpack_bits
-        from rlvr.grpo.loss import token_logprobs
 
         bits = _fit_bits(bits, logits_to_keep).to(input_ids.device)
         batch_size = batch_size or input_ids.shape[0]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlvr.grpo.advantages import indexed_group_advantages
+from rlvr.algo.advantages import indexed_group_advantages
 
 _CLIP: dict[str, float | None] = {"clip": None}
 

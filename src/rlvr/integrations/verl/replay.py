@@ -203,7 +203,7 @@ class RlvrReplayBuffer(ReplayBuffer):
     def _log(self, step: int, rows: list[Row], data: Any, d: Any, replaced: list[Any]) -> None:
         if self.run_dir is None:
             return
-        from rlvr.grpo.metrics import MetricsLog, RolloutLog
+        from rlvr.runs import MetricsLog, RolloutLog
 
         if self._logs is None:
             self.run_dir.mkdir(parents=True, exist_ok=True)

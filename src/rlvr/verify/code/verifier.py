@@ -22,7 +22,6 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from importlib.resources import files as package_files
@@ -441,17 +440,3 @@ def same_output(got: str, want: str, float_tol: float = 0.0) -> bool:
             if abs(fx - fy) > float_tol * max(1.0, abs(fy)):
                 return False
     return True
-
-
-def verify_code_batch(
-    completions: Sequence[str],
-    golds: Sequence[Any],
-    *,
-    jobs: int = 2,
-    timeout: float = DEFAULT_CODE_TIMEOUT,
-    on_done: Callable[[int], None] | None = None,
-) -> list[Verdict]:
-    """Verify many completions, ``jobs`` at once (the maths batch machinery: per-item hard deadlines)."""
-    from rlvr.verify.registry import verify_many
-
-    return verify_many(completions, golds, ["code"] * len(completions), jobs=jobs, timeout=timeout, on_done=on_done)

@@ -1,79 +1,18 @@
-"""``verify_math``: extract -> normalise -> parse -> compare, returning a :class:`Verdict`.
+"""``verify_math``: a model's maths answer against a gold answer, as a :class:`Verdict`, within a time limit.
 
-Before extraction the completion is cut to the model's own text, as it renders
-(:mod:`rlvr.verify.model_text`); text addressed to the grader is never an answer
-(:mod:`rlvr.verify.grader_talk`); neither is a range ("about 2-3 hours") nor a box that
-negates itself.
+The comparison itself is :func:`rlvr.verify.math.compare.compare`; a gold that is one option letter
+goes to the multiple-choice verifier (:mod:`rlvr.verify.mcq`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Iterator, Sequence
-
 from rlvr.errors import VerifierTimeout
-from rlvr.types import Method, Status, Verdict
-from rlvr.verify.grader_talk import grader_talk
-from rlvr.verify.math.equivalence import equal_alts, unevaluated
-from rlvr.verify.math.extract import (
-    RANGE_MARK,
-    Candidate,
-    find_boxes,
-    is_bare_answer,
-    iter_candidates,
-    unfinished_answer,
-)
-from rlvr.verify.math.normalize import normalize, unwrap_text
-from rlvr.verify.math.parse import Alts, Text, is_malformed, try_parse
+from rlvr.types import Status, Verdict
+from rlvr.verify.math.compare import compare
 from rlvr.verify.mcq import gold_letter, verify_mcq
-from rlvr.verify.model_text import answer_text, plain_unicode
 from rlvr.verify.timeout import time_limit
 
 DEFAULT_TIMEOUT = 5.0
-
-
-class _Lazy:
-    """Candidates pulled from the extractor only as far as they are needed (the first usually
-    parses: a box found, the costly last-number scan of a long solution is never run)."""
-
-    def __init__(self, it: Iterator[Candidate]) -> None:
-        self._it: Iterator[Candidate] = it
-        self._seen: list[Candidate] = []
-
-    def __iter__(self) -> Iterator[Candidate]:
-        yield from self._seen
-        for c in self._it:
-            self._seen.append(c)
-            yield c
-
-    def first(self) -> Candidate | None:
-        return next(iter(self), None)
-
-
-def _first_parsed(cands: Iterable[Candidate]) -> tuple[Candidate | None, Alts, str | None]:
-    """The first candidate with a reading; also the refusal reason if one was refused."""
-    refusal = None
-    for cand in cands:
-        alts, refusal = try_parse(cand.text)
-        if cand.rule == "bare" and all(isinstance(a, Text) and a.raw for a in alts):
-            continue  # a "bare" reading nothing could parse: try the stricter rules
-        if alts:
-            return cand, alts, None
-        if refusal is not None:  # refused: do not fall back to a weaker rule
-            return cand, (), refusal
-    return next(iter(cands), None), (), refusal
-
-
-_DIVIDES_BY_ZERO = re.compile(r"\\frac\s*\{[^{}]*\}\s*\{\s*0\s*\}|\\frac\s*\d0(?!\d)|(?<![\d.])\d+\s*/\s*0(?![\d.])")
-
-
-def _same_string(pred: Candidate, gold: Candidate, details: dict[str, str]) -> Verdict | None:
-    """The string fast path: identical normalised spans are equal without parsing (an undefined
-    value such as ``\\frac{1}{0}`` never is: it equals nothing)."""
-    if normalize(pred.text) != normalize(gold.text) or _DIVIDES_BY_ZERO.search(gold.text):
-        return None
-    return Verdict(Status.CORRECT, pred.text, Method.STRING, "answers are identical after normalisation",
-                   gold.text, details)
 
 
 def verify_math(
@@ -111,105 +50,9 @@ def verify_math(
         return Verdict(Status.ERROR, reason=f"{type(e).__name__}: {str(e)[:200]}")
 
 
-_NEGATION = re.compile(r"\b(?:incorrect|wrong|false|invalid|not\s+(?:correct|right|the\s+answer|it|valid))\b"
-                       r"|^\W*(?:not|never)\b|\bisn't\b", re.IGNORECASE)
-
-
-def _negated(span: str) -> bool:
-    """A box or tag that says its own content is not the answer (``\\boxed{\\text{42 is incorrect}}``)."""
-    words = unwrap_text(span)
-    return bool(re.search(r"\d", words)) and bool(_NEGATION.search(words))
-
-
-def _final_statement(completion: str) -> str:
-    """The raw content of the last complete answer tag, else of the last box ('' when neither)."""
-    end = completion.rfind("</answer")
-    if end != -1:
-        start = completion.rfind("<answer", 0, end)
-        close = completion.find(">", start) if start != -1 else -1
-        if close != -1 and close < end:
-            return completion[close + 1:end]
-    at = completion.rfind("\\boxed")
-    if at == -1:
-        at = completion.rfind("\\fbox")
-    boxes = find_boxes(completion[at:]) if at != -1 else []
-    return boxes[-1][2] if boxes else ""
-
-
 def _verify(completion: str, gold: str, strict: bool) -> Verdict:
     if not isinstance(completion, str) or not isinstance(gold, str):
         raise TypeError(f"completion and gold must be str, got {type(completion).__name__}, {type(gold).__name__}")
     if gold_letter(gold) is not None:  # one option letter: a multiple-choice answer
         return verify_mcq(completion, gold)
-    completion, gold = answer_text(completion), plain_unicode(gold)
-    if (talk := grader_talk(completion)) is not None:
-        return Verdict(Status.WRONG, reason=f"addressed to the grader, not an answer: {talk}",
-                       details={"rule": "grader_talk", "grader_talk": talk})
-    if _negated(stated := _final_statement(completion)):
-        why = f"the answer says it is not the answer: {stated[:60]!r}"
-        return Verdict(Status.WRONG, stated[:200], Method.STRING, why, details={"rule": "negated"})
-    if is_bare_answer(gold, gold=True) and not find_boxes(gold) and is_malformed(gold):
-        return Verdict(Status.BAD_GOLD, reason=f"gold {gold[:60]!r} is malformed LaTeX", gold=gold)
-    # Extract once per side; the first spans may already match as strings (no parsing at all).
-    g_cands = _Lazy(iter_candidates(gold, gold=True))
-    unfinished = unfinished_answer(completion)  # never read through a fallback (once the gold is known good)
-    p_cands = _Lazy(iter([]) if unfinished else iter_candidates(completion, strict=strict))
-    g0, p0 = g_cands.first(), p_cands.first()
-    if g0 is not None and p0 is not None and (v := _same_string(p0, g0, {"rule": p0.rule, "gold_rule": g0.rule})):
-        return v
-    g_cand, g_alts, g_refused = _first_parsed(g_cands)
-    g_span = g_cand.text if g_cand else ""
-    if g_alts and all(isinstance(a, Text) and a.raw for a in g_alts) and is_malformed(g_span):
-        return Verdict(Status.BAD_GOLD, reason=f"gold {g_span[:60]!r} is malformed LaTeX", gold=g_span)
-    if not g_alts:
-        why = g_refused or ("gold is empty" if not gold.strip() else "no answer could be read from the gold")
-        return Verdict(Status.BAD_GOLD, reason=why, gold=g_span)
-    if unfinished is not None:
-        return Verdict(Status.NO_ANSWER, reason=unfinished, gold=g_span, details={"rule": "unfinished"})
-    p_cand, p_alts, p_refused = _first_parsed(p_cands)
-    if p_cand is None:
-        return Verdict(Status.NO_ANSWER, reason="no answer found in the completion", gold=g_span)
-    span = p_cand.text
-    details = {"rule": p_cand.rule, "gold_rule": g_cand.rule if g_cand else ""}
-    if not p_alts and p_refused is None:  # a span was found but nothing in it reads as an answer
-        return Verdict(Status.NO_ANSWER, extracted=span, gold=g_span, details=details,
-                       reason=f"no answer could be read from {span[:60]!r}")
-    if not p_alts:
-        return Verdict(Status.TIMEOUT, extracted=span, gold=g_span, details=details,
-                       reason=f"refused up front: {p_refused}")
-    if RANGE_MARK in span and re.fullmatch(rf"[-+]?[\d.]+{RANGE_MARK}[-+]?[\d.]+", span):
-        why = f"a range ({span.replace(RANGE_MARK, '-')}) is not one answer"
-        return Verdict(Status.WRONG, span, Method.STRING, why, g_span, {**details, "rule": "range"})
-    if _negated(span):
-        return Verdict(Status.WRONG, span, Method.STRING, f"the answer says it is not the answer: {span[:60]!r}",
-                       g_span, details)
-    if g_cand is not None and (v := _same_string(p_cand, g_cand, details)):
-        return v
-    if unevaluated(g_alts, p_alts, span):  # "4 - 1" for 3: the question restated, not answered
-        why = f"{span[:60]!r} is a computation, not its result: the answer must be the number"
-        return Verdict(Status.WRONG, span, Method.STRUCTURAL, why, g_span, {**details, "rule": "unevaluated"})
-    ok, method = equal_alts(g_alts, p_alts)
-    if ok:
-        return Verdict(Status.CORRECT, span, method, f"equal ({method.value})", g_span, details)
-    return Verdict(Status.WRONG, span, method, f"{span[:60]!r} differs from the gold {g_span[:60]!r}", g_span, details)
-
-
-def verify_math_batch(
-    pairs: Iterable[tuple[str, str]] | Sequence[tuple[str, str]],
-    *,
-    jobs: int = 2,
-    timeout: float = DEFAULT_TIMEOUT,
-    strict: bool = False,
-    progress: bool = False,
-) -> list[Verdict]:
-    """Verify many (completion, gold) pairs in worker processes.
-
-    Each item gets a hard time limit enforced from outside: a worker that runs past
-    ``timeout`` (plus a grace second) is killed with its process group and replaced,
-    and the item comes back as ``timeout``. ``jobs=0`` runs in this process.
-    """
-    from rlvr.verify.registry import verify_many
-
-    items = list(pairs)
-    return verify_many([c for c, _ in items], [g for _, g in items], ["math"] * len(items), jobs=jobs,
-                       timeout=timeout, strict=strict, progress=progress)
+    return compare(completion, gold, strict)

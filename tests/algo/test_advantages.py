@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlvr.grpo.advantages import group_advantages, zero_std_fraction
+from rlvr.algo.advantages import group_advantages, zero_std_fraction
 
 
 def test_all_equal_group_is_zero_and_not_nan():
@@ -49,7 +49,7 @@ def test_zero_std_fraction():
 
 
 def test_indexed_groups_in_any_order_equal_the_contiguous_layout():
-    from rlvr.grpo.advantages import indexed_group_advantages
+    from rlvr.algo.advantages import indexed_group_advantages
 
     torch.manual_seed(0)
     rewards = torch.rand(12)
@@ -63,7 +63,7 @@ def test_indexed_groups_in_any_order_equal_the_contiguous_layout():
 
 
 def test_indexed_groups_dr_grpo_and_bad_lengths():
-    from rlvr.grpo.advantages import indexed_group_advantages
+    from rlvr.algo.advantages import indexed_group_advantages
 
     got = indexed_group_advantages(torch.tensor([1.0, 0.0, 3.0]), ["a", "a", "b"], scale=False)
     assert got.tolist() == [0.5, -0.5, 0.0]  # "b" alone: no baseline

@@ -17,20 +17,19 @@ from typing import Any
 
 import torch
 
+from rlvr.algo.loss import Normalizer, policy_loss, token_logprobs
 from rlvr.config import TrainConfig, dump_config
 from rlvr.data.prompts import encode
 from rlvr.data.stream import DataStream, default_data
 from rlvr.data.tasks import Sample
 from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.step import DrawAhead, FailureAware, RolloutView, informative, rollout_record
+from rlvr.engine.evaluate import greedy_eval
+from rlvr.engine.rollout import RolloutBatch, generate
 from rlvr.episodes.episode import env_scored
-from rlvr.grpo import checkpoint
-from rlvr.grpo.evaluate import greedy_eval
-from rlvr.grpo.loss import Normalizer, policy_loss, token_logprobs
-from rlvr.grpo.metrics import MetricsLog, RolloutLog
-from rlvr.grpo.rollout import RolloutBatch, generate
 from rlvr.rewards import Total
 from rlvr.rewards.base import prompt_text
+from rlvr.runs import MetricsLog, RolloutLog, checkpoint
 from rlvr.runtime import setup_torch
 
 StepCallback = Callable[[int, dict[str, Any]], None]
@@ -199,8 +198,8 @@ class GRPOTrainer:
                fault_free: bool) -> tuple[Any, list[list[int]]]:
         """The episodes of one draw (a fresh environment per row, reset from its sample) and the
         prompts' tokens, each with its environment's observation."""
+        from rlvr.engine.turns import Turns
         from rlvr.episodes import Faults
-        from rlvr.grpo.turns import Turns
 
         env = self.cfg.env
         assert env is not None and self.env_cls is not None

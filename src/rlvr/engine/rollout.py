@@ -333,7 +333,7 @@ def generate(
             without sampling and fed to the model together with the sampled token before them, one
             forward for the run instead of one per token. The samples and masks are those of decoding
             token by token (same draws); only the forced tokens' logits are never computed.
-        turns: a :class:`rlvr.grpo.turns.Turns`: every row is a multi-turn episode; a tool call's
+        turns: a :class:`rlvr.engine.turns.Turns`: every row is a multi-turn episode; a tool call's
             result is appended to the row's sequence and fed in the next forward (the cache carries
             over), marked in ``tool_mask``. ``max_new_tokens`` is then the episode's whole budget.
 

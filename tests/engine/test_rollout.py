@@ -4,8 +4,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlvr.grpo.loss import token_logprobs
-from rlvr.grpo.rollout import generate
+from rlvr.algo.loss import token_logprobs
+from rlvr.engine.rollout import generate
 from rlvr.models.tiny import build_model, build_tokenizer
 
 
@@ -114,7 +114,7 @@ def test_concat_and_select_groups_keep_rows_intact(tiny):
 
 def test_dropping_ended_rows_does_not_change_the_samples(tiny, monkeypatch):
     """Ended rows leave the decoder (every time one ends, with COMPACT_AT tiny); the draws are the same."""
-    from rlvr.grpo import rollout
+    from rlvr.engine import rollout
     from rlvr.models.fast_decode import FastDecoder
 
     model, tok = tiny

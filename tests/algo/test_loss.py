@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlvr.grpo.loss import Normalizer, k3_kl, policy_loss, token_logprobs
+from rlvr.algo.loss import Normalizer, k3_kl, policy_loss, token_logprobs
 
 
 def _loss(logp, old, adv, mask, **kw):

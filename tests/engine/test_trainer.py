@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rlvr.config import load_config
-from rlvr.grpo.trainer import GRPOTrainer
+from rlvr.engine.trainer import GRPOTrainer
 
 # A tiny random model; cosine (length-scaled) rewards differ between rollouts even when all are wrong,
 # so every step has advantages and changes the weights.

@@ -1,4 +1,5 @@
-"""Per-step metrics: one JSONL line per step, optionally TensorBoard and Weights & Biases."""
+"""``metrics.jsonl``: one line per step (optionally mirrored to TensorBoard and Weights & Biases), and the
+append-on-resume rule every per-step log of the run folder follows."""
 
 from __future__ import annotations
 
@@ -6,10 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import torch
-
-
-def _open_for_run(path: Path, resume_step: int | None) -> Any:
+def open_step_log(path: Path, resume_step: int | None) -> Any:
     """Open a per-step JSONL log for appending: fresh for a new run; on resume, cut to the lines of
     steps up to the checkpoint (the later ones will be produced again, identically)."""
     if resume_step is not None and path.exists():
@@ -21,29 +19,13 @@ def _open_for_run(path: Path, resume_step: int | None) -> Any:
     return open(path, "a", encoding="utf-8")
 
 
-class RolloutLog:
-    """``rollouts.jsonl``: one line per rollout (prompt id, completion, finish, policy version, cause,
-    verdict, every reward component, total, advantage), the material of death-cause reports."""
-
-    def __init__(self, run_dir: Path, resume_step: int | None = None) -> None:
-        self.path = run_dir / "rollouts.jsonl"
-        self._f = _open_for_run(self.path, resume_step)
-
-    def log(self, step: int, records: list[dict[str, Any]]) -> None:
-        self._f.write("".join(json.dumps({"step": step, **r}, ensure_ascii=False) + "\n" for r in records))
-        self._f.flush()
-
-    def close(self) -> None:
-        self._f.close()
-
-
 class MetricsLog:
-    """Append-only ``metrics.jsonl`` (see :func:`_open_for_run` for resuming)."""
+    """Append-only ``metrics.jsonl`` (see :func:`open_step_log` for resuming)."""
 
     def __init__(self, run_dir: Path, resume_step: int | None = None, tensorboard: bool = False,
                  wandb: bool = False, config: dict[str, Any] | None = None) -> None:
         self.path = run_dir / "metrics.jsonl"
-        self._f = _open_for_run(self.path, resume_step)
+        self._f = open_step_log(self.path, resume_step)
         self._tb = self._wb = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
@@ -72,18 +54,6 @@ class MetricsLog:
             self._tb.close()
         if self._wb is not None:
             self._wb.finish()
-
-
-def reward_stats(name: str, values: list[float]) -> dict[str, float | None]:
-    """``reward/<name>/mean|std|min|max|n`` of one step's values, and ``binary`` (1.0 when every value
-    is 0 or 1: the report then draws a proportion's interval, not a +-std band past [0, 1])."""
-    key = f"reward/{name}"
-    if not values:
-        return {f"{key}/mean": None, f"{key}/std": None}
-    t = torch.tensor(values, dtype=torch.float64)
-    return {f"{key}/mean": float(t.mean()), f"{key}/std": float(t.std()) if len(values) > 1 else None,
-            f"{key}/min": float(t.min()), f"{key}/max": float(t.max()), f"{key}/n": float(len(values)),
-            f"{key}/binary": float(bool(((t == 0) | (t == 1)).all()))}
 
 
 def _step_of(line: str) -> int | None:

@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 def test_grpo_raises_reward_beyond_noise(tmp_path):
     from rlvr.config import load_config
     from rlvr.data.tasks import addition_eval, addition_train
-    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.engine.trainer import GRPOTrainer
     from rlvr.models.tiny import build_model, build_tokenizer
     from rlvr.runtime import setup_torch
     from rlvr.sft import sft

@@ -1,8 +1,8 @@
-"""Grammar engines behind :class:`rlvr.decoding.constrain.Constrainer`: xgrammar first, llguidance
+"""Grammar backends behind :class:`rlvr.decoding.constrain.Constrainer`: xgrammar first, llguidance
 as the fallback. Both fill the same packed ``int32`` token bitmask, so the rest of rlvr (the
 masks kept with rollouts, the masked log-probs in training) does not know which one ran.
 
-An engine compiles a :class:`rlvr.decoding.grammars.GrammarSpec` for one tokenizer and makes
+A backend compiles a :class:`rlvr.decoding.grammars.GrammarSpec` for one tokenizer and makes
 matchers (one per row); ``fill`` writes the allowed-token masks of several matchers, ``accept``
 advances them by one token each, ``finished`` says a matcher's grammar is complete.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from rlvr.decoding.grammars import GrammarSpec, _lit
+from rlvr.decoding.grammars import AnswerKind, GrammarSpec, answer_spec, ebnf_literal, full_spec
 from rlvr.errors import ConfigError
 
 
@@ -29,11 +29,11 @@ def xgrammar_grammar(spec: GrammarSpec) -> Any:
         parts.append(xgr.Grammar.from_ebnf(spec.head.replace(" <ANSWER>", "")))
     parts.append(xgr.Grammar.from_json_schema(json.dumps(spec.json_schema)) if spec.json_schema
                  else xgr.Grammar.builtin_json_grammar())
-    parts.append(xgr.Grammar.from_ebnf(f"root ::= {_lit(spec.close)}"))
+    parts.append(xgr.Grammar.from_ebnf(f"root ::= {ebnf_literal(spec.close)}"))
     return xgr.Grammar.concat(*parts)
 
 
-class XGrammarEngine:
+class XGrammarBackend:
     """xgrammar (the engine behind vLLM's and SGLang's structured output), batched."""
 
     name = "xgrammar"
@@ -98,7 +98,7 @@ class _TokenList:
         return self._tok.encode(text, add_special_tokens=False)
 
 
-class LLGuidanceEngine:
+class LLGuidanceBackend:
     """llguidance (guidance's engine), the fallback, batched through its ``LLExecutor``."""
 
     name = "llguidance"
@@ -126,7 +126,7 @@ class LLGuidanceEngine:
         else:
             schema = json.dumps(spec.json_schema or {})
             self.grammar = llguidance.LLMatcher.grammar_from_lark(
-                f"start: json_body {_lit(spec.close)}\njson_body: %json {schema}")
+                f"start: json_body {ebnf_literal(spec.close)}\njson_body: %json {schema}")
         self.stop_ids = [tokenizer.eos_token_id]
         self.executor = llguidance.LLExecutor(1)  # one worker thread: the CPU is shared with torch
         # built once (and refused here, not mid-rollout); each row gets a copy: ~1 ms to build, ~2 us to copy
@@ -168,18 +168,31 @@ class LLGuidanceEngine:
         self.lt.apply_token_bitmask_inplace(logits, bits.to(logits.device))
 
 
-ENGINES = {"xgrammar": XGrammarEngine, "llguidance": LLGuidanceEngine}
+BACKENDS = {"xgrammar": XGrammarBackend, "llguidance": LLGuidanceBackend}
 
 
-def make_engine(name: str, tokenizer: Any, vocab: int, spec: GrammarSpec) -> Any:
-    """The engine called ``name``; ``auto`` takes xgrammar when it is installed, else llguidance."""
+def make_backend(name: str, tokenizer: Any, vocab: int, spec: GrammarSpec) -> Any:
+    """The backend called ``name``; ``auto`` takes xgrammar when it is installed, else llguidance."""
     import importlib.util
 
     if name == "auto":
-        name = next((n for n in ENGINES if importlib.util.find_spec(n) is not None), "")
+        name = next((n for n in BACKENDS if importlib.util.find_spec(n) is not None), "")
         if not name:
             raise ConfigError("constrained decoding needs xgrammar (pip install --no-deps xgrammar apache-tvm-ffi) "
                               "or llguidance")
-    if name not in ENGINES:
-        raise ConfigError(f"unknown grammar engine {name!r}; choose auto, xgrammar or llguidance")
-    return ENGINES[name](tokenizer, vocab, spec)
+    if name not in BACKENDS:
+        raise ConfigError(f"unknown grammar backend {name!r}; choose auto, xgrammar or llguidance")
+    return BACKENDS[name](tokenizer, vocab, spec)
+
+
+def answer_grammar(kind: AnswerKind, close: str, *, schema: dict[str, Any] | None = None,
+                   max_chars: int = 200) -> Any:
+    """The xgrammar ``Grammar`` of an answer segment (see :func:`answer_spec`)."""
+    return xgrammar_grammar(answer_spec(kind, close, schema=schema, max_chars=max_chars))
+
+
+def full_grammar(kind: AnswerKind, *, answer_tag: str = "answer", think_tag: str | None = "think",
+                 schema: dict[str, Any] | None = None, max_chars: int = 200) -> Any:
+    """The xgrammar ``Grammar`` of the whole output (see :func:`full_spec`)."""
+    return xgrammar_grammar(full_spec(kind, answer_tag=answer_tag, think_tag=think_tag, schema=schema,
+                                      max_chars=max_chars))

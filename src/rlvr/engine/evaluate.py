@@ -8,7 +8,7 @@ from typing import Any
 
 from rlvr.data.prompts import encode
 from rlvr.data.tasks import Sample
-from rlvr.grpo.rollout import generate
+from rlvr.engine.rollout import generate
 from rlvr.verify.registry import verify
 
 
@@ -20,7 +20,7 @@ def greedy_eval(model: Any, tokenizer: Any, samples: Sequence[Sample], *, max_ne
     (``constrain``: decode under that :class:`rlvr.decoding.constrain.Constrainer`).
 
     ``turns_for(chunk) -> (turns, prompt ids)``: each sample is an episode with tools
-    (:class:`rlvr.grpo.turns.Turns`); the result then also has ``tool_calls`` (calls per episode),
+    (:class:`rlvr.engine.turns.Turns`); the result then also has ``tool_calls`` (calls per episode),
     ``tool_rate`` (the share of episodes that called a tool) and ``episode_causes`` (the share of
     each episode cause: turn limit, an environment fault...); ``mean_tokens`` counts the policy's own.
     ``examples``: keep the first that many answers as ``examples`` (``{"id", "completion", "status"}``),

@@ -5,7 +5,8 @@ import json
 from typer.testing import CliRunner
 
 from rlvr.cli.app import app
-from rlvr.diagnostics.table import cause_table, read_rollouts, write_samples
+from rlvr.report.table import cause_table, write_samples
+from rlvr.runs import read_rollouts
 
 
 def _row(step, pid, cause, task="math"):
@@ -48,7 +49,7 @@ def test_missing_log_is_a_clear_error(tmp_path):
 
 
 def test_alarm_lines_from_metrics():
-    from rlvr.diagnostics.table import alarm_lines
+    from rlvr.report.table import alarm_lines
 
     metrics = [{"step": 1, "alarms/multiple_answers": 0.0, "alarms/answer_in_reasoning": 0.5,
                 "alarms/format_without_accuracy": 0.0},
@@ -95,7 +96,7 @@ def test_talking_to_the_grader_fires_its_alarm_in_rlvr_causes(tmp_path):
 
 
 def test_rlvr_causes_separates_the_environments_faults_from_the_policys(tmp_path):
-    from rlvr.diagnostics.table import whose_fault
+    from rlvr.report.table import whose_fault
 
     rows = ROWS + [_row(3, "d", "tool_error"), _row(3, "d", "env_crash"), _row(3, "e", "turn_limit")]
     split = whose_fault(cause_table(rows).by_task["all"])

@@ -59,16 +59,6 @@ def alarm_lines(metrics: list[dict[str, Any]]) -> list[tuple[str, int, int | Non
     return out
 
 
-def read_rollouts(run_dir: str | Path) -> tuple[list[dict[str, Any]], bool]:
-    """The rollout records of a run, and whether a torn last line (a killed writer) was skipped."""
-    from rlvr.data.jsonl import read_log
-
-    path = Path(run_dir) / "rollouts.jsonl"
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no rollout log (was the run made with run.log_rollouts: true?)")
-    return read_log(path)
-
-
 def cause_table(rows: list[dict[str, Any]], top: int = 10) -> CauseTable:
     """Aggregate rollout records (see the module docstring)."""
     t = CauseTable(rows=len(rows))

@@ -1,0 +1,28 @@
+"""The CLI's consoles, its one way to stop (:func:`abort`) and its progress bar: every command prints
+and exits through these, so output and exit codes stay in one place.
+
+Exit codes: 0 success (for ``verify``: correct), 1 a negative result (any other verdict), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def abort(message: str, code: int = 2) -> NoReturn:
+    """Print an error to stderr and exit with ``code`` (2: bad usage)."""
+    err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def progress(total: int, start: int = 0) -> Any:
+    """A progress bar on stderr: description, bar, done of total, time left, and a free ``info`` field."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    TextColumn("{task.fields[info]}"), console=err_console)

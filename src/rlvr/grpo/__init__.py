@@ -1,1 +1,0 @@
-"""GRPO: rollouts, group advantages, clipped policy loss, and the training loop."""
