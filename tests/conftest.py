@@ -82,3 +82,34 @@ def bf16_numerics(monkeypatch):
     from rlvr import runtime
 
     monkeypatch.setattr(runtime, "native_bf16", lambda: True)
+
+
+CALCULATOR_PAIRS = [(12, 34), (56, 78), (91, 23), (45, 67)]
+
+
+def calculator_rows() -> list:
+    """Products the calculator policy was taught to solve by calling its tool."""
+    from rlvr.data.tasks import Sample
+
+    return [Sample([{"role": "user", "content": f"{a}*{b}"}], str(a * b), "math", f"p{a}x{b}")
+            for a, b in CALCULATOR_PAIRS]
+
+
+@pytest.fixture(scope="session")
+def calculator_policy():
+    """The tiny model after SFT on calculator traces of :data:`CALCULATOR_PAIRS` (it calls the tool,
+    then answers): a real model through rlvr's sampling loop, nothing scripted. Shared: copy it
+    before training it."""
+    torch = pytest.importorskip("torch")
+    import itertools
+
+    from rlvr.episodes.traces import trace_of
+    from rlvr.models.tiny import build_model, build_tokenizer
+    from rlvr.sft import sft
+
+    torch.manual_seed(0)
+    tok = build_tokenizer()
+    model = build_model(tok, hidden=64, layers=2, heads=4, max_positions=256)
+    sft(model, tok, itertools.cycle(calculator_rows()), steps=150, batch_size=4, lr=5e-3, eval_every=0,
+        warmup_steps=10, completion_of=trace_of)
+    return model.eval(), tok

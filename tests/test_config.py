@@ -22,7 +22,12 @@ def test_yaml_and_overrides(tmp_path):
     ("overrides", "message"),
     [
         (["optim.lr=-1"], "optim.lr: Input should be greater than 0 (got -1)"),
-        (["algo.loss=ppo"], "algo.loss: Input should be 'grpo', 'dr_grpo' or 'dapo'"),
+        (["algo.loss=ppo"], "algo.loss: unknown loss aggregation 'ppo'; registered: dapo, dr_grpo, grpo"),
+        (["data.task=sums"], "data.task: unknown synthetic task 'sums'; registered: addition, arithmetic, countdown"),
+        (["rewards.weights={acuracy: 1}"], "rewards.weights: unknown reward 'acuracy'; registered: accuracy"),
+        (["env.tools=[abacus]"], "env.tools: unknown tool 'abacus'; registered: calculator, python"),
+        (["decoding.engine=xgrammar"], "decoding.engine is now decoding.backend"),
+        (["algo.scale_rewards=sometimes"], "algo.scale_rewards: Input should be 'group', 'batch' or 'none'"),
         (["model.nme=x"], "model.nme: unknown field"),
         (["algo.micro_batch=7"], "algo.micro_batch 7 must divide the 64 rollouts"),
         (["algo.epsilon=0.3", "algo.epsilon_high=0.2"], "epsilon_high must be >= algo.epsilon"),

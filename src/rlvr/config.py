@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rlvr.errors import ConfigError
 
@@ -18,6 +18,23 @@ from rlvr.errors import ConfigError
 class _Strict(BaseModel):
     # a field's docstring is its description: the config reference (docs) is generated from them
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+#: Where each registry a config names lives (``name -> (module, attribute)``): imported when a config
+#: is checked, by name, since they sit above this module (the loss registry needs torch).
+_REGISTRIES = {"loss": ("rlvr.algo.loss", "AGGREGATIONS"), "task": ("rlvr.data.tasks", "TASKS"),
+               "tool": ("rlvr.episodes.tools", "TOOLS"), "reward": ("rlvr.rewards.base", "REWARDS")}
+
+
+def registered(kind: str, name: str) -> str:
+    """``name`` if the registry of ``kind`` has it, else a ``ValueError`` listing what it has (the
+    config loader names the field): whatever is registered is selectable, nothing else is."""
+    import importlib
+
+    module, attr = _REGISTRIES[kind]
+    registry = getattr(importlib.import_module(module), attr)
+    registry.check(name)
+    return name
 
 
 class LoraConfig(_Strict):
@@ -69,8 +86,9 @@ class ModelConfig(_Strict):
 class DataConfig(_Strict):
     """Training and held-out rows."""
 
-    task: Literal["addition", "arithmetic", "countdown"] | None = "addition"
-    """A built-in synthetic task (ignored when ``path`` is set)."""
+    task: str | None = "addition"
+    """A synthetic task (``addition``, ``arithmetic``, ``countdown`` or one registered in
+    :data:`rlvr.data.tasks.TASKS`); ignored when ``path`` is set."""
     task_options: dict[str, Any] = {}
     """Options of the synthetic task (``max_operand`` for addition, ``digits`` for arithmetic...)."""
     path: str | None = None
@@ -85,6 +103,11 @@ class DataConfig(_Strict):
     """Held-out rows for greedy accuracy (``eval/accuracy``)."""
     system_prompt: str | None = None
     """A system message before every prompt (chat templates)."""
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, v: str | None) -> str | None:
+        return registered("task", v) if v is not None else None
 
     @model_validator(mode="after")
     def _has_source(self) -> DataConfig:
@@ -123,11 +146,16 @@ class RolloutConfig(_Strict):
 class AlgoConfig(_Strict):
     """The GRPO objective."""
 
-    loss: Literal["grpo", "dr_grpo", "dapo"] = "dapo"
-    """How the per-token loss is normalised: ``grpo`` (per sequence, then over sequences), ``dr_grpo`` (over sequences
-    x the maximum completion length), ``dapo`` (over every token of the batch)."""
-    scale_rewards: bool = True
-    """Divide advantages by the group std (False: Dr. GRPO)."""
+    loss: str = "dapo"
+    """How the per-token loss becomes one number (what each divides by: :mod:`rlvr.algo.loss`):
+    ``grpo`` (each sequence's mean, then the mean over trained sequences), ``dr_grpo`` (the sum over
+    trained sequences x the configured maximum completion length, a constant), ``dapo`` (the sum over
+    every trained token of the batch), or any aggregation registered in ``rlvr.algo.loss.AGGREGATIONS``.
+    Excluded rows, tool results and grammar-forced tokens count in none of them."""
+    scale_rewards: Literal["group", "batch", "none"] = "group"
+    """Divide advantages by the group's std (``group``, GRPO), by the std of the whole batch's admitted
+    rewards (``batch``, as TRL's ``scale_rewards="batch"``), or not at all (``none``: Dr. GRPO).
+    ``true`` / ``false`` are read as ``group`` / ``none``."""
     epsilon: float = Field(0.2, gt=0, lt=1)
     """The importance ratio is clipped to ``[1 - epsilon, 1 + epsilon_high]``."""
     epsilon_high: float | None = Field(None, gt=0)
@@ -140,6 +168,16 @@ class AlgoConfig(_Strict):
     """Sequences per forward/backward (gradient accumulation); None: the whole batch."""
     advantage_clip: float | None = Field(None, gt=0)
     """Clamp advantages to ``[-clip, clip]``; null: no clamp."""
+
+    @field_validator("loss")
+    @classmethod
+    def _known_loss(cls, v: str) -> str:
+        return registered("loss", v)
+
+    @field_validator("scale_rewards", mode="before")
+    @classmethod
+    def _scale_as_bool(cls, v: Any) -> Any:
+        return ("group" if v else "none") if isinstance(v, bool) else v
 
 
 class FailureConfig(_Strict):
@@ -228,6 +266,13 @@ class RewardsConfig(_Strict):
     weighted sum, each component logged apart."""
     options: dict[str, dict[str, Any]] = {"format": {"think_tag": None}}
     """Reward name -> its keyword options (``accuracy: {strict: true}``...)."""
+
+    @field_validator("weights")
+    @classmethod
+    def _known_rewards(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for name in v:
+            registered("reward", name)
+        return v
     outage: float = Field(0.0, ge=0, le=1)
     """Injected verifier outages, for tests and benchmarks: this share of rows (seeded by the
     completion and its gold) gets a ``timeout`` or ``error`` verdict instead of its own (off by default)."""
@@ -357,7 +402,13 @@ class EnvConfig(_Strict):
     """Episodes with tools: an environment reset from each row, tools the policy calls over turns."""
 
     tools: list[str] = []
-    """Built-in tools (``calculator``, ``python``) offered by a tool-only environment."""
+    """Built-in tools (``calculator``, ``python``, or one registered in ``rlvr.episodes.tools.TOOLS``)
+    offered by a tool-only environment."""
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tools(cls, v: list[str]) -> list[str]:
+        return [registered("tool", name) for name in v]
     environment: str | None = None
     """A user's environment class, ``module:Class`` (reset, tools, optional reward); instead of ``tools``."""
     max_turns: int = Field(4, ge=1)

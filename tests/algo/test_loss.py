@@ -7,11 +7,13 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rlvr.algo.loss import Normalizer, k3_kl, policy_loss, token_logprobs
+from rlvr.errors import ConfigError
 
 
 def _loss(logp, old, adv, mask, **kw):
     mask = torch.tensor(mask, dtype=torch.float32)
-    return policy_loss(torch.tensor(logp), torch.tensor(old), torch.tensor(adv), mask, Normalizer.of(mask), **kw)
+    norm = Normalizer.of(mask, max_len=mask.shape[1])
+    return policy_loss(torch.tensor(logp), torch.tensor(old), torch.tensor(adv), mask, norm, **kw)
 
 
 def test_two_token_example_by_hand():
@@ -44,7 +46,7 @@ def test_aggregations_normalise_differently():
     assert _loss(logp, logp, adv, mask, aggregation="grpo")[0].item() == pytest.approx(-1.0)  # mean of means
     assert _loss(logp, logp, adv, mask, aggregation="dapo")[0].item() == pytest.approx(-1.0)  # 4 tokens / 4
     assert _loss(logp, logp, adv, mask, aggregation="dr_grpo")[0].item() == pytest.approx(-4 / 6)  # / (2 x 3)
-    with pytest.raises(ValueError, match="unknown loss aggregation"):
+    with pytest.raises(ConfigError, match="unknown loss aggregation 'ppo'; registered: dapo, dr_grpo, grpo"):
         _loss(logp, logp, adv, mask, aggregation="ppo")
 
 
@@ -53,6 +55,9 @@ def test_k3_values():
     d = 0.3  # ref - logp
     assert k3_kl(torch.tensor(-1.0), torch.tensor(-0.7)).item() == pytest.approx(math.exp(d) - d - 1)
     assert (k3_kl(torch.randn(100), torch.randn(100)) >= 0).all()
+    # clamped as verl's low_var_kl: a reference that finds a token near-impossible adds at most 10
+    assert k3_kl(torch.tensor(0.0), torch.tensor(-50.0)).item() == pytest.approx(10.0)
+    assert k3_kl(torch.tensor(-50.0), torch.tensor(0.0)).item() == pytest.approx(10.0)
     loss, stats = _loss([[-1.0]], [[-1.0]], [0.0], [[1]], beta=0.5, ref_logp=torch.tensor([[-0.7]]))
     assert loss.item() == pytest.approx(0.5 * (math.exp(d) - d - 1)) and stats.kl > 0
     with pytest.raises(ValueError, match="ref_logp"):
@@ -66,6 +71,31 @@ def test_token_logprobs_matches_log_softmax():
     torch.testing.assert_close(token_logprobs(logits, tokens, 0.7), want)
 
 
+def test_the_normaliser_counts_trained_rows_and_tokens_and_takes_the_configured_length():
+    mask = torch.tensor([[1, 1, 0, 0], [0, 0, 0, 0], [1, 0, 0, 0]])  # the middle row: excluded
+    assert Normalizer.of(mask, max_len=16) == Normalizer(sequences=2, tokens=3, max_len=16)
+    wider = torch.cat([mask, torch.zeros(3, 5, dtype=mask.dtype)], 1)  # padding changes nothing
+    assert Normalizer.of(wider, max_len=16) == Normalizer.of(mask, max_len=16)
+
+
+def test_a_registered_aggregation_is_selectable_in_the_config():
+    from rlvr.algo.loss import AGGREGATIONS, register_aggregation
+    from rlvr.config import load_config
+
+    def token_sum(per_token, mask, norm):
+        return (per_token * mask).sum() / norm.max_len
+
+    with pytest.raises(ConfigError, match=r"algo\.loss: unknown loss aggregation 'token_sum'"):
+        load_config(None, ["algo.loss=token_sum"])
+    register_aggregation("token_sum", token_sum)
+    try:
+        assert load_config(None, ["algo.loss=token_sum"]).algo.loss == "token_sum"
+        loss, _ = _loss([[-1.0, -1.0]], [[-1.0, -1.0]], [1.0], [[1, 1]], aggregation="token_sum")
+        assert loss.item() == pytest.approx(-1.0)
+    finally:
+        AGGREGATIONS.remove("token_sum")
+
+
 @pytest.mark.parametrize("aggregation", ["grpo", "dr_grpo", "dapo"])
 def test_gradient_accumulation_equals_full_batch(aggregation):
     torch.manual_seed(0)
@@ -74,7 +104,7 @@ def test_gradient_accumulation_equals_full_batch(aggregation):
     old = torch.randn(8, 6) * 0.1 - 1
     adv = torch.randn(8)
     mask = (torch.rand(8, 6) > 0.3).float()
-    norm = Normalizer.of(mask)
+    norm = Normalizer.of(mask, max_len=6)
 
     def logp(idx):
         return torch.log_softmax(feats[idx] @ w, -1) - 1  # any differentiable function of w

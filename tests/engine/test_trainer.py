@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,34 +27,6 @@ def _train_cmd(out: Path, steps: int, *extra: str) -> list[str]:
             *[a for s in sets for a in ("--set", s)], *extra]
 
 
-def _weights(run: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    return load_file(str(run / "model" / "model.safetensors"))
-
-
-def _steps(run: Path) -> list[dict]:
-    lines = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
-    return [{k: v for k, v in m.items() if not k.startswith(("time/", "tokens_per_s"))} for m in lines]
-
-
-def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path, kill_at_step):
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    ref, killed = tmp_path / "ref", tmp_path / "killed"
-    subprocess.run(_train_cmd(ref, 8), check=True, env=env, capture_output=True)
-    proc = subprocess.Popen(_train_cmd(killed, 8), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    kill_at_step(proc, killed, 3)  # step 3 logged: checkpoint 2 exists
-    r = subprocess.run([sys.executable, "-c", "from rlvr.cli.app import main; main()", "train", "--resume",
-                        str(killed)], env=env, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    a, b = _weights(ref), _weights(killed)
-    assert a.keys() == b.keys()
-    for k in a:
-        assert torch.equal(a[k], b[k]), k
-    assert _steps(ref) == _steps(killed)  # the metrics log too: no duplicated or missing steps
-    assert (ref / "rollouts.jsonl").read_text() == (killed / "rollouts.jsonl").read_text()
-
-
 def test_resume_without_checkpoint_is_an_error(tmp_path):
     r = subprocess.run(_train_cmd(tmp_path / "none", 2, "--resume", str(tmp_path / "none")), capture_output=True,
                        text=True)
@@ -65,7 +36,7 @@ def test_resume_without_checkpoint_is_an_error(tmp_path):
 def test_bad_config_exit_code_and_message(tmp_path):
     r = subprocess.run([sys.executable, "-c", "from rlvr.cli.app import main; main()", "train", "--set",
                         "algo.loss=ppo"], capture_output=True, text=True)
-    assert r.returncode == 2 and "algo.loss" in r.stderr and "'dapo'" in r.stderr
+    assert r.returncode == 2 and "algo.loss" in r.stderr and "dapo" in r.stderr
 
 
 def _run(tmp: Path, *extra: str) -> dict[str, torch.Tensor]:

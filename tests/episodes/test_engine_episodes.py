@@ -7,9 +7,7 @@ real model through rlvr's sampling loop; nothing scripted), so its episodes make
 from __future__ import annotations
 
 import copy
-import itertools
 import json
-import os
 import re
 import subprocess
 import sys
@@ -26,28 +24,19 @@ from rlvr.engine.rollout import generate
 from rlvr.engine.trainer import GRPOTrainer
 from rlvr.engine.turns import Turns
 from rlvr.episodes import toolbox
-from rlvr.episodes.traces import trace_of
 from rlvr.errors import ConfigError
+from tests.conftest import CALCULATOR_PAIRS, calculator_rows
 
-PAIRS = [(12, 34), (56, 78), (91, 23), (45, 67)]
+PAIRS = CALCULATOR_PAIRS
 
 
 def _rows() -> list[Sample]:
-    return [Sample([{"role": "user", "content": f"{a}*{b}"}], str(a * b), "math", f"p{a}x{b}") for a, b in PAIRS]
+    return calculator_rows()
 
 
 @pytest.fixture(scope="module")
-def policy():
-    """The tiny model after SFT on calculator traces of PAIRS (it calls the tool, then answers)."""
-    from rlvr.models.tiny import build_model, build_tokenizer
-    from rlvr.sft import sft
-
-    torch.manual_seed(0)
-    tok = build_tokenizer()
-    model = build_model(tok, hidden=64, layers=2, heads=4, max_positions=256)
-    sft(model, tok, itertools.cycle(_rows()), steps=150, batch_size=4, lr=5e-3, eval_every=0, warmup_steps=10,
-        completion_of=trace_of)
-    return model.eval(), tok
+def policy(calculator_policy):
+    return calculator_policy
 
 
 def _turns(tok, rows, g=1, **kw):
@@ -335,46 +324,6 @@ def test_an_environment_observation_joins_the_prompt_and_its_reward_judges(polic
     for b, ep in zip(breakdowns, batch.episodes):
         if ep.finish in ("eos", "length"):
             assert b.components["accuracy"] == ep.reward and "environment's reward" in b.verdict.reason
-
-
-def test_sigkill_mid_episode_run_then_resume_equals_uninterrupted(policy, tmp_path, kill_at_step) -> None:
-    """Environment state lives within a step (a fresh environment per episode, faults seeded by
-    episode): a run killed between checkpoints resumes to the same weights and rollouts."""
-    model, tok = policy
-    folder = tmp_path / "policy"
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    sets = [f"model.name={folder}", "data.task=arithmetic", "data.task_options={digits: 2, ops: '*'}",
-            "data.eval_size=2", "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=160",
-            "env={tools: [calculator], max_turns: 2, faults: {tool_error: 0.3, env_crash: 0.2}}",
-            "run.eval_every=0", "run.steps=4", "run.save_every=2"]
-
-    def cmd(out: Path) -> list[str]:
-        return [sys.executable, "-c", "from rlvr.cli.app import main; main()", "train",
-                *[a for s in [*sets, f"run.out_dir={out}"] for a in ("--set", s)]]
-
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    ref, killed = tmp_path / "ref", tmp_path / "killed"
-    r = subprocess.run(cmd(ref), env=env, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    proc = subprocess.Popen(cmd(killed), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    kill_at_step(proc, killed, 3)  # mid-run: checkpoint 2 exists
-    r = subprocess.run([sys.executable, "-c", "from rlvr.cli.app import main; main()", "train", "--resume",
-                        str(killed)], env=env, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-
-    def rollouts(run: Path) -> list[dict]:  # every field but how long each call took
-        lines = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
-        for r in lines:
-            for t in r["episode"]["turns"]:
-                t.pop("latency_s", None)
-        return lines
-
-    assert rollouts(ref) == rollouts(killed) and any(r["episode"]["tool_calls"] for r in rollouts(ref))
-    from safetensors.torch import load_file
-
-    a, b = (load_file(str(run / "model" / "model.safetensors")) for run in (ref, killed))
-    assert all(torch.equal(a[k], b[k]) for k in a)
 
 
 def _ids(tok, text: str) -> list[int]:

@@ -93,7 +93,7 @@ def test_reasoning_steps_table(completion, expected):
 
 
 def test_unknown_reward_and_option_are_config_errors():
-    with pytest.raises(ConfigError, match="unknown reward 'acuracy'; available: accuracy"):
+    with pytest.raises(ConfigError, match="unknown reward 'acuracy'; registered: accuracy"):
         build_reward("acuracy")
     with pytest.raises(ConfigError, match="unexpected keyword"):
         build_reward("format", max_len=3)

@@ -10,8 +10,27 @@ the group statistics.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Literal
 
 import torch
+
+#: How advantages are scaled: by each group's std (GRPO), by the batch's std (TRL's ``batch``), or
+#: not at all (Dr. GRPO's ``r - mean``).
+Scale = Literal["group", "batch", "none"]
+
+
+def scale_of(scale: bool | str) -> Scale:
+    """``True`` / ``False`` (the older spelling) as ``group`` / ``none``; a name checked.
+
+    Example:
+        >>> scale_of(True), scale_of(False), scale_of("batch")
+        ('group', 'none', 'batch')
+    """
+    if isinstance(scale, bool):
+        return "group" if scale else "none"
+    if scale not in ("group", "batch", "none"):
+        raise ValueError(f"advantage scale {scale!r}: choose group, batch or none")
+    return scale  # type: ignore[return-value]
 
 
 def group_advantages(
@@ -19,7 +38,7 @@ def group_advantages(
     group_size: int,
     mask: torch.Tensor | None = None,
     *,
-    scale: bool = True,
+    scale: bool | Scale = True,
     eps: float = 1e-4,
     clip: float | None = None,
 ) -> torch.Tensor:
@@ -29,7 +48,9 @@ def group_advantages(
         rewards: one reward per rollout; NaN rewards must be masked out.
         group_size: rollouts per prompt (G); ``N`` must be a multiple of it.
         mask: ``[N]`` bool, True for rollouts that count (default: all).
-        scale: divide by the group std (GRPO); False is Dr. GRPO's ``r - mean``.
+        scale: ``group`` (or True): divide by the group's std (GRPO); ``batch``: by the std of every
+            admitted reward of the batch (TRL's ``scale_rewards="batch"``); ``none`` (or False):
+            Dr. GRPO's ``r - mean``. Every std is unbiased and over admitted rows only.
         eps: added to the std (a group whose rewards are all equal gets 0, not NaN).
         clip: clamp advantages to ``[-clip, clip]`` (None: no clamp).
 
@@ -47,14 +68,44 @@ def group_advantages(
     mean = r.sum(1, keepdim=True) / count.clamp(min=1)
     centred = (r - mean) * m
     adv = centred
-    if scale:
+    how = scale_of(scale)
+    if how == "group":
         # unbiased std over the admitted rollouts (torch.std's default, as TRL uses)
         var = (centred**2).sum(1, keepdim=True) / (count - 1).clamp(min=1)
         adv = centred / (var.sqrt() + eps)
+    elif how == "batch":
+        kept = rewards[mask]
+        std = kept.std() if kept.numel() > 1 else torch.zeros((), dtype=rewards.dtype, device=rewards.device)
+        adv = centred / (std + eps)
     adv = torch.where(count >= 2, adv, torch.zeros_like(adv))  # one admitted rollout: no baseline, no signal
     if clip is not None:
         adv = adv.clamp(-clip, clip)
     return (adv * m).view(-1)
+
+
+def normalized_sum(values: torch.Tensor, weights: torch.Tensor, group_size: int,
+                   mask: torch.Tensor | None = None, eps: float = 1e-4) -> torch.Tensor:
+    """GDPO's reward (TRL's ``multi_objective_aggregation="normalize_then_sum"``): each reward
+    function's values ``[N, K]`` normalised within its group over the admitted rows (NaN: the
+    function did not apply), then summed with ``weights [K]``: ``[N]`` (NaN where no function applied).
+
+    Example:
+        >>> v = torch.tensor([[1.0, 10.0], [0.0, 30.0], [1.0, 5.0], [1.0, 5.0]])
+        >>> normalized_sum(v, torch.tensor([1.0, 0.5]), 2).tolist()
+        [0.353..., -0.353..., 0.0, 0.0]
+    """
+    n, k = values.shape
+    mask = torch.ones(n, dtype=torch.bool, device=values.device) if mask is None else mask.bool()
+    present = ~torch.isnan(values) & mask[:, None]  # [N, K]
+    v = torch.where(present, values, torch.zeros_like(values)).view(-1, group_size, k)  # [P, G, K]
+    m = present.view(-1, group_size, k).to(values.dtype)
+    count = m.sum(1, keepdim=True)  # [P, 1, K]
+    mean = v.sum(1, keepdim=True) / count.clamp(min=1)
+    centred = (v - mean) * m
+    std = ((centred**2).sum(1, keepdim=True) / (count - 1).clamp(min=1)).sqrt()
+    normed = (centred / (std + eps)).view(n, k)
+    total = (normed * weights.to(values.dtype)).sum(1)
+    return torch.where(present.any(1), total, torch.full_like(total, float("nan")))
 
 
 def flat_groups(rewards: torch.Tensor, group_size: int, mask: torch.Tensor | None = None,
@@ -80,7 +131,7 @@ def indexed_group_advantages(
     index: Sequence[Hashable],
     mask: torch.Tensor | None = None,
     *,
-    scale: bool = True,
+    scale: bool | Scale = True,
     eps: float = 1e-6,
     clip: float | None = None,
 ) -> torch.Tensor:
@@ -105,9 +156,13 @@ def indexed_group_advantages(
     mean = zeros.index_add(0, gid, r * m) / count.clamp(min=1)
     centred = (r - mean[gid]) * m
     adv = centred
-    if scale:
+    how = scale_of(scale)
+    if how == "group":
         var = zeros.index_add(0, gid, centred**2) / (count - 1).clamp(min=1)
         adv = centred / (var.sqrt()[gid] + eps)
+    elif how == "batch":
+        kept = rewards[mask]
+        adv = centred / ((kept.std() if kept.numel() > 1 else kept.new_zeros(())) + eps)
     adv = torch.where(count[gid] >= 2, adv, torch.zeros_like(adv))
     if clip is not None:
         adv = adv.clamp(-clip, clip)

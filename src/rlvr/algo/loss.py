@@ -2,13 +2,26 @@
 
 Per token: ``ratio = exp(logp - old_logp)``;
 ``l = -min(ratio * A, clip(ratio, 1 - eps_low, 1 + eps_high) * A)`` (+ ``beta * k3``).
-The variants differ only in how token losses become one number; each divides by a
-normaliser computed over the *whole* batch and passed in, so gradient accumulation
-over micro-batches equals one full-batch step exactly:
+The variants differ only in how token losses become one number. Each divides by a
+:class:`Normalizer` computed once over the *whole* batch's trained tokens (admitted rows, the
+policy's own sampled tokens: no tool result, no token the grammar forced) and passed to every
+micro-batch, so:
 
-* ``grpo``: mean over each sequence's tokens, then mean over sequences;
-* ``dr_grpo``: sum over all tokens / (sequences x max completion length) (Dr. GRPO);
-* ``dapo``: sum over all tokens / number of tokens (token-level, DAPO).
+* gradient accumulation over micro-batches, in any order, equals one full-batch step exactly;
+* a row left out of the loss (its tokens out of the mask) weighs exactly as if it had never been
+  sampled: it counts in no normaliser;
+* padding changes nothing: no normaliser reads the batch's width.
+
+=========== ===================================================================================
+aggregation divides the sum of token losses by
+=========== ===================================================================================
+``grpo``    each sequence's own token count, then the number of trained sequences
+``dr_grpo`` trained sequences x the *configured* maximum completion length (a constant: Dr. GRPO)
+``dapo``    the number of trained tokens in the batch (token-level, DAPO)
+=========== ===================================================================================
+
+A trained sequence is a row with at least one trained token. Variants are registered in
+:data:`AGGREGATIONS` (``algo.loss`` accepts any registered name).
 """
 
 from __future__ import annotations
@@ -18,21 +31,36 @@ from dataclasses import dataclass
 
 import torch
 
+from rlvr.registry import Registry
+
 Aggregate = Callable[[torch.Tensor, torch.Tensor, "Normalizer"], torch.Tensor]
 
 
 @dataclass(frozen=True)
 class Normalizer:
-    """Whole-batch counts the aggregations divide by (computed once, before micro-batching)."""
+    """Whole-batch counts the aggregations divide by (computed once, before micro-batching).
+
+    Attributes:
+        sequences: rows with at least one trained token.
+        tokens: trained tokens.
+        max_len: the configured maximum completion length (Dr. GRPO's constant).
+    """
 
     sequences: int
     tokens: int
     max_len: int
 
     @classmethod
-    def of(cls, mask: torch.Tensor) -> Normalizer:
-        """From a full batch's completion mask ``[N, T]``."""
-        return cls(sequences=int(mask.shape[0]), tokens=max(int(mask.sum()), 1), max_len=int(mask.shape[1]))
+    def of(cls, mask: torch.Tensor, *, max_len: int) -> Normalizer:
+        """From a full batch's trained-token mask ``[N, T]`` (excluded rows all zero) and the
+        configured maximum completion length.
+
+        Example:
+            >>> Normalizer.of(torch.tensor([[1, 1, 0], [0, 0, 0], [1, 0, 0]]), max_len=8)
+            Normalizer(sequences=2, tokens=3, max_len=8)
+        """
+        return cls(sequences=max(int((mask.sum(1) > 0).sum()), 1), tokens=max(int(mask.sum()), 1),
+                   max_len=max_len)
 
 
 def _grpo(per_token: torch.Tensor, mask: torch.Tensor, norm: Normalizer) -> torch.Tensor:
@@ -48,18 +76,35 @@ def _dapo(per_token: torch.Tensor, mask: torch.Tensor, norm: Normalizer) -> torc
     return (per_token * mask).sum() / norm.tokens
 
 
-AGGREGATIONS: dict[str, Aggregate] = {"grpo": _grpo, "dr_grpo": _dr_grpo, "dapo": _dapo}
+#: Loss aggregations by name (``algo.loss``); ``fn(per_token [N, T], mask [N, T], norm) -> loss``.
+AGGREGATIONS: Registry[Aggregate] = Registry("loss aggregation")
+AGGREGATIONS.add("grpo", _grpo)
+AGGREGATIONS.add("dr_grpo", _dr_grpo)
+AGGREGATIONS.add("dapo", _dapo)
 
 
 def register_aggregation(name: str, fn: Aggregate) -> None:
-    """Add a loss aggregation variant (selectable as ``loss: <name>`` in the config)."""
-    AGGREGATIONS[name] = fn
+    """Add a loss aggregation variant (then selectable as ``algo.loss: <name>`` in the config).
+
+    ``fn`` must divide by the :class:`Normalizer` it is given, never by a count of its own
+    micro-batch, or accumulation and exclusion stop being exact."""
+    AGGREGATIONS.add(name, fn)
 
 
 def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
-    """Schulman's k3 estimator of KL(pi || ref) per token: ``exp(r - l) - (r - l) - 1`` (>= 0)."""
-    d = ref_logp - logp
-    return torch.exp(d) - d - 1
+    """Schulman's k3 estimator of KL(pi || ref) per token: ``exp(r - l) - (r - l) - 1`` (>= 0).
+
+    Clamped as verl's ``low_var_kl`` is (the log-ratio to +-20, the estimate to 10): a token the
+    reference finds near-impossible would otherwise put ``exp(20)``-sized terms in the loss.
+
+    Example:
+        >>> float(k3_kl(torch.tensor([0.0]), torch.tensor([0.0])))
+        0.0
+        >>> float(k3_kl(torch.tensor([-30.0]), torch.tensor([0.0])))
+        10.0
+    """
+    d = (ref_logp - logp).clamp(-20.0, 20.0)
+    return (torch.exp(d) - d - 1).clamp(max=10.0)
 
 
 @dataclass(frozen=True)
@@ -102,8 +147,6 @@ def policy_loss(
     Returns:
         ``(loss, stats)``.
     """
-    if aggregation not in AGGREGATIONS:
-        raise ValueError(f"unknown loss aggregation {aggregation!r}; known: {', '.join(AGGREGATIONS)}")
     eps_hi = epsilon if epsilon_high is None else epsilon_high
     mask = mask.to(logp.dtype)
     log_ratio = logp - old_logp
@@ -119,7 +162,7 @@ def policy_loss(
         kl_tok = k3_kl(logp, ref_logp)
         per_token = per_token + beta * kl_tok
         kl = (kl_tok * mask).sum() / mask.sum().clamp(min=1)
-    agg = AGGREGATIONS[aggregation]
+    agg = AGGREGATIONS.get(aggregation)  # an unknown name: a ConfigError listing the registered ones
     loss = agg(per_token, mask, norm)
     with torch.no_grad():
         n = mask.sum().clamp(min=1)

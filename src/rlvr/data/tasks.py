@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlvr.registry import Registry
+
 EVAL_SEED = 1234
 
 
@@ -101,5 +103,8 @@ def countdown(seed: int, count: int = 4, max_number: int = 25, max_target: int =
         yield Sample(_user(text), gold, "countdown", f"cd-{'-'.join(map(str, nums))}-{value}")
 
 
-TASKS: dict[str, Callable[..., Iterator[Sample]]] = {"addition": addition_train, "arithmetic": arithmetic,
-                                                     "countdown": countdown}
+#: The built-in synthetic tasks, by name (``data.task``): each ``fn(seed, **task_options)`` yields samples.
+TASKS: Registry[Callable[..., Iterator[Sample]]] = Registry("synthetic task")
+TASKS.add("addition", addition_train)
+TASKS.add("arithmetic", arithmetic)
+TASKS.add("countdown", countdown)

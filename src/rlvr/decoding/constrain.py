@@ -235,6 +235,22 @@ def unpack_bits(bits: torch.Tensor, vocab: int) -> torch.Tensor:
     return out.reshape(*bits.shape[:-1], -1)[..., :vocab].bool()
 
 
+_POPCOUNT = torch.tensor([bin(i).count("1") for i in range(256)], dtype=torch.int16)
+
+
+def forced_tokens(bits: torch.Tensor) -> torch.Tensor:
+    """``[..., W] int32`` packed masks -> ``[...]`` bool: positions where the mask allowed exactly one
+    token (the grammar forced it: under its mask its log-prob is 0 and it carries no gradient, so it
+    must not count in a loss normaliser either). Unmasked positions (-1) are not forced.
+
+    Example:
+        >>> forced_tokens(torch.stack([pack_bits(2, [5]), pack_bits(2, [5, 40]), torch.full((2,), -1)])).tolist()
+        [True, False, False]
+    """
+    ones = _POPCOUNT.to(bits.device)[bits.contiguous().view(torch.uint8).long()].sum(-1)  # [..., W*4] -> [...]
+    return (ones == 1) & (bits != -1).any(-1)
+
+
 def pack_bits(words: int, token_ids: list[int], *, allow: bool = True) -> torch.Tensor:
     """A packed ``[W] int32`` mask allowing only ``token_ids`` (``allow=False``: all but them)."""
     vals = [0] * words

@@ -27,11 +27,11 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
-from rlvr.algo.advantages import group_advantages, zero_std_fraction
+from rlvr.algo.advantages import Scale, group_advantages, normalized_sum, scale_of, zero_std_fraction
 from rlvr.config import FailureConfig
 from rlvr.diagnostics.admission import ColdStart, admission
 from rlvr.diagnostics.alarms import (
@@ -69,6 +69,8 @@ class RolloutView:
         episode: an episode's own cause (:meth:`rlvr.episodes.Episode.cause`: an environment fault,
             or the policy fault that ended it), None for a single-turn rollout.
         events: the causes of every event the episode recorded (tool metrics, policy penalties).
+        values: each reward function's own value (None where it did not apply), for engines whose
+            reward is several functions (TRL) and the ``normalize_then_sum`` objective.
     """
 
     prompt_id: str
@@ -82,6 +84,7 @@ class RolloutView:
     unscored: bool = False
     episode: Cause | None = None
     events: tuple[Cause, ...] = ()
+    values: tuple[float | None, ...] = ()
 
 
 @dataclass
@@ -121,7 +124,13 @@ class FailureAware:
     Args:
         failure: the ``failure`` section of the config.
         group_size: G, rollouts per prompt (rows of one group are consecutive).
-        scale_rewards: divide advantages by the group std (False: Dr. GRPO).
+        scale_rewards: ``group`` (or True): divide advantages by the group's std; ``batch``: by the
+            batch's; ``none`` (or False): Dr. GRPO.
+        objective: ``sum_then_normalize``: the group statistics of the weighted total; or
+            ``normalize_then_sum`` (GDPO, TRL's ``multi_objective_aggregation``): each reward
+            function's values (``RolloutView.values``) normalised in their group over the admitted
+            rows, summed with ``weights``, then scaled by the batch's std.
+        weights: each reward function's weight, for ``normalize_then_sum``.
         advantage_clip: clamp advantages to ``[-clip, clip]`` (None: no clamp).
         think_tag: the format's reasoning tag (for the reward-hacking alarms).
         answer_tag: the format's answer tag (for the reward-hacking alarms).
@@ -129,11 +138,14 @@ class FailureAware:
             engine only the main process writes).
     """
 
-    def __init__(self, failure: FailureConfig, *, group_size: int, scale_rewards: bool = True,
+    def __init__(self, failure: FailureConfig, *, group_size: int, scale_rewards: bool | Scale = True,
                  advantage_clip: float | None = None, think_tag: str = "think", answer_tag: str = "answer",
-                 run_dir: str | Path | None = None) -> None:
+                 run_dir: str | Path | None = None,
+                 objective: Literal["sum_then_normalize", "normalize_then_sum"] = "sum_then_normalize",
+                 weights: Sequence[float] = ()) -> None:
         self.cfg, self.group_size = failure, group_size
-        self.scale_rewards, self.advantage_clip = scale_rewards, advantage_clip
+        self.scale_rewards, self.advantage_clip = scale_of(scale_rewards), advantage_clip
+        self.objective, self.weights = objective, tuple(weights)
         self.think_tag, self.answer_tag = think_tag, answer_tag
         self.run_dir = Path(run_dir) if run_dir is not None else None
         f = failure
@@ -194,20 +206,26 @@ class FailureAware:
         admit = admission(causes, totals, g, exclude_truncated=f.exclude_truncated, cold_start=cold,
                           drop_flat_groups=f.drop_flat_groups,
                           also_out=self.left_out())
-        flat = 0
-        if drop_uninformative:
-            signal = torch.tensor(informative(views, g, self.left_out())).repeat_interleave(g)
-            flat = int((admit & ~signal).sum())
-            admit = admit & signal
         if f.verifier_failures == "score":  # plain GRPO: a failed verification is scored like any verdict
             undecided = torch.tensor([v.verdict is not None and v.verdict.status in _SCORED and not v.unscored
                                       for v in views], dtype=torch.bool)
             admit = admit | (undecided & ~torch.isnan(totals))
+        flat = 0
+        if drop_uninformative:  # last: a group left out stays out, whatever its rows' verdicts
+            signal = torch.tensor(informative(views, g, self.left_out())).repeat_interleave(g)
+            flat = int((admit & ~signal).sum())
+            admit = admit & signal
         if mask_only and bool(faulted.any()):  # in the baseline at 0, out of the loss (the ablation)
             stats = torch.where(faulted, torch.zeros_like(totals), torch.nan_to_num(totals))
             adv = group_advantages(stats, g, admit | faulted, scale=self.scale_rewards)
             admit = admit & ~faulted
             adv = adv.masked_fill(faulted, 0.0)
+        elif self.objective == "normalize_then_sum":
+            values = torch.tensor([[float("nan") if x is None else x for x in v.values] for v in views],
+                                  dtype=torch.float32)
+            summed = normalized_sum(values, torch.tensor(self.weights), g, admit)
+            adv = group_advantages(torch.nan_to_num(summed), g, admit & ~torch.isnan(summed),
+                                   scale="none" if self.scale_rewards == "none" else "batch")
         else:
             adv = group_advantages(torch.nan_to_num(totals), g, admit, scale=self.scale_rewards)
         clip = self.advantage_clip

@@ -14,6 +14,7 @@ sequence has ended.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -47,6 +48,7 @@ class RolloutBatch:
             to, never in the loss); ``None`` for single-turn rollouts.
         episodes: per rollout, its :class:`rlvr.episodes.Episode` (turns, events with their causes),
             for multi-turn rollouts; ``texts`` then hold each episode's final answer.
+        stop_ids: the token ids a completion ends on (every stop the model and tokenizer declare).
     """
 
     prompt_ids: torch.Tensor
@@ -63,6 +65,7 @@ class RolloutBatch:
     decode_stats: Any = None
     tool_mask: torch.Tensor | None = None
     episodes: list[Any] | None = None
+    stop_ids: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.versions:
@@ -99,7 +102,7 @@ class RolloutBatch:
         ends = (mask.bool() * pos).amax(1).tolist() if mask.shape[1] else [0] * mask.shape[0]
         for i in range(ids.shape[0]):
             prompt = self.prompt_ids[i][self.prompt_mask[i].bool()].tolist()
-            keep = truncation.length(prompt, ids[i, : ends[i]].tolist(), {tokenizer.eos_token_id})
+            keep = truncation.length(prompt, ids[i, : ends[i]].tolist(), set(self.stop_ids) or {tokenizer.eos_token_id})
             if keep is None:
                 continue
             ids[i, keep:], mask[i, keep:], lp[i, keep:] = pad, 0, 0.0
@@ -107,7 +110,7 @@ class RolloutBatch:
             texts[i] = tokenizer.decode(ids[i, :keep].tolist(), skip_special_tokens=True)
         return RolloutBatch(self.prompt_ids, self.prompt_mask, ids, mask, lp, finish, texts, self.policy_version,
                             self.group_size, list(self.versions), self.bitmask, self.decode_stats, self.tool_mask,
-                            None)
+                            None, self.stop_ids)
 
     def select_groups(self, groups: list[int]) -> RolloutBatch:
         """The batch restricted to the given groups (in that order)."""
@@ -120,7 +123,7 @@ class RolloutBatch:
                             [self.versions[i] for i in rows],
                             self.bitmask[idx] if self.bitmask is not None else None, self.decode_stats,
                             self.tool_mask[idx] if self.tool_mask is not None else None,
-                            [self.episodes[i] for i in rows] if self.episodes is not None else None)
+                            [self.episodes[i] for i in rows] if self.episodes is not None else None, self.stop_ids)
 
     def concat(self, other: RolloutBatch, pad_id: int) -> RolloutBatch:
         """This batch's groups followed by ``other``'s (prompts re-padded on the left, completions on
@@ -146,7 +149,7 @@ class RolloutBatch:
             torch.cat([right(self.logprobs, 0.0), right(other.logprobs, 0.0)]),
             self.finish + other.finish, self.texts + other.texts, max(self.policy_version, other.policy_version),
             self.group_size, self.versions + other.versions, _cat_bits(self, other, tc), self.decode_stats,
-            _cat_tools(self, other, tc), _cat_episodes(self, other))
+            _cat_tools(self, other, tc), _cat_episodes(self, other), self.stop_ids or other.stop_ids)
 
     def replace_rows(self, rows: list[int], new: RolloutBatch, pad_id: int) -> RolloutBatch:
         """A copy with ``rows`` taken from ``new`` (resampled rollouts of the same prompts, in order);
@@ -180,7 +183,8 @@ class RolloutBatch:
             if episodes is not None:
                 episodes[i] = new_episodes[j]
         return RolloutBatch(self.prompt_ids, self.prompt_mask, ids, mask, lp, finish, texts, self.policy_version,
-                            self.group_size, versions, bits, self.decode_stats, tools, episodes)
+                            self.group_size, versions, bits, self.decode_stats, tools, episodes,
+                            self.stop_ids or new.stop_ids)
 
 
 def _widen_bits(b: RolloutBatch, tc: int, words: int | None = None) -> torch.Tensor:
@@ -300,6 +304,25 @@ class _HFStepper:
         return out.logits[torch.arange(len(tokens), device=tokens.device), counts - 1].float()
 
 
+def stop_ids_of(model: Any, tokenizer: Any) -> tuple[int, ...]:
+    """Every token id a completion ends on: the tokenizer's eos and each id the model's generation
+    config lists (Qwen2.5-Instruct ends on ``<|im_end|>`` and also ``<|endoftext|>``), as TRL and
+    ``generate`` stop on them.
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> stop_ids_of(NS(generation_config=NS(eos_token_id=[7, 3])), NS(eos_token_id=3))
+        (3, 7)
+    """
+    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+    declared = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if isinstance(declared, int):
+        ids.add(declared)
+    elif declared:
+        ids.update(int(i) for i in declared)
+    return tuple(sorted(ids))
+
+
 def generate(
     model: Any,
     tokenizer: Any,
@@ -316,6 +339,7 @@ def generate(
     dtype: torch.dtype | None = None,
     jump: bool = True,
     turns: Any = None,
+    stop_ids: Sequence[int] | None = None,
 ) -> RolloutBatch:
     """Sample ``group_size`` completions for each tokenised prompt.
 
@@ -336,6 +360,8 @@ def generate(
         turns: a :class:`rlvr.engine.turns.Turns`: every row is a multi-turn episode; a tool call's
             result is appended to the row's sequence and fed in the next forward (the cache carries
             over), marked in ``tool_mask``. ``max_new_tokens`` is then the episode's whole budget.
+        stop_ids: the ids a completion ends on (default :func:`stop_ids_of`): the first one sampled
+            ends the row; it is the last token in the mask, nothing after it is.
 
     Sampling runs under ``torch.inference_mode`` (less per-op bookkeeping than ``no_grad``); the
     returned tensors are copied out of it so training can use them.
@@ -350,7 +376,8 @@ def generate(
         model.eval()
         device = next(model.parameters()).device
         pad = tokenizer.pad_token_id
-        eos = tokenizer.eos_token_id
+        stops = tuple(stop_ids) if stop_ids is not None else stop_ids_of(model, tokenizer)
+        stop_t = torch.tensor(stops, dtype=torch.long, device=device)
         rows = [p for p in prompts for _ in range(group_size)]
         n, tp = len(rows), max(len(p) for p in rows)
         prompt_ids = torch.full((n, tp), pad, dtype=torch.long)
@@ -429,12 +456,12 @@ def generate(
             if state is not None:
                 state.take(rows_go.tolist(), tok[go].tolist())
             pos[rows_go] += 1
-            done[rows_go] = (tok[go] == eos) | (pos[rows_go] >= max_new_tokens)
+            done[rows_go] = torch.isin(tok[go], stop_t) | (pos[rows_go] >= max_new_tokens)
             run: list[Any] = []
             start = pos.clone() if turns is not None or jumping else pos  # read only when rows moved ahead
             moved = False  # some row took tokens beyond its sampled one (forced, or a tool's result)
             if turns is not None:
-                moved = _turns_step(turns, rows_go, tok[go], done, pos, out_tok, tools, closers, eos,
+                moved = _turns_step(turns, rows_go, tok[go], done, pos, out_tok, tools, closers, stop_t,
                                     max_new_tokens, state)
             if jumping:  # tokens the masks force next are taken now and fed in the same forward
                 nxt = rows_go[~done[rows_go]]
@@ -444,9 +471,9 @@ def generate(
                     out_tok[r, pos[r]] = tk
                     bits[torch.tensor(rows_k), pos[r].cpu()] = bits_k
                     pos[r] += 1
-                    done[r] = (tk == eos) | (pos[r] >= max_new_tokens)
+                    done[r] = torch.isin(tk, stop_t) | (pos[r] >= max_new_tokens)
                     if turns is not None:  # an episode the forced tokens ended (its closed answer's stop)
-                        _end_turns(turns, r, tk, done, pos, out_tok, eos)
+                        _end_turns(turns, r, tk, done, pos, out_tok, stop_t)
                 moved = moved or bool(run)
             if bool(done.all()):
                 break
@@ -468,11 +495,14 @@ def generate(
         steps = int(pos.max())
         draw(steps)  # as many draws as decoding token by token makes: the generator ends in the same state
         out_tok, out_lp = out_tok[:, :steps].clone(), out_lp[:, :steps]
-        # the mask covers sampled tokens up to and including the eos
-        ended_before = torch.cumsum((out_tok == eos).long(), 1) - (out_tok == eos).long()
-        mask = (ended_before == 0).long()
-        mask = mask * (out_tok != pad).long() if pad != eos else mask
-        finish: list[Any] = ["eos" if e else "length" for e in (out_tok == eos).any(1).tolist()]
+        # the mask covers each row's tokens up to and including its first stop, nothing after it
+        # (positions, not ids: a stop id may also be the pad id, as Qwen's <|endoftext|> is)
+        at = torch.arange(out_tok.shape[1], device=device)
+        stopped = torch.isin(out_tok, stop_t) & (at[None] < pos[:, None])
+        first = torch.where(stopped.any(1), stopped.float().argmax(1), pos)  # [N] the first stop, else the end
+        mask = (at[None] <= first[:, None]) & (at[None] < pos[:, None])
+        mask = mask.long()
+        finish: list[Any] = ["eos" if e else "length" for e in stopped.any(1).tolist()]
         if turns is not None:  # an episode's finish and text are its own: how it ended, its final answer
             finish = [ep.finish for ep in turns.episodes]
             texts = [ep.answer for ep in turns.episodes]
@@ -484,15 +514,16 @@ def generate(
                          group_size, bitmask=bits[:, :steps] if bits is not None else None,
                          decode_stats=state.stats if state is not None else None,
                          tool_mask=tools[:, :steps] * mask if tools is not None else None,
-                         episodes=list(turns.episodes) if turns is not None else None)
+                         episodes=list(turns.episodes) if turns is not None else None, stop_ids=stops)
     return RolloutBatch(b.prompt_ids.clone(), b.prompt_mask.clone(), b.completion_ids.clone(),
                         b.completion_mask.clone(), b.logprobs.clone(), b.finish, b.texts, b.policy_version,
                         b.group_size, b.versions, b.bitmask.clone() if b.bitmask is not None else None,
-                        b.decode_stats, b.tool_mask.clone() if b.tool_mask is not None else None, b.episodes)
+                        b.decode_stats, b.tool_mask.clone() if b.tool_mask is not None else None, b.episodes,
+                        b.stop_ids)
 
 
 def _turns_step(turns: Any, rows: torch.Tensor, toks: torch.Tensor, done: torch.Tensor, pos: torch.Tensor,
-                out_tok: torch.Tensor, tools: torch.Tensor, closers: torch.Tensor, eos: int, limit: int,
+                out_tok: torch.Tensor, tools: torch.Tensor, closers: torch.Tensor, stops: torch.Tensor, limit: int,
                 state: Any = None) -> bool:
     """After ``rows`` sampled ``toks``: rows whose turn is now a complete tool call get its result
     appended (or end their episode); rows that ended give their final answer. True when some row
@@ -518,12 +549,13 @@ def _turns_step(turns: Any, rows: torch.Tensor, toks: torch.Tensor, done: torch.
             moved = True
             if state is not None:
                 state.skip(r, k)
-    _end_turns(turns, rows, toks, done, pos, out_tok, eos)
+    _end_turns(turns, rows, toks, done, pos, out_tok, stops)
     return moved
 
 
 def _end_turns(turns: Any, rows: torch.Tensor, toks: torch.Tensor, done: torch.Tensor, pos: torch.Tensor,
-               out_tok: torch.Tensor, eos: int) -> None:
+               out_tok: torch.Tensor, stops: torch.Tensor) -> None:
     """The rows of ``rows`` that ended on their last token (``toks``) give their episode's final answer."""
+    ended = set(stops.tolist())
     for r, t in zip(rows[done[rows]].tolist(), toks[done[rows]].tolist()):
-        turns.on_end(r, out_tok[r, : int(pos[r])].tolist(), "eos" if t == eos else "length")
+        turns.on_end(r, out_tok[r, : int(pos[r])].tolist(), "eos" if t in ended else "length")

@@ -118,7 +118,9 @@ class GRPOTrainer:
         o = cfg.optim
         fused = all(p.dtype == torch.float32 for p in params)  # one kernel per step instead of a loop of ops
         self.opt = torch.optim.AdamW(params, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay, fused=fused)
-        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(o.schedule, o.warmup_steps, cfg.run.steps))
+        # the schedule runs over optimizer steps: num_iterations of them per GRPO step
+        total = cfg.run.steps * cfg.algo.num_iterations
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(o.schedule, o.warmup_steps, total))
         self.ref = None
         if cfg.algo.beta > 0:
             self.ref = copy.deepcopy(model).eval()
@@ -345,75 +347,126 @@ class GRPOTrainer:
         temp = self.cfg.rollout.temperature
         return masked_logprobs(token_logprobs(logits, completion, temp), logits, completion, bits, temp)
 
-    def update(self, batch: RolloutBatch, advantages: torch.Tensor, admit: torch.Tensor) -> dict[str, Any]:
-        """``num_iterations`` optimizer steps on one rollout batch."""
-        from rlvr.models.fast_decode import supports
-        from rlvr.models.grouped_forward import completion_logits
+    def max_completion_tokens(self) -> int:
+        """The configured completion budget (``env.max_tokens`` for episodes): Dr. GRPO's constant."""
+        return self._episode_tokens() if self.env_cls is not None else self.cfg.rollout.max_new_tokens
 
-        a = self.cfg.algo
+    def trained_tokens(self, batch: RolloutBatch, admit: torch.Tensor) -> torch.Tensor:
+        """``[N, Tc]`` the tokens the loss reads: the policy's own sampled tokens (no tool result, no
+        token the grammar forced, which has log-prob 0 and no gradient) of the admitted rows."""
+        mask = batch.loss_mask * admit.to(batch.loss_mask.device)[:, None].long()
+        if batch.bitmask is not None:
+            from rlvr.decoding.constrain import forced_tokens
+
+            mask = mask * (~forced_tokens(batch.bitmask)).long().to(mask.device)
+        return mask
+
+    def _parts(self, batch: RolloutBatch, live: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+        """The micro-batches of one pass: ``(rows, each group's first row or None)``; whole groups go
+        through the shared-prompt forward (each prompt computed once per group) when they fit."""
+        from rlvr.models.fast_decode import supports
+
         g = batch.group_size
-        advantages, admit = advantages.to(self.device), admit.to(self.device)
-        ids = torch.cat([batch.prompt_ids, batch.completion_ids], 1)
-        mask = torch.cat([batch.prompt_mask, batch.completion_mask], 1)
-        loss_mask = batch.loss_mask * admit[:, None].long()  # tool results never carry loss
-        norm = Normalizer.of(loss_mask)  # over every admitted rollout, as if all were in the pass
-        # A rollout with advantage 0 contributes exactly 0 loss and 0 gradient when there is no KL
-        # term (flat groups, excluded rollouts): it is left out of the forward/backward passes.
-        live = (admit & (advantages != 0)) if a.beta == 0 else admit
-        n = ids.shape[0]
-        mb = a.micro_batch or n
-        # Whole groups go through the shared-prompt forward (each prompt computed once per group).
-        grouped = self.fast and supports(self.model, lora=True) and mb % g == 0
-        if grouped:
+        mb = self.cfg.algo.micro_batch or live.numel()
+        if self.fast and supports(self.model, lora=True) and mb % g == 0:
             groups = live.view(-1, g).any(1).nonzero().squeeze(-1)
             chunks = [groups[i : i + mb // g] for i in range(0, len(groups), mb // g)]
-            parts: list[tuple[torch.Tensor, torch.Tensor | None]] = [
-                ((c[:, None] * g + torch.arange(g, device=c.device)).reshape(-1), c * g) for c in chunks]
-        else:
-            rows = live.nonzero().squeeze(-1)
-            parts = [(rows[i : i + mb], None) for i in range(0, len(rows), mb)]
+            return [((c[:, None] * g + torch.arange(g, device=c.device)).reshape(-1), c * g) for c in chunks]
+        rows = live.nonzero().squeeze(-1)
+        return [(rows[i : i + mb], None) for i in range(0, len(rows), mb)]
+
+    def _forward(self, batch: RolloutBatch, sl: torch.Tensor, prompt_rows: torch.Tensor | None,
+                 model: Any = None) -> torch.Tensor:
+        """``[len(sl), Tc]`` log-probs of rows ``sl``'s sampled tokens under their sampling masks: the
+        shared-prompt forward when ``prompt_rows`` names each group's first row, else the model's own."""
+        from rlvr.models.grouped_forward import completion_logits
+
+        comp = batch.completion_ids[sl]
+        bits = batch.bitmask[sl] if batch.bitmask is not None else None
+        if prompt_rows is not None and model is None:
+            logits = completion_logits(self.model, batch.prompt_ids[prompt_rows], batch.prompt_mask[prompt_rows],
+                                       comp, batch.group_size, lengths=batch.completion_mask[sl].sum(1))
+            return self._token_logprobs(logits, comp, bits)
+        ids = torch.cat([batch.prompt_ids[sl], comp], 1)
+        mask = torch.cat([batch.prompt_mask[sl], batch.completion_mask[sl]], 1)
+        return self._logprobs(model if model is not None else self.model, ids, mask, comp, bits)
+
+    @torch.no_grad()
+    def logprobs(self, batch: RolloutBatch) -> torch.Tensor:
+        """``[N, Tc]`` the training forward's log-probs of every sampled token (under its sampling
+        mask), as the loss computes them, without gradient; 0 outside the completion mask."""
+        out = torch.zeros(batch.completion_ids.shape, device=self.device)
+        everything = torch.ones(batch.completion_ids.shape[0], dtype=torch.bool, device=self.device)
+        was = self.model.training
+        self.model.train()  # the loss's own mode (dropout as it trains)
+        try:
+            for sl, prompt_rows in self._parts(batch, everything):
+                with self._autocast():
+                    out[sl] = self._forward(batch, sl, prompt_rows).float()
+        finally:
+            self.model.train(was)
+        return out * batch.completion_mask.to(out.device)
+
+    def backward(self, batch: RolloutBatch, advantages: torch.Tensor, admit: torch.Tensor,
+                 gap: torch.Tensor | None = None) -> list[Any]:
+        """One pass over the batch: forward, loss and backward of every micro-batch (gradients add up
+        in ``.grad``; nothing is stepped). Every micro-batch divides by the same whole-batch
+        :class:`Normalizer`, so the split and the order of the rows change nothing
+        (``tests/invariant/``). ``gap``: adds ``|training - sampling|`` log-prob over trained tokens."""
+        a = self.cfg.algo
+        advantages, admit = advantages.to(self.device), admit.to(self.device)
+        trained = self.trained_tokens(batch, admit)
+        norm = Normalizer.of(trained, max_len=self.max_completion_tokens())
+        # A row with advantage 0 contributes exactly 0 loss and 0 gradient when there is no KL term
+        # (flat groups, excluded rows): it is left out of the passes (it still counts in the normaliser).
+        live = (admit & (advantages != 0)) if a.beta == 0 else admit
         self.model.train()
         stats: list[Any] = []
-        grad_norm = 0.0
-        gap = torch.zeros((), device=self.device)  # |training - sampling| log-prob, before any update
-        for it in range(a.num_iterations if parts else 0):
-            for sl, prompt_rows in parts:
-                comp = batch.completion_ids[sl]
-                bits = batch.bitmask[sl] if batch.bitmask is not None else None
-                with self._autocast():
-                    if prompt_rows is not None:
-                        logits = completion_logits(self.model, batch.prompt_ids[prompt_rows],
-                                                   batch.prompt_mask[prompt_rows], comp, g,
-                                                   lengths=batch.completion_mask[sl].sum(1))
-                        logp = self._token_logprobs(logits, comp, bits)
-                    else:
-                        logp = self._logprobs(self.model, ids[sl], mask[sl], comp, bits)
-                ref = None
+        for sl, prompt_rows in self._parts(batch, live):
+            ref = None
+            with self._autocast():  # the reference runs in the policy's precision
+                logp = self._forward(batch, sl, prompt_rows)
                 if self.ref is not None:
                     with torch.no_grad():
-                        ref = self._logprobs(self.ref, ids[sl], mask[sl], comp, bits)
-                if it == 0:
-                    gap += ((logp.detach() - batch.logprobs[sl]).abs() * loss_mask[sl]).sum()
-                loss, st = policy_loss(logp, batch.logprobs[sl], advantages[sl], loss_mask[sl], norm,
-                                       aggregation=a.loss, epsilon=a.epsilon, epsilon_high=a.epsilon_high,
-                                       beta=a.beta, ref_logp=ref)
-                loss.backward()
-                stats.append(st)
+                        ref = self._forward(batch, sl, None, self.ref)
+            if gap is not None:
+                gap += ((logp.detach() - batch.logprobs[sl]).abs() * trained[sl]).sum()
+            loss, st = policy_loss(logp, batch.logprobs[sl], advantages[sl], trained[sl], norm,
+                                   aggregation=a.loss, epsilon=a.epsilon, epsilon_high=a.epsilon_high,
+                                   beta=a.beta, ref_logp=ref)
+            loss.backward()
+            stats.append(st)
+        return stats
+
+    def update(self, batch: RolloutBatch, advantages: torch.Tensor, admit: torch.Tensor) -> dict[str, Any]:
+        """``num_iterations`` optimizer steps on one rollout batch (the learning-rate schedule moves
+        once per optimizer step; a batch with nothing to learn from takes none and moves nothing)."""
+        a = self.cfg.algo
+        stats: list[Any] = []
+        grad_norm = 0.0
+        lr = self.sched.get_last_lr()[0]
+        gap = torch.zeros((), device=self.device)  # |training - sampling| log-prob, before any update
+        trained = self.trained_tokens(batch, admit)
+        steps = 0
+        for it in range(a.num_iterations):
+            got = self.backward(batch, advantages, admit, gap if it == 0 else None)
+            if not got:  # nothing to learn from this batch: no optimizer step, the schedule stays
+                break
+            stats += got
             params = [p for p in self.model.parameters() if p.requires_grad]
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, self.cfg.optim.grad_clip))
             self.opt.step()
-            self.opt.zero_grad(set_to_none=True)
-        lr = self.sched.get_last_lr()[0]
-        if not stats:  # nothing to learn from this batch: no optimizer step either
             self.sched.step()
+            self.opt.zero_grad(set_to_none=True)
+            steps += 1
+        if not stats:
             return {"loss/policy": 0.0, "loss/clipfrac": 0.0, "loss/approx_kl": 0.0, "loss/kl": 0.0,
-                    "grad_norm": 0.0, "lr": lr, "train/rows": 0}
-        self.sched.step()
+                    "grad_norm": 0.0, "lr": lr, "train/rows": 0, "train/optimizer_steps": 0.0}
         k = len(stats)
-        trained = sum(len(sl) for sl, _ in parts)
-        tokens = sum(int(loss_mask[sl].sum()) for sl, _ in parts)
-        return {"loss/policy": sum(s.policy for s in stats) / a.num_iterations, "train/rows": trained,
-                "rollout/logprob_gap": float(gap) / max(tokens, 1),
+        rows = int((trained.sum(1) > 0).sum())
+        return {"loss/policy": sum(s.policy for s in stats) / steps, "train/rows": rows,
+                "train/tokens": float(trained.sum()), "train/optimizer_steps": float(steps),
+                "rollout/logprob_gap": float(gap) / max(float(trained.sum()), 1.0),
                 "loss/clipfrac": sum(s.clipfrac for s in stats) / k,
                 "loss/approx_kl": sum(s.approx_kl for s in stats) / k,
                 "loss/kl": sum(s.kl for s in stats) / k, "grad_norm": grad_norm, "lr": lr}

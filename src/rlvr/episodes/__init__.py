@@ -18,12 +18,12 @@ from rlvr.episodes.episode import ENVIRONMENT_FAULTS, POLICY_FAULTS, Episode, Ev
 from rlvr.episodes.guard import Faults, Guard, call_markup, find_call, result_markup
 from rlvr.episodes.loop import Policy, run_episode
 from rlvr.episodes.metrics import tool_metrics
-from rlvr.episodes.tools import BUILTIN, Calculator, EnvCrash, PythonTool, evaluate, toolbox
+from rlvr.episodes.tools import TOOLS, Calculator, EnvCrash, PythonTool, evaluate, toolbox
 
 __all__ = [
-    "BUILTIN",
     "ENVIRONMENT_FAULTS",
     "POLICY_FAULTS",
+    "TOOLS",
     "Calculator",
     "EnvCrash",
     "Environment",

@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from rlvr.errors import ConfigError
+from rlvr.registry import Registry
 
 
 class EnvCrash(RuntimeError):
@@ -104,18 +105,20 @@ class PythonTool:
         return out.strip()[-2000:] or ("(no output)" if run.returncode == 0 else f"exit status {run.returncode}")
 
 
-#: Built-in tools by config name.
-BUILTIN: dict[str, type] = {"calculator": Calculator, "python": PythonTool}
+#: Built-in tools by config name (``env.tools``).
+TOOLS: Registry[type] = Registry("tool")
+TOOLS.add("calculator", Calculator)
+TOOLS.add("python", PythonTool)
 
 
 def toolbox(names: list[str]) -> type:
     """An environment class offering the named built-in tools (``reset`` does nothing)."""
-    unknown = [n for n in names if n not in BUILTIN]
+    unknown = [n for n in names if n not in TOOLS]
     if unknown:
         raise ConfigError(f"env.tools: unknown tool(s) {', '.join(map(repr, unknown))}; built in: "
-                          f"{', '.join(sorted(BUILTIN))} (or env.environment: module:Class)")
+                          f"{', '.join(sorted(TOOLS))} (or env.environment: module:Class)")
 
     def reset(self: Any, row: dict[str, Any]) -> None:
         return None
 
-    return type("ToolBox", tuple(BUILTIN[n] for n in names), {"reset": reset})
+    return type("ToolBox", tuple(TOOLS[n] for n in names), {"reset": reset})

@@ -11,11 +11,13 @@ side channel when TRL is the caller).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rlvr.errors import ConfigError, DataError
+from rlvr.registry import Registry
 from rlvr.types import Verdict
 
 #: Column names read as the gold answer, in order of preference.
@@ -131,30 +133,23 @@ class Reward:
         return f"{type(self).__name__}({opts})"
 
 
-_REGISTRY: dict[str, Callable[..., Reward]] = {}
-_ALIASES: dict[str, tuple[str, dict[str, Any]]] = {}
+#: Every reward :func:`build_reward` can build, by name (aliases included).
+REWARDS: Registry[Callable[..., Reward]] = Registry("reward")
 
 
 def register(name: str, *aliases: str) -> Callable[[type[Reward]], type[Reward]]:
     """Class decorator: make a :class:`Reward` buildable by ``name`` (and aliases)."""
-
-    def deco(cls: type[Reward]) -> type[Reward]:
-        _REGISTRY[name] = cls
-        for a in aliases:
-            _ALIASES[a] = (name, {})
-        return cls
-
-    return deco
+    return REWARDS.register(name, *aliases)
 
 
 def register_alias(alias: str, name: str, **options: Any) -> None:
     """``alias`` builds reward ``name`` with ``options`` (``tag_count`` = format in tag-count mode)."""
-    _ALIASES[alias] = (name, options)
+    REWARDS.add(alias, functools.partial(REWARDS.get(name), **options))
 
 
 def available_rewards() -> list[str]:
     """Every name :func:`build_reward` accepts."""
-    return sorted([*_REGISTRY, *_ALIASES])
+    return REWARDS.names()
 
 
 def build_reward(name: str, **options: Any) -> Reward:
@@ -163,13 +158,10 @@ def build_reward(name: str, **options: Any) -> Reward:
     Raises:
         ConfigError: unknown name, or an option the reward does not take.
     """
-    base, preset = _ALIASES.get(name, (name, {}))
-    if base not in _REGISTRY:
-        raise ConfigError(f"unknown reward {name!r}; available: {', '.join(available_rewards())}")
+    make = REWARDS.get(name)
     try:
-        reward = _REGISTRY[base](**{**preset, **options})
+        reward = make(**options)
     except TypeError as e:
         raise ConfigError(f"reward {name!r}: {e}") from None
-    if name != base:
-        reward.__name__ = name
+    reward.__name__ = name  # an alias logs under the name it was asked for
     return reward

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rlvr.errors import ConfigError
+from rlvr.registry import Registry
 from rlvr.types import Status, Verdict
 from rlvr.verify.code.verifier import DEFAULT_CODE_TIMEOUT, verify_code
 from rlvr.verify.countdown import verify_countdown
@@ -21,24 +22,25 @@ from rlvr.verify.reasoning_gym import verify_reasoning_gym
 
 VerifyFn = Callable[..., Verdict]
 
-_VERIFIERS: dict[str, VerifyFn] = {"math": verify_math, "countdown": verify_countdown, "code": verify_code,
-                                 "instruction": verify_instruction, "mcq": verify_mcq,
-                                 "reasoning_gym": verify_reasoning_gym}
-#: Common dataset spellings of a task type, mapped to the verifier that handles them.
-_ALIASES = {"maths": "math", "arithmetic": "math", "gsm8k": "math", "addition": "math",
-            "python": "code", "humaneval": "code", "apps": "code", "ifeval": "instruction", "json": "instruction",
-            "multiple_choice": "mcq", "choice": "mcq", "gpqa": "mcq", "mmlu": "mcq", "mmlu_pro": "mcq",
-            "mmlu-pro": "mcq", "aqua": "mcq", "aqua_rat": "mcq", "medqa": "mcq"}
+#: The verifier of each task, by name; common dataset spellings of a task are its aliases.
+VERIFIERS: Registry[VerifyFn] = Registry("verifier")
+VERIFIERS.add("math", verify_math, "maths", "arithmetic", "gsm8k", "addition")
+VERIFIERS.add("countdown", verify_countdown)
+VERIFIERS.add("code", verify_code, "python", "humaneval", "apps")
+VERIFIERS.add("instruction", verify_instruction, "ifeval", "json")
+VERIFIERS.add("mcq", verify_mcq, "multiple_choice", "choice", "gpqa", "mmlu", "mmlu_pro", "mmlu-pro", "aqua",
+              "aqua_rat", "medqa")
+VERIFIERS.add("reasoning_gym", verify_reasoning_gym)
 
 
 def register_verifier(task: str, fn: VerifyFn) -> None:
     """Make ``fn(completion, gold, **options) -> Verdict`` the verifier for ``task``."""
-    _VERIFIERS[task] = fn
+    VERIFIERS.add(task, fn)
 
 
 def available_tasks() -> list[str]:
-    """Task names with a verifier."""
-    return sorted(_VERIFIERS)
+    """Task names with a verifier (their aliases left out)."""
+    return sorted(VERIFIERS)
 
 
 def canonical_task(task: str | None) -> str:
@@ -46,16 +48,15 @@ def canonical_task(task: str | None) -> str:
     ``reasoning_gym/chain_sum`` -> ``reasoning_gym``)."""
     if task and task.startswith("reasoning_gym/"):
         return "reasoning_gym"
-    return _ALIASES.get(task or "math", task or "math")
+    return VERIFIERS.canonical(task or "math")
 
 
 def get_verifier(task: str | None) -> VerifyFn:
     """The verifier for ``task`` (``None`` or ``""`` means maths)."""
     name = canonical_task(task)
-    try:
-        return _VERIFIERS[name]
-    except KeyError:
-        raise ConfigError(f"no verifier for task {task!r}; known tasks: {', '.join(available_tasks())}") from None
+    if name not in VERIFIERS:
+        raise ConfigError(f"no verifier for task {task!r}; known tasks: {', '.join(available_tasks())}")
+    return VERIFIERS.get(name)
 
 
 def verify(completion: str, gold: Any, task: str | None = "math", **options: Any) -> Verdict:

@@ -32,7 +32,7 @@ def grpo_args(cfg: TrainConfig, *, use_cpu: bool) -> Any:
         "adam_beta2": o.betas[1], "max_grad_norm": o.grad_clip, "lr_scheduler_type": o.schedule,
         "warmup_steps": o.warmup_steps, "beta": a.beta, "epsilon": a.epsilon, "epsilon_high": a.epsilon_high,
         "num_iterations": a.num_iterations, "loss_type": a.loss,
-        "scale_rewards": "group" if a.scale_rewards else "none",
+        "scale_rewards": a.scale_rewards,
         "save_strategy": "steps", "save_steps": run.save_every, "logging_steps": cfg.trl.logging_steps,
         "report_to": cfg.trl.report_to or "none", "use_cpu": use_cpu,
         "bf16": cfg.model.autocast == "bf16" and cfg.model.dtype == "float32",

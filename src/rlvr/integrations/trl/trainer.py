@@ -242,13 +242,12 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         return ids, lp, bits
 
     def _lean_sampling(self) -> bool:
-        """TRL's sampling settings are ones rlvr's own loop has (temperature, top-p, one eos token):
+        """TRL's sampling settings are ones rlvr's own loop has (temperature, top-p; it stops on TRL's stop ids):
         constrained rows are then drawn there (lean decoder, forced tokens jumped) instead of through
         ``generate`` with a logits processor, one call per token."""
         tok = self._tokenizer
         return (not self.top_k and self.min_p is None and self.repetition_penalty == 1.0
-                and not self.args.generation_kwargs and list(self.eos_token_ids) == [tok.eos_token_id]
-                and tok.pad_token_id is not None and self.temperature > 0)
+                and not self.args.generation_kwargs and tok.pad_token_id is not None and self.temperature > 0)
 
     def _constrained_generate(self, prompt_ids: list[list[int]]
                               ) -> tuple[list[list[int]], None, list[torch.Tensor | None]]:
@@ -274,7 +273,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                 # the global RNG, as generate() draws from: TRL's seeding makes it reproducible
                 b = generate(unwrapped, tok, [list(p) for p in prompt_ids], group_size=1,
                              max_new_tokens=self.max_completion_length, temperature=self.temperature,
-                             top_p=self.top_p, constrain=self.constrainer, jump=self.jump_forward)
+                             top_p=self.top_p, constrain=self.constrainer, jump=self.jump_forward,
+                             stop_ids=list(self.eos_token_ids))
             lengths = b.completion_mask.sum(1).tolist()
             assert b.bitmask is not None
             return ([b.completion_ids[i, :n].tolist() for i, n in enumerate(lengths)], None,
