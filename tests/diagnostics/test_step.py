@@ -31,8 +31,9 @@ def view(pid: str, verdict: Verdict | None, total: float | None = None, **kw) ->
 @pytest.mark.parametrize("rows, causes", [
     ([view("p", OK), view("p", BAD)], ["correct", "wrong"]),
     ([view("p", NONE), view("p", OK, finish="length")], ["no_answer", "truncated"]),
-    ([view("p", TIMEOUT), view("p", None, 0.0)], ["invalid", "invalid"]),  # no verdict: nothing was verified
-    ([view("p", OK, unscored=True), view("p", GOLD)], ["invalid", "bad_gold"]),  # a reward said None
+    ([view("p", TIMEOUT), view("p", None, 0.0)], ["invalid", "scored"]),  # no verifier: the reward stands
+    ([view("p", None, None), view("p", None, 1.0, finish="length")], ["invalid", "truncated"]),  # nothing scored it
+    ([view("p", OK, unscored=True), view("p", GOLD)], ["invalid", "bad_gold"]),  # every reward said None
     ([view("p", OK, version=-4), view("p", OK, version=-1)], ["stale", "correct"]),  # step 1: version 0 is current
     ([view("p", OK, text="  "), view("p", OK)], ["invalid", "correct"]),  # empty output
 ])

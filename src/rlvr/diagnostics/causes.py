@@ -15,7 +15,12 @@ truncated   hit the length limit before its end-of-sequence token
 correct     the verifier judged it correct
 wrong       an answer was extracted and judged wrong (verification death)
 no_answer   nothing could be extracted (format death)
+scored      no verifier judged it (no gold, no verifying reward): its reward functions
+            scored it, and it counts with that reward (a TRL user's own rewards)
 =========== ==============================================================================
+
+A rollout none of its reward functions could score (each said "not applicable": TRL's ``None``)
+is ``invalid``, as TRL leaves such a row out of its group's statistics.
 
 Episodes with tools (:mod:`rlvr.episodes`) add the causes their events record where they happen,
 each owned by the environment or by the policy (``env.fault_causes``):
@@ -55,6 +60,7 @@ class Cause(str, Enum):
     INVALID = "invalid"
     STALE = "stale"
     BAD_GOLD = "bad_gold"
+    SCORED = "scored"
     # episodes: the environment's faults
     TOOL_ERROR = "tool_error"
     ENV_TIMEOUT = "env_timeout"
@@ -73,6 +79,8 @@ class Cause(str, Enum):
 #: The causes before episodes (every rollout's metrics list these; episode causes when they occur).
 SINGLE_TURN = (Cause.CORRECT, Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cause.INVALID, Cause.STALE,
                Cause.BAD_GOLD)
+#: Every cause a rollout can have whatever its engine (episode causes are the rest).
+ROLLOUT = (*SINGLE_TURN, Cause.SCORED)
 #: Episode causes the environment owns by default.
 ENV_FAULTS = frozenset({Cause.TOOL_ERROR, Cause.ENV_TIMEOUT, Cause.ENV_CRASH})
 
@@ -87,7 +95,7 @@ def shown(present: Iterable[Cause | str] = ()) -> list[Cause]:
 
 
 def cause_of(
-    status: Status,
+    status: Status | None,
     finish: str = "eos",
     *,
     text: str | None = None,
@@ -99,20 +107,28 @@ def cause_of(
 ) -> Cause:
     """The cause of one rollout (see the module docstring for the rules and their order).
 
-    ``episode``: an episode's own cause (:meth:`rlvr.episodes.Episode.cause`), when it has one;
-    ``env_faults``: which causes are the environment's (default: tool_error, env_timeout, env_crash).
+    ``status``: the verifier's verdict, or None when no verifier judged the rollout (its rewards
+    scored it). ``episode``: an episode's own cause (:meth:`rlvr.episodes.Episode.cause`), when it
+    has one; ``env_faults``: which causes are the environment's (default: tool_error, env_timeout,
+    env_crash).
 
     Example:
         >>> cause_of(Status.WRONG, "length").value
         'truncated'
         >>> cause_of(Status.CORRECT, episode=Cause.TOOL_ERROR).value
         'tool_error'
+        >>> cause_of(None).value, cause_of(None, "length").value
+        ('scored', 'truncated')
     """
     if max_staleness is not None and current_version - version > max_staleness:
         return Cause.STALE
     env = ENV_FAULTS if env_faults is None else env_faults
     if episode is not None and episode in env:
         return episode
+    if status is None:  # no verifier: the reward functions' score stands (an empty answer is an answer)
+        if episode is not None:
+            return episode
+        return Cause.TRUNCATED if finish == "length" else Cause.SCORED
     if (text is not None and not text.strip() and episode is None) or status in (
             Status.TIMEOUT, Status.ERROR, Status.UNCERTAIN):
         return Cause.INVALID

@@ -65,7 +65,7 @@ class RolloutView:
         text: the completion (empty text is ``invalid``; alarms read it).
         version: the policy version that sampled it.
         weights: the reward weights in force (logged as ``weights/<name>``).
-        unscored: a reward said it cannot score this row (TRL's ``None``): ``invalid``.
+        unscored: no reward function could score this row (each returned ``None``): ``invalid``.
         episode: an episode's own cause (:meth:`rlvr.episodes.Episode.cause`: an environment fault,
             or the policy fault that ended it), None for a single-turn rollout.
         events: the causes of every event the episode recorded (tool metrics, policy penalties).
@@ -108,14 +108,27 @@ class Decision:
     metrics: dict[str, Any]
 
 
+def _unscorable(v: RolloutView) -> bool:
+    """Nothing scored the row: every reward function declined it, or there is neither a verdict nor
+    a total (TRL leaves such a row out of its group's statistics too)."""
+    return v.unscored or (v.total is None and v.verdict is None)
+
+
 def informative(views: Sequence[RolloutView], group_size: int, out: Iterable[Cause] = ()) -> list[bool]:
-    """Per group: does binary accuracy (verdict correct or not) vary across its rollouts? Episodes
-    whose own cause is in ``out`` (the environment's faults: they leave the group) do not count."""
+    """Per group: does binary accuracy (verdict correct or not) vary across its rollouts? A group no
+    verifier judged (rewards only) carries a signal when its rewards vary. Episodes whose own cause is
+    in ``out`` (the environment's faults: they leave the group) do not count."""
     gone = frozenset(out)
-    ok = [None if v.episode is not None and v.episode in gone else (v.verdict is not None and v.verdict.correct)
-          for v in views]
-    return [len({x for x in ok[k * group_size : (k + 1) * group_size] if x is not None}) > 1
-            for k in range(len(ok) // group_size)]
+    out_: list[bool] = []
+    for k in range(len(views) // group_size):
+        rows = [v for v in views[k * group_size : (k + 1) * group_size]
+                if not (v.episode is not None and v.episode in gone)]
+        if any(v.verdict is not None for v in rows):
+            out_.append(len({v.verdict is not None and v.verdict.correct for v in rows}) > 1)
+        else:
+            scores = [v.total for v in rows if v.total is not None]
+            out_.append(bool(scores) and max(scores) - min(scores) > 1e-6)
+    return out_
 
 
 class FailureAware:
@@ -129,7 +142,7 @@ class FailureAware:
         objective: ``sum_then_normalize``: the group statistics of the weighted total; or
             ``normalize_then_sum`` (GDPO, TRL's ``multi_objective_aggregation``): each reward
             function's values (``RolloutView.values``) normalised in their group over the admitted
-            rows, summed with ``weights``, then scaled by the batch's std.
+            rows, summed with ``weights``, then scaled by the batch's std (``scale_rewards`` aside).
         weights: each reward function's weight, for ``normalize_then_sum``.
         advantage_clip: clamp advantages to ``[-clip, clip]`` (None: no clamp).
         think_tag: the format's reasoning tag (for the reward-hacking alarms).
@@ -161,9 +174,10 @@ class FailureAware:
         """One cause per rollout of ``step`` (1-based: the policy that sampled a fresh rollout is
         version ``step - 1``, the number of updates made so far)."""
         ms, env = self.cfg.max_staleness, self.env_faults
-        return [(v.episode if v.episode in env else Cause.INVALID) if v.verdict is None or v.unscored else
-                cause_of(v.verdict.status, v.finish, text=v.text, version=v.version, current_version=step - 1,
-                         max_staleness=ms, episode=v.episode, env_faults=env)
+        return [(v.episode if v.episode in env else Cause.INVALID) if _unscorable(v)
+                else cause_of(v.verdict.status if v.verdict is not None else None, v.finish, text=v.text,
+                              version=v.version, current_version=step - 1, max_staleness=ms, episode=v.episode,
+                              env_faults=env)
                 for v in views]
 
     def to_resample(self, causes: Sequence[Cause]) -> list[int]:
@@ -224,8 +238,8 @@ class FailureAware:
             values = torch.tensor([[float("nan") if x is None else x for x in v.values] for v in views],
                                   dtype=torch.float32)
             summed = normalized_sum(values, torch.tensor(self.weights), g, admit)
-            adv = group_advantages(torch.nan_to_num(summed), g, admit & ~torch.isnan(summed),
-                                   scale="none" if self.scale_rewards == "none" else "batch")
+            # as TRL does for it whatever scale_rewards says: scaled by the batch's std
+            adv = group_advantages(torch.nan_to_num(summed), g, admit & ~torch.isnan(summed), scale="batch")
         else:
             adv = group_advantages(torch.nan_to_num(totals), g, admit, scale=self.scale_rewards)
         clip = self.advantage_clip

@@ -34,10 +34,10 @@ class CauseTable:
 def whose_fault(counts: dict[str, int], env_faults: frozenset[str] | None = None) -> dict[str, dict[str, int]]:
     """The episode causes among ``counts`` split by owner: ``{"environment": {...}, "policy": {...}}``
     (empty dicts for a run without episodes). ``env_faults``: the run's ``failure.env_faults``."""
-    from rlvr.diagnostics.causes import ENV_FAULTS, SINGLE_TURN
+    from rlvr.diagnostics.causes import ENV_FAULTS, ROLLOUT
 
     env = env_faults if env_faults is not None else frozenset(c.value for c in ENV_FAULTS)
-    single = {c.value for c in SINGLE_TURN}
+    single = {c.value for c in ROLLOUT}
     out: dict[str, dict[str, int]] = {"environment": {}, "policy": {}}
     for cause, n in sorted(counts.items()):
         if cause not in single and n:

@@ -33,9 +33,10 @@ rlvr's engine uses, and the run folder (:mod:`.runfolder`) is the same as rlvr's
 
 from __future__ import annotations
 
+import hashlib
 import json
-import math
-from collections.abc import Callable
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -43,7 +44,9 @@ from typing import Any, cast
 import torch
 from trl import GRPOConfig, GRPOTrainer
 
+from rlvr.algo.advantages import Scale, scale_of
 from rlvr.config import DecodingConfig, FailureConfig
+from rlvr.decoding.constrain import forced_tokens
 from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.step import Decision, FailureAware, RolloutView
 from rlvr.errors import ConfigError
@@ -52,7 +55,9 @@ from rlvr.rewards.base import GOLD_COLUMNS, Reward
 from rlvr.types import Status, Verdict
 
 STATE_FILE = "rlvr_failure.json"
-_NO_LOG = {"log_extra": lambda *a, **k: None, "log_metric": lambda *a, **k: None}
+logger = logging.getLogger(__name__)
+#: Columns that let rlvr's verifier judge a row (its gold, or a code task's tests, or constraints).
+VERIFIABLE = (*GOLD_COLUMNS, "tests", "test_spec", "constraints")
 
 
 @dataclass
@@ -103,6 +108,9 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
     shuffle_dataset: bool
     max_completion_length: int
     pad_to_multiple_of: int | None
+    # set before TRL's __init__ can call an overridden method (its rollout_func dispatch, say)
+    _gen: _Generation | None = None
+    _pending_bits: torch.Tensor | None = None
 
     def __init__(self, *args: Any, failure: FailureConfig | None = None, constrain: Any = None,
                  advantage_clip: float | None = None, run_dir: str | Path | None = None,
@@ -115,24 +123,18 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         self.tool_timeout_s, self.max_result_chars, self.env_faults = tool_timeout_s, max_result_chars, env_faults
         if kwargs.get("tools") or kwargs.get("environment_factory") is not None:
             kwargs["environment_factory"] = _check_episodes(kwargs, constrain)
-        train = kwargs.get("train_dataset")
-        if train is not None and hasattr(train, "column_names"):
-            _check_columns(train.column_names)
-            if "prompt_id" not in train.column_names:  # quarantine counts per prompt: give each one an id
-                train = train.add_column("prompt_id", [str(i) for i in range(len(train))])
-                kwargs["train_dataset"] = train
         args_ = kwargs.get("args") or (args[2] if len(args) > 2 else None)
         decoding = constrain if isinstance(constrain, DecodingConfig) else None
         if decoding is not None and decoding.constrain != "none" and args_ is not None and args_.use_vllm:
             _vllm_structured_output(args_, decoding, tags)
         super().__init__(*args, **kwargs)
-        self._prompt_ids = list(self.train_dataset["prompt_id"]) if self.train_dataset is not None else []
         self.max_iterations = int(self.max_tool_calling_iterations)
         self._after_call: list[int] | None = None
         think, answer = tags
-        self.fa = FailureAware(self.failure, group_size=self.num_generations,
-                               scale_rewards=self.scale_rewards != "none", advantage_clip=advantage_clip,
-                               think_tag=think or "think", answer_tag=answer, run_dir=None)
+        self.fa = FailureAware(self.failure, group_size=self.num_generations, scale_rewards=_scale(self.scale_rewards),
+                               advantage_clip=advantage_clip, think_tag=think or "think", answer_tag=answer,
+                               run_dir=None, objective=cast(Any, self.multi_objective_aggregation),
+                               weights=self.reward_weights.tolist())
         self.run_dir = Path(cast(str, run_dir or self.args.output_dir))
         if self.accelerator.is_main_process:
             self.fa.run_dir = self.run_dir  # quarantine.jsonl: one writer
@@ -141,12 +143,12 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         # rlvr's engine): unconstrained, it judges what the policy writes by itself
         self.eval_constrainer = self.constrainer if decoding is None or decoding.in_eval else None
         self.jump_forward = decoding.jump_forward if decoding is not None else True
-        self._gen: _Generation | None = None
-        self._pending_bits: torch.Tensor | None = None
         from rlvr.integrations.trl.runfolder import RunFolder
 
         self.run_folder = RunFolder(self, eval_rows or [], eval_every, log_rollouts)
         self.add_callback(self.run_folder)
+        self.telling = _what_it_tells(self.train_dataset, self.reward_funcs, self.tools or self.environment_factories)
+        logger.info("FailureAwareGRPOTrainer: %s", self.telling)
 
     # ------------------------------------------------------------------ construction
     def _make_constrainer(self, constrain: Any, tags: tuple[str | None, str]) -> Any:
@@ -163,12 +165,17 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                            answer_tokens=d.answer_tokens, max_chars=d.max_chars, backend=d.backend)
 
     def _get_train_sampler(self, dataset: Any = None) -> Any:
-        ids = self._prompt_ids if dataset is None else list(dataset["prompt_id"])
+        data = dataset if dataset is not None else self.train_dataset
+
+        def skip(i: int) -> bool:  # a prompt's key read only once something is quarantined
+            q = self.fa.quarantine
+            return bool(q is not None and q.entries) and self.fa.skip(prompt_key(data[i]))
+
         return QuarantineRepeatSampler(
-            dataset if dataset is not None else self.train_dataset, mini_repeat_count=self.num_generations,
+            data, mini_repeat_count=self.num_generations,
             batch_size=cast(int, self.args.generation_batch_size) // self.num_generations,  # set by GRPOConfig
             repeat_count=self.num_iterations * cast(int, self.args.steps_per_generation), shuffle=self.shuffle_dataset,
-            seed=self.args.seed, skip=lambda i: self.fa.skip(ids[i]))
+            seed=self.args.seed, skip=skip)
 
     # ------------------------------------------------------------------ sampling and resampling
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -187,11 +194,19 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         admit = d.admit[here].to(device)
         out["advantages"] = d.advantages[here].to(device=device, dtype=out["advantages"].dtype)
         out["rlvr_admit"] = admit
-        mask = out["completion_mask"] if "tool_mask" not in out else out["completion_mask"] * out["tool_mask"]
-        kept_tokens = (mask * admit[:, None]).sum()
-        out["num_items_in_batch"] = self.accelerator.gather(kept_tokens).sum()  # the normaliser: admitted only
+        width = out["completion_ids"].shape[1]
         if self.constrainer is not None:
-            out["rlvr_bitmask"] = _stack_bits(gen.bits, out["completion_ids"].shape[1], self.constrainer.words)
+            out["rlvr_bitmask"] = _stack_bits(gen.bits, width, self.constrainer.words)
+            # a token the grammar forced has log-prob 0 and no gradient: out of the loss and its normalisers
+            # (TRL's tool_mask: 1 for the tokens its loss reads; attention still sees every token)
+            free = (~forced_tokens(out["rlvr_bitmask"])).to(device=device, dtype=out["completion_mask"].dtype)
+            out["tool_mask"] = out["tool_mask"] * free if "tool_mask" in out else free
+        mask = out["completion_mask"] if "tool_mask" not in out else out["completion_mask"] * out["tool_mask"]
+        trained = mask * admit[:, None]
+        # the normalisers, over every process's whole generation batch: trained tokens (dapo) and rows
+        # (the row-mean losses), so a row weighs the same whichever micro-batch TRL's shuffle puts it in
+        out["num_items_in_batch"] = self.accelerator.gather(trained.sum()).sum()
+        out["rlvr_trained_rows"] = self.accelerator.gather((trained.sum(1) > 0).sum()).sum()
         self.run_folder.record_generation(self, gen, out)
         return out
 
@@ -389,7 +404,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         guards = []
         for j, i in enumerate(rows):
             env = envs[j]
-            pid = str(self._gen.rows[i].get("prompt_id", i)) if self._gen is not None else str(i)
+            pid = prompt_key(self._gen.rows[i]) if self._gen is not None else str(i)
             guards.append(GuardedTools(row_tools(self._standalone_tools, env), key=f"{pid}:{step}:{i}:{attempt}",
                                        timeout_s=self.tool_timeout_s, max_result_chars=self.max_result_chars,
                                        faults=self.env_faults, loop=getattr(self, "async_loop", None),
@@ -521,10 +536,9 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             finish = "length" if not completion_ids[i] or completion_ids[i][-1] not in stop else "eos"
             vals = values[i]
             present = [(w, v) for w, v in zip(self.reward_weights.tolist(), vals) if v is not None]
-            total = sum(w * v for w, v in present) if present else None
-            unscored = any(v is None and not isinstance(f, Reward) for f, v in zip(self.reward_funcs, vals))
-            view = RolloutView(str(r.get("prompt_id", i)), verdicts[i], total, components[i], finish, texts[i],
-                               version, weights, unscored)
+            total = sum(w * v for w, v in present) if present else None  # TRL's nansum of what applied
+            view = RolloutView(prompt_key(r), verdicts[i], total, components[i], finish, texts[i], version, weights,
+                               unscored=not present, values=tuple(vals))
             ep = episodes[i] if episodes is not None else None
             if ep is not None:
                 view = dataclasses.replace(view, finish=ep.finish, text=ep.answer, episode=ep.cause(owned),
@@ -536,21 +550,20 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
 
     def _call_rewards(self, rows: list[dict[str, Any]], completions: list[Any],
                       completion_ids: list[list[int]]) -> list[list[float | None]]:
-        """Every reward function's value per row (None where it declined), called as TRL calls them."""
-        keys = [k for k in rows[0] if k not in ("prompt", "completion", "completion_ids")] if rows else []
-        kwargs = {k: [r.get(k) for r in rows] for k in keys}
+        """Every reward function's value for this process's rows (None where it declined), through
+        TRL's own ``_calculate_rewards`` (reward models, async functions, environments, exactly as TRL
+        calls them) with its logging hooks silenced: TRL's own call after this one logs. Every process
+        calls it together (TRL gathers the values)."""
         prompts = [r.get("prompt") for r in rows]
-        values: list[list[float | None]] = [[] for _ in rows]
-        for func in self.reward_funcs:
-            if isinstance(func, torch.nn.Module):  # a reward model scores every row
-                col: list[Any] = [0.0] * len(rows)
-            else:
-                col = cast(Callable[..., list[Any]], func)(prompts=prompts, completions=completions,
-                                                          completion_ids=completion_ids,
-                           trainer_state=self.state, **_NO_LOG, **kwargs)
-            for i, v in enumerate(col):
-                values[i].append(None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v))
-        return values
+        quiet = {"_log_completion_extra": lambda *a, **k: None, "_log_metric": lambda *a, **k: None}
+        vars(self).update(quiet)  # shadow the two hooks on this instance for this one call
+        try:
+            got = GRPOTrainer._calculate_rewards(self, rows, prompts, completions, completion_ids)
+        finally:
+            for name in quiet:
+                vars(self).pop(name, None)
+        n, rank = len(rows), self.accelerator.process_index
+        return _values(got[rank * n : (rank + 1) * n])
 
     def _kept(self, rows: list[dict[str, Any]], completions: list[Any], values: list[list[float | None]]
               ) -> tuple[list[Verdict | None], list[dict[str, Any]], dict[str, float]]:
@@ -570,8 +583,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                     components[i][name] = values[i][k]
             if scored and scored[0].info.get("weights"):
                 weights = dict(scored[0].info["weights"])
-        for i, r in enumerate(rows):  # no rlvr reward verified this row: rlvr's verifier does
-            if verdicts[i] is None:
+        for i, r in enumerate(rows):  # no rlvr reward verified this row: rlvr's verifier does, given a gold
+            if verdicts[i] is None and verifiable(r):
                 verdicts[i] = _verify_row(r, completions[i])
         return verdicts, components, weights
 
@@ -585,8 +598,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         from accelerate.utils import gather_object
 
         n, rank = len(inputs), self.accelerator.process_index
-        mine = rewards_per_func[rank * n : (rank + 1) * n].tolist()  # TRL gathered them: this process's rows
-        values = [[None if math.isnan(v) else v for v in row] for row in mine]
+        values = _values(rewards_per_func[rank * n : (rank + 1) * n])  # TRL gathered them: this process's rows
         texts = self.processing_class.batch_decode(completion_ids_list, skip_special_tokens=True)
         eps = gen.episodes
         views = self._views(inputs, completion_ids_list, texts, completions, values, eps)
@@ -611,21 +623,26 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         return rewards_per_func
 
     # ------------------------------------------------------------------ the loss
-    #: TRL's loss types that average over rows: excluded rows must leave the denominator too.
+    #: TRL's loss types that average over rows (each micro-batch divides by its own row count).
     ROW_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
 
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
-        """Excluded rows leave the loss mask (so the token normalisers: ``num_items_in_batch`` was
-        counted on admitted rows) and, for losses that average over rows, the row count. Rows stay
-        in the batch (TRL gathers per-row metrics across processes: shapes must agree)."""
+        """Excluded rows leave the loss mask (and so the token normalisers: ``num_items_in_batch`` was
+        counted on trained tokens only). For the losses that average over rows, TRL divides each
+        micro-batch by its own row count; the loss is rescaled so that every trained row of the
+        generation batch weighs ``1 / trained rows`` (per optimizer step), wherever the shuffle put it:
+        ``rows in this micro-batch x processes x steps_per_generation / trained rows``. Rows stay in
+        the batch (TRL gathers per-row metrics across processes: shapes must agree)."""
         inputs = dict(inputs)
         admit = inputs.pop("rlvr_admit", None)
+        rows = inputs.pop("rlvr_trained_rows", None)
         self._pending_bits = inputs.pop("rlvr_bitmask", None)
         scale = 1.0
-        if admit is not None and not bool(admit.all()):
+        if admit is not None:
             inputs["completion_mask"] = inputs["completion_mask"] * admit[:, None].to(inputs["completion_mask"].dtype)
-            if self.loss_type in self.ROW_MEAN_LOSSES:
-                scale = admit.numel() / max(int(admit.sum()), 1)
+            if self.loss_type in self.ROW_MEAN_LOSSES and rows is not None:
+                spg = cast(int, self.args.steps_per_generation)
+                scale = admit.numel() * self.accelerator.num_processes * spg / max(int(rows), 1)
         try:
             loss = super()._compute_loss(model, inputs)
         finally:
@@ -686,13 +703,43 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
 # ---------------------------------------------------------------------- helpers
 
 
-def _check_columns(columns: list[str]) -> None:
-    if "prompt" not in columns:
-        raise ConfigError(f"the training dataset needs a 'prompt' column; it has {sorted(columns)}")
-    if not any(c in columns for c in (*GOLD_COLUMNS, "tests", "test_spec", "constraints")):
-        raise ConfigError(f"FailureAwareGRPOTrainer tells format deaths from verification deaths by verifying each "
-                          f"completion: the dataset needs a gold column ({' / '.join(GOLD_COLUMNS)}); it has "
-                          f"{sorted(columns)}")
+def prompt_key(row: dict[str, Any]) -> str:
+    """The prompt a row stands for (quarantine counts per prompt): its ``prompt_id`` column when the
+    dataset has one, else a digest of its prompt (of the whole row when it has none: environment-owned
+    data), so no column is added to the user's rows.
+
+    Example:
+        >>> prompt_key({"prompt_id": 7, "prompt": "x"}), prompt_key({"prompt": "2+2"}) == prompt_key({"prompt": "2+2"})
+        ('7', True)
+    """
+    if row.get("prompt_id") is not None:
+        return str(row["prompt_id"])
+    what = row.get("prompt", row)
+    return hashlib.sha1(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def verifiable(row: dict[str, Any]) -> bool:
+    """Whether rlvr's verifier can judge this row (it has a gold answer, tests or constraints)."""
+    return any(row.get(c) is not None for c in VERIFIABLE)
+
+
+def _scale(scale_rewards: Any) -> Scale:
+    """TRL's ``scale_rewards`` (``group``, ``batch``, ``none``, or the older booleans) as rlvr's."""
+    return scale_of(scale_rewards if isinstance(scale_rewards, bool) else str(scale_rewards))
+
+
+def _what_it_tells(dataset: Any, reward_funcs: Sequence[Any], episodes: Any) -> str:
+    """What the failure step can tell apart on this trainer's data and rewards (logged once at start)."""
+    columns = set(getattr(dataset, "column_names", None) or [])
+    verifies = any(isinstance(f, Reward) and f.needs_verdict for f in reward_funcs)
+    base = "truncated; invalid (a row no reward function could score)"
+    if episodes:
+        base += "; tool and environment faults (tool_error, env_timeout, env_crash) and the policy's own"
+    if verifies or columns & set(VERIFIABLE):
+        return f"verifying each completion (correct / wrong / no_answer / bad_gold), and {base}"
+    return (f"no gold column and no rlvr reward: rows are scored by the reward functions alone (cause 'scored'); "
+            f"it still tells {base}. Add a gold column ({' / '.join(GOLD_COLUMNS)}) to tell format deaths from "
+            "verification deaths")
 
 
 def _check_episodes(kwargs: dict[str, Any], constrain: Any) -> Any:
@@ -740,6 +787,11 @@ def _after_call_ids(tok: Any, chat_template: str | None) -> list[int]:
     at = text.rfind("</tool_call>")
     tail = text[at + len("</tool_call>"):] if at >= 0 else ""
     return list(tok(tail, add_special_tokens=False)["input_ids"]) if tail else []
+
+
+def _values(rewards_per_func: torch.Tensor) -> list[list[float | None]]:
+    """TRL's ``[N, F]`` rewards (NaN: the function declined the row) as lists with None."""
+    return [[None if v != v else float(v) for v in row] for row in rewards_per_func.tolist()]
 
 
 def _verify_row(row: dict[str, Any], completion: Any) -> Verdict:

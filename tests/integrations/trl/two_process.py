@@ -1,11 +1,12 @@
 """A TRL user's script, run by ``tests/integrations/test_trl_failure_aware.py`` under torchrun (2 CPU processes).
 
-The dataset plants failures: a prompt whose every rollout a reward declines (``None``: invalid, so it
-is resampled, dies and is quarantined), rows whose gold cannot be parsed (``bad_gold``), and a reward
-that returns ``None`` for some rows. Each process writes what it saw (its quarantine set, its cold-start
+The dataset plants failures: a prompt whose every rollout the reward declines (``None`` from every
+reward function: nothing scores it, so it is invalid, resampled, dies and is quarantined), rows whose
+gold cannot be parsed (``bad_gold``, told by rlvr's verifier from the gold column), and rows the
+reward declines at random. Each process writes what it saw (its quarantine set, its cold-start
 switch, the loss tokens and normaliser of every micro-batch) to ``OUT/rank<k>.json``.
 
-    python -m torch.distributed.run --nproc_per_node 2 tests/integrations/trl_two_process.py OUT
+    python -m torch.distributed.run --nproc_per_node 2 tests/integrations/trl/two_process.py OUT
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from datasets import Dataset
 from rlvr.config import FailureConfig
 from rlvr.integrations.trl import FailureAwareGRPOTrainer
 from rlvr.models.tiny import build_model, build_tokenizer
-from rlvr.rewards import build_reward
 
 warnings.simplefilter("ignore")
 out = Path(sys.argv[1])
@@ -37,7 +37,7 @@ rows += [{"prompt": [{"role": "user", "content": f"{a}+{a + 1}"}], "answer": str
          for a in range(8)]
 
 
-def declines(completions, prompt_id, **kw):  # a user's reward: None for the prompt that always dies, some others
+def declines(completions, prompt_id, **kw):  # a user's only reward: None for the prompt that always dies, some others
     texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
     return [None if pid == "dies" or len(t) % 7 == 3 else 0.0 for t, pid in zip(texts, prompt_id)]
 
@@ -63,7 +63,7 @@ args = trl.GRPOConfig(output_dir=str(out), max_steps=4, per_device_train_batch_s
                       max_completion_length=10, learning_rate=1e-3, logging_steps=1, report_to="none", use_cpu=True,
                       bf16=False, gradient_checkpointing=False, save_strategy="no", seed=0, beta=0.0,
                       ddp_backend="gloo", loss_type="dapo", disable_tqdm=True, shuffle_dataset=False)
-trainer = Spy(model=model, processing_class=tok, reward_funcs=[build_reward("accuracy"), declines],
+trainer = Spy(model=model, processing_class=tok, reward_funcs=[declines],
               train_dataset=Dataset.from_list(rows), args=args,
               failure=FailureConfig(quarantine_consecutive=1, resample_tries=1, cold_start=True, cold_start_window=2,
                                     cold_start_threshold=1.0, max_staleness=10))

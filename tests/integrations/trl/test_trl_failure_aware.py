@@ -21,7 +21,7 @@ from rlvr.cli.app import app
 from rlvr.config import DecodingConfig, FailureConfig, load_config
 from rlvr.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TINY = ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=4", "rollout.group_size=4",
         "rollout.max_new_tokens=10", "data.eval_size=8", "run.eval_every=0"]
 
@@ -44,7 +44,7 @@ def _lines(path: Path) -> list[dict]:
 def test_two_processes_agree_exclude_without_loss_and_write_one_run_folder(tmp_path: Path) -> None:
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
-           f"--master_port={_port()}", str(ROOT / "tests" / "integrations" / "trl_two_process.py"), str(out)]
+           f"--master_port={_port()}", str(ROOT / "tests" / "integrations" / "trl" / "two_process.py"), str(out)]
     res = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     ranks = [json.loads((out / f"rank{k}.json").read_text()) for k in (0, 1)]
@@ -175,29 +175,31 @@ def test_held_out_evaluation_is_constrained_only_where_decoding_in_eval_says(tmp
         assert statuses.get("no_answer", 0.0) > 0.5
 
 
-def test_a_reward_that_declines_makes_a_row_invalid_and_bad_golds_are_named(tmp_path: Path) -> None:
-    from rlvr.rewards import build_reward
+def test_a_reward_that_declines_leaves_the_others_and_a_row_no_reward_scores_is_invalid(tmp_path: Path) -> None:
+    """TRL's contract: ``None`` is "this function does not apply to this row": the other functions'
+    values still count (their weighted sum). Only a row that no function scores is ``invalid`` (TRL
+    leaves such a row out of its group's statistics too); a gold that cannot be parsed is named."""
+    def first_four_declined(completions, **kw):
+        return [None] * 4 + [1.0] * (len(completions) - 4)
 
-    def declines(completions, **kw):
-        return [None] * 4 + [0.0] * (len(completions) - 4)
+    def first_two_declined(completions, **kw):
+        return [None] * 2 + [0.5] * (len(completions) - 2)
 
     rows = [dict(ROWS[0], answer="\\frac{")] + ROWS[1:]
-    trainer = _trainer(tmp_path, rows, [build_reward("accuracy"), declines], failure=FailureConfig(resample_tries=0))
+    trainer = _trainer(tmp_path, rows, [first_four_declined, first_two_declined],
+                       failure=FailureConfig(resample_tries=0))
     trainer.model.train()
-    batch = [dict(rows[k], prompt_id=str(k)) for k in (0, 1) for _ in range(4)]
-    out = trainer._generate_and_score_completions(batch)
-    d = trainer._gen.decision
-    assert [c.value for c in d.causes[:4]] == ["invalid"] * 4  # declined by a user reward
-    assert all(c.value != "bad_gold" for c in d.causes[4:])
-    assert not bool(out["rlvr_admit"][:4].any()) and float(out["advantages"][:4].abs().sum()) == 0.0
-    batch = [dict(rows[0], prompt_id="0")] * 4 + [dict(rows[1], prompt_id="1")] * 4
-    trainer._generate_and_score_completions(batch[4:] + batch[:4])  # the bad gold now in the second group
+    batch = [dict(rows[k]) for k in (1, 2) for _ in range(4)]
+    trainer._generate_and_score_completions(batch)
+    d, views = trainer._gen.decision, trainer._gen.views
+    assert [c.value for c in d.causes[:2]] == ["invalid"] * 2  # nothing scored them
+    assert all(c.value in ("correct", "wrong", "no_answer", "truncated") for c in d.causes[2:])  # verified
+    assert [v.total for v in views[2:4]] == [0.5, 0.5]  # the function that applied still counts
+    assert [v.total for v in views[4:]] == [1.5] * 4
+    assert not bool(d.admit[:2].any()) and bool(d.admit[2:].all())
+    batch = [dict(rows[1])] * 4 + [dict(rows[0])] * 4
+    trainer._generate_and_score_completions(batch)  # the bad gold in the second group
     assert [c.value for c in trainer._gen.decision.causes[4:]] == ["bad_gold"] * 4
-
-
-def test_a_dataset_without_gold_is_refused_before_training(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="gold column"):
-        _trainer(tmp_path, [{"prompt": "1+1"}] * 8, [lambda completions, **k: [0.0] * len(completions)])
 
 
 @pytest.mark.parametrize("overrides, message", [

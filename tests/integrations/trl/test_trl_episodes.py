@@ -210,7 +210,7 @@ def _rlvr_train(policy, tmp_path: Path, *sets: str) -> tuple[list[str], dict[str
             "rollout.prompts_per_step=2", "rollout.max_new_tokens=160", "run.eval_every=0", f"run.out_dir={out}",
             "engine=trl"]
     env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+           "PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src")}
     return [sys.executable, "-m", "rlvr", "train", *[x for o in (*base, *sets) for x in ("--set", o)]], env, out
 
 
