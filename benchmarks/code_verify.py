@@ -43,9 +43,9 @@ from results import Bar, drop_worktree, report, run_child, src_path, worktree
 sys.path.insert(0, src_path())
 
 from rlvr.data import humaneval
+from rlvr.verify import verify_code_batch
 from rlvr.verify.code import sandbox
 from rlvr.verify.code.languages import get_language
-from rlvr.verify import verify_code_batch
 
 # name -> (right body, wrong body, entry point, [(args, result)])
 PROBLEMS = {

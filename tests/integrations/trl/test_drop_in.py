@@ -28,9 +28,9 @@ PROMPTS = [{"prompt": [{"role": "user", "content": f"{a}+{a}"}], "topic": f"t{a}
 
 
 def _args(tmp_path: Path, **kw) -> trl.GRPOConfig:
-    base = dict(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=8, num_generations=4,
-                max_completion_length=8, learning_rate=0.1, report_to="none", use_cpu=True, bf16=False,
-                save_strategy="no", seed=0, beta=0.0, disable_tqdm=True)
+    base = {"output_dir": str(tmp_path), "max_steps": 1, "per_device_train_batch_size": 8, "num_generations": 4,
+                "max_completion_length": 8, "learning_rate": 0.1, "report_to": "none", "use_cpu": True, "bf16": False,
+                "save_strategy": "no", "seed": 0, "beta": 0.0, "disable_tqdm": True}
     return trl.GRPOConfig(**{**base, **kw})
 
 
