@@ -15,7 +15,8 @@ Example:
     >>> from rlvr.config import FailureConfig
     >>> from rlvr.types import Status, Verdict
     >>> fa = FailureAware(FailureConfig(quarantine=False), group_size=2)
-    >>> views = [RolloutView("p", Verdict(Status.CORRECT), 1.0), RolloutView("p", Verdict(Status.WRONG), 0.0)]
+    >>> views = [RolloutView("p", Verdict(Status.CORRECT), 1.0, text="<answer>4</answer>"),
+    ...          RolloutView("p", Verdict(Status.WRONG), 0.0, text="<answer>5</answer>")]
     >>> d = fa.decide(views, step=1)
     >>> [c.value for c in d.causes], d.admit.tolist(), [round(a, 2) for a in d.advantages.tolist()]
     (['correct', 'wrong'], [True, True], [0.71, -0.71])

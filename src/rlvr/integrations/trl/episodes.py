@@ -137,10 +137,16 @@ class GuardedTools(dict):  # type: ignore[type-arg]
             else:
                 out = self.guard.invoke(name, arguments, turn)
             self.outcomes.append(out)
+            if out.event is not None:  # raised, so TRL's loop counts it as it counts a failed call
+                raise ToolFailed(out.result)  # (tools/failure_frequency) and answers {"error": ...}
             return out.result
 
         call.__name__ = name
         return call
+
+
+class ToolFailed(Exception):
+    """A guarded call that failed (its event is recorded): TRL's tool loop catches it as a failure."""
 
 
 class EvalEnvironment:
@@ -301,5 +307,5 @@ def episode_of(messages: Sequence[Mapping[str, Any]], completion_ids: Sequence[i
     return ep
 
 
-__all__ = ["DeadEnvironment", "EvalEnvironment", "GuardedFactory", "GuardedTools", "check_tools", "dead_reason",
-           "episode_of", "guard_factories", "row_tools", "trl_environment", "trl_methods"]
+__all__ = ["DeadEnvironment", "EvalEnvironment", "GuardedFactory", "GuardedTools", "ToolFailed", "check_tools",
+           "dead_reason", "episode_of", "guard_factories", "row_tools", "trl_environment", "trl_methods"]

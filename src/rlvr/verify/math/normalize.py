@@ -83,11 +83,11 @@ def strip_thousands(s: str) -> str:
 
 @lru_cache(maxsize=65_536)  # pure, and the same spans recur (a gold across its group, common answers)
 def normalize(span: str) -> str:
-    """Bring an answer span to one canonical LaTeX-ish spelling.
+    """Bring an answer span to one canonical LaTeX-ish spelling (units stay: the parser reads them).
 
     Example:
         >>> normalize(r"$\\dfrac{1}{2}\\,\\text{cm}$")
-        '\\\\frac{1}{2}'
+        '\\\\frac{1}{2} \\\\text{cm}'
         >>> normalize("1,234,567")
         '1234567'
         >>> normalize(r"50\\%")
