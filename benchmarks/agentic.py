@@ -49,9 +49,16 @@ from results import RESULTS, Bar, mean_se, report, save_figure, side_by_side, sr
 sys.path.insert(0, src_path())
 
 TASK = ["data.task=arithmetic", "data.task_options={digits: 3, ops: '*'}", "data.eval_size=200"]
-BASE = [*TASK, "rollout.prompts_per_step=8", "rollout.group_size=4", "rollout.max_new_tokens=160",
-        "rollout.temperature=1.0", "optim.lr=2e-4", "optim.warmup_steps=0",
-        "rewards.options={accuracy: {strict: true}, format: {think_tag: null}}"]
+BASE = [
+    *TASK,
+    "rollout.prompts_per_step=8",
+    "rollout.group_size=4",
+    "rollout.max_new_tokens=160",
+    "rollout.temperature=1.0",
+    "optim.lr=2e-4",
+    "optim.warmup_steps=0",
+    "rewards.options={accuracy: {strict: true}, format: {think_tag: null}}",
+]
 ARMS = {
     "rlvr": [],
     "reward-0": ["failure.env_fault_handling=score_zero"],
@@ -72,44 +79,77 @@ def warm_model(out: Path, steps: int, seed: int = 0, after_call: str = "") -> di
     tok = build_tokenizer()
     model = build_model(tok, seed=seed)
     t0 = time.perf_counter()
-    res = sft(model, tok, arithmetic(seed + 10_000, digits=3, ops="*"), steps=steps, batch_size=16, lr=3e-3,
-              eval_every=0, warmup_steps=20, completion_of=lambda row: trace_of(row, after_call=after_call),
-              on_eval=lambda s, a, loss: print(f"  warm-up step {s}: loss {loss:.3f}", flush=True))
+    res = sft(
+        model,
+        tok,
+        arithmetic(seed + 10_000, digits=3, ops="*"),
+        steps=steps,
+        batch_size=16,
+        lr=3e-3,
+        eval_every=0,
+        warmup_steps=20,
+        completion_of=lambda row: trace_of(row, after_call=after_call),
+        on_eval=lambda s, a, loss: print(f"  warm-up step {s}: loss {loss:.3f}", flush=True),
+    )
     model.save_pretrained(out)
     tok.save_pretrained(out)
-    print(f"warm-up: {steps} SFT steps on calculator traces in {time.perf_counter() - t0:.0f}s "
-          f"(final loss {res['loss']:.3f})", flush=True)
+    print(
+        f"warm-up: {steps} SFT steps on calculator traces in {time.perf_counter() - t0:.0f}s "
+        f"(final loss {res['loss']:.3f})",
+        flush=True,
+    )
     return res
 
 
 def env_section(rate: float, seed: int = 0) -> str:
     """The calculator environment with faults at ``rate``, drawn from ``seed`` (7 + the run's seed:
     seed 0 keeps the draws of the one-seed runs)."""
-    faults = ("{}" if rate == 0 else
-              f"{{tool_error: {rate / 2:g}, env_timeout: {rate / 4:g}, env_crash: {rate / 4:g}}}")
+    faults = "{}" if rate == 0 else f"{{tool_error: {rate / 2:g}, env_timeout: {rate / 4:g}, env_crash: {rate / 4:g}}}"
     return f"env={{tools: [calculator], max_turns: 2, faults: {faults}, fault_seed: {7 + seed}}}"
 
 
-def train(warm: Path, out: Path, steps: int, every: int, rate: float, extra: list[str], seed: int,
-          engine: str = "rlvr") -> list[dict]:
+def train(
+    warm: Path, out: Path, steps: int, every: int, rate: float, extra: list[str], seed: int, engine: str = "rlvr"
+) -> list[dict]:
     from rlvr.config import load_config
     from rlvr.engine.trainer import GRPOTrainer
     from rlvr.runs import read_metrics
 
-    cfg = load_config(None, [*BASE, f"model.name={warm}", f"run.out_dir={out}", f"run.steps={steps}",
-                             f"run.seed={seed}", f"run.eval_every={every}", f"run.save_every={steps}",
-                             env_section(rate, seed), f"engine={engine}", *extra])
+    cfg = load_config(
+        None,
+        [
+            *BASE,
+            f"model.name={warm}",
+            f"run.out_dir={out}",
+            f"run.steps={steps}",
+            f"run.seed={seed}",
+            f"run.eval_every={every}",
+            f"run.save_every={steps}",
+            env_section(rate, seed),
+            f"engine={engine}",
+            *extra,
+        ],
+    )
     t0 = time.perf_counter()
     if engine == "trl":
         from rlvr.integrations.trl.from_config import train_trl
 
-        train_trl(cfg, on_log=lambda step, logs: print(f"    step {step:4d} ({time.perf_counter() - t0:.0f}s)",
-                                                       flush=True) if step % every == 0 else None)
+        train_trl(
+            cfg,
+            on_log=lambda step, logs: (
+                print(f"    step {step:4d} ({time.perf_counter() - t0:.0f}s)", flush=True)
+                if step % every == 0
+                else None
+            ),
+        )
         return read_metrics(out)
 
     def progress(step: int, ev: dict) -> None:
-        print(f"    step {step:4d}: held-out {ev['accuracy']:.3f}, tool-call rate {ev.get('tool_rate', 0):.2f} "
-              f"({time.perf_counter() - t0:.0f}s)", flush=True)
+        print(
+            f"    step {step:4d}: held-out {ev['accuracy']:.3f}, tool-call rate {ev.get('tool_rate', 0):.2f} "
+            f"({time.perf_counter() - t0:.0f}s)",
+            flush=True,
+        )
 
     GRPOTrainer(cfg).train(on_eval=progress)
     return read_metrics(out)
@@ -120,16 +160,22 @@ def summarise(metrics: list[dict]) -> dict:
     steps = [m for m in metrics if "causes/correct" in m]
     causes = sorted({k for m in steps for k in m if k.startswith("causes/")})
     mix = {k.split("/", 1)[1]: statistics.mean(m.get(k, 0.0) for m in steps) for k in causes}
-    return {"curve": [[s, a] for s, a, _ in evals], "tool_rate": [[s, r] for s, _, r in evals],
-            "final": evals[-1][1], "final_tool_rate": evals[-1][2], "start": evals[0][1],
-            "cause_mix": {k: v for k, v in mix.items() if v > 0},
-            "fault_rate": statistics.mean(m.get("env/fault_rate", 0.0) for m in steps),
-            "redrawn_per_step": statistics.mean(m.get("failure/resampled", 0.0) for m in steps)}
+    return {
+        "curve": [[s, a] for s, a, _ in evals],
+        "tool_rate": [[s, r] for s, _, r in evals],
+        "final": evals[-1][1],
+        "final_tool_rate": evals[-1][2],
+        "start": evals[0][1],
+        "cause_mix": {k: v for k, v in mix.items() if v > 0},
+        "fault_rate": statistics.mean(m.get("env/fault_rate", 0.0) for m in steps),
+        "redrawn_per_step": statistics.mean(m.get("failure/resampled", 0.0) for m in steps),
+    }
 
 
 def aggregate(runs: list[dict]) -> dict:
     """One arm over paired seeds: the mean of its summaries (curves point by point, with their SE),
     each seed's final kept."""
+
     def mean_curve(key: str) -> tuple[list[list[float]], list[float]]:
         points = [mean_se([r[key][i][1] for r in runs]) for i in range(len(runs[0][key]))]
         return [[runs[0][key][i][0], m] for i, (m, _) in enumerate(points)], [se for _, se in points]
@@ -138,13 +184,19 @@ def aggregate(runs: list[dict]) -> dict:
     tool_rate, _ = mean_curve("tool_rate")
     final, final_se = mean_se([r["final"] for r in runs])
     causes = sorted({k for r in runs for k in r["cause_mix"]})
-    return {"curve": curve, "curve_se": curve_se, "tool_rate": tool_rate, "final": final, "final_se": final_se,
-            "finals": [r["final"] for r in runs],
-            "final_tool_rate": statistics.mean(r["final_tool_rate"] for r in runs),
-            "start": statistics.mean(r["start"] for r in runs),
-            "cause_mix": {k: statistics.mean(r["cause_mix"].get(k, 0.0) for r in runs) for k in causes},
-            "fault_rate": statistics.mean(r["fault_rate"] for r in runs),
-            "redrawn_per_step": statistics.mean(r["redrawn_per_step"] for r in runs)}
+    return {
+        "curve": curve,
+        "curve_se": curve_se,
+        "tool_rate": tool_rate,
+        "final": final,
+        "final_se": final_se,
+        "finals": [r["final"] for r in runs],
+        "final_tool_rate": statistics.mean(r["final_tool_rate"] for r in runs),
+        "start": statistics.mean(r["start"] for r in runs),
+        "cause_mix": {k: statistics.mean(r["cause_mix"].get(k, 0.0) for r in runs) for k in causes},
+        "fault_rate": statistics.mean(r["fault_rate"] for r in runs),
+        "redrawn_per_step": statistics.mean(r["redrawn_per_step"] for r in runs),
+    }
 
 
 def plot(results: dict, rates: list[float], path: Path, engine: str = "rlvr") -> None:
@@ -162,8 +214,13 @@ def plot(results: dict, rates: list[float], path: Path, engine: str = "rlvr") ->
             axes[0][j].plot(*zip(*r["curve"]), ls, color=colours[name], label=name)
             if any(r.get("curve_se", [])):  # several seeds: a band of one SE either side
                 xs, ys = zip(*r["curve"])
-                axes[0][j].fill_between(xs, [y - e for y, e in zip(ys, r["curve_se"])],
-                                        [y + e for y, e in zip(ys, r["curve_se"])], color=colours[name], alpha=0.15)
+                axes[0][j].fill_between(
+                    xs,
+                    [y - e for y, e in zip(ys, r["curve_se"])],
+                    [y + e for y, e in zip(ys, r["curve_se"])],
+                    color=colours[name],
+                    alpha=0.15,
+                )
             axes[1][j].plot(*zip(*r["tool_rate"]), ls, color=colours[name], label=name)
         axes[0][j].set_title(f"{rate:g} injected faults")
         axes[1][j].set_xlabel("GRPO step")
@@ -181,16 +238,28 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=60, help="M: the fault-free run's steps (faulty arms: 1.5 M)")
     ap.add_argument("--rates", type=float, nargs="+", default=[0.2, 0.5, 0.9])
     ap.add_argument("--eval-every", type=int, default=10)
-    ap.add_argument("--sft-steps", type=int, help="warm-up SFT steps (default 1000; 2000 with --engine trl: in "
-                    "TRL's turn format, whose call turn ends with <eos>, the tiny model copies the tool's digits "
-                    "only after ~2000)")
+    ap.add_argument(
+        "--sft-steps",
+        type=int,
+        help="warm-up SFT steps (default 1000; 2000 with --engine trl: in "
+        "TRL's turn format, whose call turn ends with <eos>, the tiny model copies the tool's digits "
+        "only after ~2000)",
+    )
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--seeds", type=int, default=1, help="paired GRPO seeds from --seed, on the one warm-up (faults "
-                    "drawn from 7 + seed): the figures are their means, with the SE of rlvr minus reward-0")
+    ap.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="paired GRPO seeds from --seed, on the one warm-up (faults "
+        "drawn from 7 + seed): the figures are their means, with the SE of rlvr minus reward-0",
+    )
     ap.add_argument("--warm", type=Path, help="reuse a warm-up folder (written there when it does not exist)")
     ap.add_argument("--jobs", type=int, default=1, help="runs side by side (one torch thread each)")
-    ap.add_argument("--keep", type=Path, help="keep each run folder as DIR/<fault rate>/<arm>/ "
-                    "(DIR/seed-<s>/<fault rate>/<arm>/ with several seeds)")
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        help="keep each run folder as DIR/<fault rate>/<arm>/ (DIR/seed-<s>/<fault rate>/<arm>/ with several seeds)",
+    )
     ap.add_argument("--quick", action="store_true", help="0.5 faults only, 30 steps (make bench-check)")
     ap.add_argument("--engine", choices=["rlvr", "trl"], default="rlvr")
     args = ap.parse_args()
@@ -221,11 +290,17 @@ def main() -> None:
         seed, key, arm = k
         r = summarise(metrics)
         per_seed.setdefault((key, arm), []).append(r)
-        print(f"{arm} @ {key} faults (seed {seed}): {r['start']:.3f} -> {r['final']:.3f} held-out, tool-call rate "
-              f"{r['final_tool_rate']:.2f}", flush=True)
+        print(
+            f"{arm} @ {key} faults (seed {seed}): {r['start']:.3f} -> {r['final']:.3f} held-out, tool-call rate "
+            f"{r['final_tool_rate']:.2f}",
+            flush=True,
+        )
 
-    calls = {(seed, key, arm): (warm, folder(seed, key, arm), steps, args.eval_every, rate, extra, seed, args.engine)
-             for seed in seeds for key, arm, steps, rate, extra in jobs}
+    calls = {
+        (seed, key, arm): (warm, folder(seed, key, arm), steps, args.eval_every, rate, extra, seed, args.engine)
+        for seed in seeds
+        for key, arm, steps, rate, extra in jobs
+    }
     side_by_side(train, calls, args.jobs, done)
     results: dict[str, dict[str, dict]] = {}
     for key in ["0", *(f"{r:g}" for r in args.rates)]:
@@ -235,44 +310,88 @@ def main() -> None:
     tag = "agentic" if args.engine == "rlvr" else "agentic (trl)"
     for rate in args.rates:
         r = results[f"{rate:g}"]
-        lines.append(f"{tag} @{rate:g} faults, final held-out accuracy: rlvr {r['rlvr']['final']:.3f}, reward-0 "
-                     f"{r['reward-0']['final']:.3f}, mask-only {r['mask-only']['final']:.3f}, "
-                     f"fault-free {ff['final']:.3f}")
-        lines.append(f"{tag} @{rate:g} faults, tool-call rate: rlvr {r['rlvr']['final_tool_rate']:.2f}, reward-0 "
-                     f"{r['reward-0']['final_tool_rate']:.2f}, mask-only {r['mask-only']['final_tool_rate']:.2f}, "
-                     f"fault-free {ff['final_tool_rate']:.2f}")
+        lines.append(
+            f"{tag} @{rate:g} faults, final held-out accuracy: rlvr {r['rlvr']['final']:.3f}, reward-0 "
+            f"{r['reward-0']['final']:.3f}, mask-only {r['mask-only']['final']:.3f}, "
+            f"fault-free {ff['final']:.3f}"
+        )
+        lines.append(
+            f"{tag} @{rate:g} faults, tool-call rate: rlvr {r['rlvr']['final_tool_rate']:.2f}, reward-0 "
+            f"{r['reward-0']['final_tool_rate']:.2f}, mask-only {r['mask-only']['final_tool_rate']:.2f}, "
+            f"fault-free {ff['final_tool_rate']:.2f}"
+        )
         reached = next((s for s, a in r["rlvr"]["curve"] if s > 0 and a >= ff["final"] - 0.02), None)
         r["rlvr"]["reached_at"] = reached
-        lines.append(f"{tag} @{rate:g} faults, steps to the fault-free final: rlvr "
-                     f"{reached if reached is not None else 'never'} of {m}")
+        lines.append(
+            f"{tag} @{rate:g} faults, steps to the fault-free final: rlvr "
+            f"{reached if reached is not None else 'never'} of {m}"
+        )
         if len(seeds) > 1:  # paired seeds: the lead over failure-as-zero, with its standard error
             diff, se = mean_se([a - b for a, b in zip(r["rlvr"]["finals"], r["reward-0"]["finals"])])
             r["rlvr"]["minus_reward0"] = [diff, se]
-            lines.append(f"{tag} @{rate:g} faults, rlvr minus reward-0 final over {len(seeds)} paired seeds: "
-                         f"{diff:+.3f} +- {se:.3f} SE ({diff / se if se else float('inf'):.1f} SE)")
+            lines.append(
+                f"{tag} @{rate:g} faults, rlvr minus reward-0 final over {len(seeds)} paired seeds: "
+                f"{diff:+.3f} +- {se:.3f} SE ({diff / se if se else float('inf'):.1f} SE)"
+            )
         for arm in r:
             mix = ", ".join(f"{k} {v:.1%}" for k, v in sorted(r[arm]["cause_mix"].items(), key=lambda kv: -kv[1]))
             print(f"  @{rate:g} {arm:9s} causes per step: {mix}; redrawn per step {r[arm]['redrawn_per_step']:.1f}")
     r5 = results["0.5"]
     reached = r5["rlvr"]["reached_at"]
-    bars = [Bar("rlvr @0.5: reaches the fault-free final (less 0.02) within 1.5 M steps",
-                1.0 if reached is not None else 0.0, ">=", 1.0, quick_decides=False),
-            Bar("rlvr minus reward-0 final accuracy @0.5", r5["rlvr"]["final"] - r5["reward-0"]["final"], ">=", 0.10,
-                quick_decides=False),
-            Bar("|rlvr - fault-free| tool-call rate @0.5", abs(r5["rlvr"]["final_tool_rate"] - ff["final_tool_rate"]),
-                "<=", 0.10, quick_decides=False)]
+    bars = [
+        Bar(
+            "rlvr @0.5: reaches the fault-free final (less 0.02) within 1.5 M steps",
+            1.0 if reached is not None else 0.0,
+            ">=",
+            1.0,
+            quick_decides=False,
+        ),
+        Bar(
+            "rlvr minus reward-0 final accuracy @0.5",
+            r5["rlvr"]["final"] - r5["reward-0"]["final"],
+            ">=",
+            0.10,
+            quick_decides=False,
+        ),
+        Bar(
+            "|rlvr - fault-free| tool-call rate @0.5",
+            abs(r5["rlvr"]["final_tool_rate"] - ff["final_tool_rate"]),
+            "<=",
+            0.10,
+            quick_decides=False,
+        ),
+    ]
     if len(seeds) > 1:  # the project's rule: a claim only beyond 2 SE
         diff, se = r5["rlvr"]["minus_reward0"]
-        bars.append(Bar("rlvr minus reward-0 final @0.5, in SE of the paired difference",
-                        diff / se if se else 0.0, ">=", 2.0, quick_decides=False))
+        bars.append(
+            Bar(
+                "rlvr minus reward-0 final @0.5, in SE of the paired difference",
+                diff / se if se else 0.0,
+                ">=",
+                2.0,
+                quick_decides=False,
+            )
+        )
     # Several seeds write a file of their own: a paired-seed run never overwrites the full one-seed run.
     name = ("agentic" if args.engine == "rlvr" else "agentic_trl") + (f"-{len(seeds)}seeds" if len(seeds) > 1 else "")
     png = (RESULTS / "quick" if args.quick else RESULTS) / f"{name}.png"
     plot(results, args.rates, png, args.engine)
-    report(name, {"results": results, "lines": lines, "steps": m, "cpu": cpu_report(), "plot": png.name,
-                  "engine": args.engine, "seeds": seeds,
-                  "per_seed": {f"{k}/{arm}": runs for (k, arm), runs in per_seed.items()}},
-           bars, args, quick=args.quick)
+    report(
+        name,
+        {
+            "results": results,
+            "lines": lines,
+            "steps": m,
+            "cpu": cpu_report(),
+            "plot": png.name,
+            "engine": args.engine,
+            "seeds": seeds,
+            "per_seed": {f"{k}/{arm}": runs for (k, arm), runs in per_seed.items()},
+        },
+        bars,
+        args,
+        quick=args.quick,
+    )
     print(f"plot: {png}")
     print("\n".join(lines))
     if args.keep is not None and args.warm is None:  # the warm-up is kept for the runs it started

@@ -52,19 +52,43 @@ PROBLEMS = {
     "add": ("return a + b", "return a - b", ["a", "b"], [((1, 2), 3), ((5, 5), 10), ((-3, 3), 0)]),
     "rev": ("return s[::-1]", "return s", ["s"], [(("abc",), "cba"), (("",), ""), (("ab",), "ba")]),
     "mx": ("return max(xs)", "return xs[0]", ["xs"], [(([1, 5, 2],), 5), (([7],), 7), (([3, 9],), 9)]),
-    "fib": ("a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a", "return n",
-            ["n"], [((0,), 0), ((7,), 13), ((10,), 55)]),
-    "is_prime": ("return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))", "return n % 2 == 1",
-                 ["n"], [((2,), True), ((9,), False), ((13,), True)]),
-    "count_vowels": ("return sum(c in 'aeiou' for c in s.lower())", "return len(s)", ["s"],
-                     [(("Hello",), 2), (("xyz",), 0), (("AEIOU",), 5)]),
+    "fib": (
+        "a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a",
+        "return n",
+        ["n"],
+        [((0,), 0), ((7,), 13), ((10,), 55)],
+    ),
+    "is_prime": (
+        "return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))",
+        "return n % 2 == 1",
+        ["n"],
+        [((2,), True), ((9,), False), ((13,), True)],
+    ),
+    "count_vowels": (
+        "return sum(c in 'aeiou' for c in s.lower())",
+        "return len(s)",
+        ["s"],
+        [(("Hello",), 2), (("xyz",), 0), (("AEIOU",), 5)],
+    ),
     "dedup": ("return sorted(set(xs))", "return xs", ["xs"], [(([3, 1, 3],), [1, 3]), (([],), []), (([2, 2],), [2])]),
-    "gcd": ("import math\n    return math.gcd(a, b)", "return min(a, b)", ["a", "b"],
-            [((12, 18), 6), ((7, 5), 1), ((9, 3), 3)]),
-    "mean": ("return sum(xs) / len(xs)", "return sum(xs)", ["xs"], [(([1, 2, 3],), 2.0), (([4],), 4.0),
-                                                                       (([1, 2],), 1.5)]),
-    "fact": ("r = 1\n    for i in range(2, n + 1):\n        r *= i\n    return r", "return n * (n - 1)", ["n"],
-             [((5,), 120), ((1,), 1), ((0,), 1)]),
+    "gcd": (
+        "import math\n    return math.gcd(a, b)",
+        "return min(a, b)",
+        ["a", "b"],
+        [((12, 18), 6), ((7, 5), 1), ((9, 3), 3)],
+    ),
+    "mean": (
+        "return sum(xs) / len(xs)",
+        "return sum(xs)",
+        ["xs"],
+        [(([1, 2, 3],), 2.0), (([4],), 4.0), (([1, 2],), 1.5)],
+    ),
+    "fact": (
+        "r = 1\n    for i in range(2, n + 1):\n        r *= i\n    return r",
+        "return n * (n - 1)",
+        ["n"],
+        [((5,), 120), ((1,), 1), ((0,), 1)],
+    ),
 }
 HOSTILE = {
     "loop": "while True:\n    pass",
@@ -88,8 +112,9 @@ def small_set(n: int, seed: int) -> list[tuple[str, str, dict, str]]:
         right, wrong, params, cases = PROBLEMS[name]
         shape = r.choice(["assert", "io", "call"])
         if shape == "assert":
-            tests = "def check(candidate):\n" + "".join(f"    assert candidate(*{list(a)!r}) == {res!r}\n"
-                                                      for a, res in cases)
+            tests = "def check(candidate):\n" + "".join(
+                f"    assert candidate(*{list(a)!r}) == {res!r}\n" for a, res in cases
+            )
             spec: dict = {"tests": tests, "entry_point": name}
         elif shape == "call":
             spec = {"entry_point": name, "cases": [{"args": list(a), "result": res} for a, res in cases]}
@@ -135,8 +160,9 @@ def run_peer(items: list[tuple[str, str, int]], jobs: int, timeout: float) -> tu
             out = "ok"
             for _ in range(repeats):
                 try:
-                    res = subprocess.run([py, "-I", "p.py"], cwd=d, input=stdin.encode(), capture_output=True,
-                                         timeout=timeout)
+                    res = subprocess.run(
+                        [py, "-I", "p.py"], cwd=d, input=stdin.encode(), capture_output=True, timeout=timeout
+                    )
                     out = "ok" if res.returncode == 0 else "fail"
                 except subprocess.TimeoutExpired:
                     out = "timeout"
@@ -156,8 +182,9 @@ def leftovers() -> tuple[int, int]:
     return procs, dirs
 
 
-def measure(name: str, rows: list[tuple[str, str, dict, str]], args: argparse.Namespace, peer: bool,
-            quiet: bool = False) -> dict:
+def measure(
+    name: str, rows: list[tuple[str, str, dict, str]], args: argparse.Namespace, peer: bool, quiet: bool = False
+) -> dict:
     """Verify ``rows`` with rlvr (and the same programs with the bare peer); print and return the figures."""
     kinds = [k for k, *_ in rows]
     done = [0]
@@ -168,12 +195,17 @@ def measure(name: str, rows: list[tuple[str, str, dict, str]], args: argparse.Na
             print(f"  {name}: {done[0]}/{len(rows)}", file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
-    verdicts = verify_code_batch([c for _, c, _, _ in rows], [s for _, _, s, _ in rows], jobs=args.jobs,
-                                 timeout=args.timeout, on_done=tick)
+    verdicts = verify_code_batch(
+        [c for _, c, _, _ in rows], [s for _, _, s, _ in rows], jobs=args.jobs, timeout=args.timeout, on_done=tick
+    )
     secs = time.perf_counter() - t0
     table = Counter((k, v.status.value) for k, v in zip(kinds, verdicts))
-    line: dict = {"items": len(rows), "seconds": round(secs, 2), "items_per_s": round(len(rows) / secs, 1),
-                  "table": {f"{k}/{s}": n for (k, s), n in sorted(table.items())}}
+    line: dict = {
+        "items": len(rows),
+        "seconds": round(secs, 2),
+        "items_per_s": round(len(rows) / secs, 1),
+        "table": {f"{k}/{s}": n for (k, s), n in sorted(table.items())},
+    }
     if quiet:
         return line
     if peer:
@@ -184,8 +216,9 @@ def measure(name: str, rows: list[tuple[str, str, dict, str]], args: argparse.Na
             items.append((prog, stdin, len(spec["cases"]) if io else 1))
         # the peer runs every row rlvr ran, prose included (it fails fast as a syntax error)
         psecs, _ = run_peer(items, args.jobs, args.timeout)
-        line.update(peer_seconds=round(psecs, 2), peer_items_per_s=round(len(items) / psecs, 1),
-                    ratio=round(psecs / secs, 2))
+        line.update(
+            peer_seconds=round(psecs, 2), peer_items_per_s=round(len(items) / psecs, 1), ratio=round(psecs / secs, 2)
+        )
     print(f"\n{name}: {json.dumps({k: v for k, v in line.items() if k != 'table'})}")
     print(f"{'kind':<22}{'status':<12}{'count':>6}")
     for (k, s), n in sorted(table.items()):
@@ -198,8 +231,11 @@ def forgeries(jobs: int) -> tuple[int, int]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tests.verify.code.test_forgery import ATTEMPTS, FORMS, IO_MAIN
 
-    items = [(f"```python\n{code}{IO_MAIN if form == 'io' else ''}\n```", spec)
-             for code, _ in ATTEMPTS.values() for form, spec in FORMS.items()]
+    items = [
+        (f"```python\n{code}{IO_MAIN if form == 'io' else ''}\n```", spec)
+        for code, _ in ATTEMPTS.values()
+        for form, spec in FORMS.items()
+    ]
     verdicts = verify_code_batch([c for c, _ in items], [s for _, s in items], jobs=jobs, timeout=10)
     return sum(v.status.value == "correct" for v in verdicts), len(items)
 
@@ -224,30 +260,44 @@ def main() -> None:
     he_rows = []
     for p in problems:
         spec = humaneval.test_spec(p)
-        he_rows.append(("canonical", humaneval.fenced(humaneval.solution_program(p)), spec,
-                        humaneval.solution_program(p)))
+        he_rows.append(
+            ("canonical", humaneval.fenced(humaneval.solution_program(p)), spec, humaneval.solution_program(p))
+        )
         for kind, prog in humaneval.planted_bugs(p).items():
             he_rows.append((f"bug:{kind}", humaneval.fenced(prog), spec, prog))
     sets = {"humaneval": he_rows, "small": small_set(args.small, args.seed)}
     if args.child:  # rlvr only, non-hostile rows, figures as one JSON line
-        out = {name: measure(name, [r for r in rows if r[0] != "hostile"], args, peer=False, quiet=True)
-               for name, rows in sets.items()}
+        out = {
+            name: measure(name, [r for r in rows if r[0] != "hostile"], args, peer=False, quiet=True)
+            for name, rows in sets.items()
+        }
         print(json.dumps(out))
         return
 
     summary = {}
     for name, all_rows in sets.items():
         # the peer has no isolation at all: hostile programs (a fork bomb!) go to rlvr alone
-        for part, rows in (("", [r for r in all_rows if r[0] != "hostile"]),
-                           (" hostile", [r for r in all_rows if r[0] == "hostile"])):
+        for part, rows in (
+            ("", [r for r in all_rows if r[0] != "hostile"]),
+            (" hostile", [r for r in all_rows if r[0] == "hostile"]),
+        ):
             if rows:
                 summary[name + part] = measure(name + part, rows, args, peer=not part and not args.skip_peer)
     bars = []
     if args.against:
         tree = worktree(args.against)
         try:
-            argv = ["--child", "--jobs", str(args.jobs), "--small", str(args.small), "--seed", str(args.seed),
-                    "--timeout", str(args.timeout)] + (["--quick"] if args.quick else [])
+            argv = [
+                "--child",
+                "--jobs",
+                str(args.jobs),
+                "--small",
+                str(args.small),
+                "--seed",
+                str(args.seed),
+                "--timeout",
+                str(args.timeout),
+            ] + (["--quick"] if args.quick else [])
             old = run_child(Path(__file__).resolve(), tree / "src", argv)
         finally:
             drop_worktree(tree)
@@ -255,8 +305,10 @@ def main() -> None:
         for name in sets:
             ratio = summary[name]["items_per_s"] / old[name]["items_per_s"]
             summary[name]["before_items_per_s"] = old[name]["items_per_s"]
-            print(f"  {name}: {old[name]['items_per_s']} items/s before, {summary[name]['items_per_s']} after "
-                  f"({ratio:.2f}x)")
+            print(
+                f"  {name}: {old[name]['items_per_s']} items/s before, {summary[name]['items_per_s']} after "
+                f"({ratio:.2f}x)"
+            )
             bars.append(Bar(f"{name} throughput after / before", ratio, ">=", 0.85))
     caught, attempts = forgeries(args.jobs)
     print(f"\nforgery table: {caught} of {attempts} attempts scored correct")
@@ -266,12 +318,18 @@ def main() -> None:
     print(f"\nleft behind: {after[0] - before[0]} sandbox processes, {after[1] - before[1]} sandbox directories")
     he = summary["humaneval"]["table"]
     n_he = len(problems)
-    bars += [Bar("HumanEval canonical scored correct", he.get("canonical/correct", 0) / n_he, ">=", 1.0, "%"),
-             Bar("HumanEval planted bugs scored wrong",
-                 sum(v for k, v in he.items() if k.startswith("bug:") and k.endswith("/wrong")) / (3 * n_he),
-                 ">=", 1.0, "%"),
-             Bar("forgeries scored correct", caught, "==", 0),
-             Bar("sandbox processes and directories left", (after[0] - before[0]) + (after[1] - before[1]), "==", 0)]
+    bars += [
+        Bar("HumanEval canonical scored correct", he.get("canonical/correct", 0) / n_he, ">=", 1.0, "%"),
+        Bar(
+            "HumanEval planted bugs scored wrong",
+            sum(v for k, v in he.items() if k.startswith("bug:") and k.endswith("/wrong")) / (3 * n_he),
+            ">=",
+            1.0,
+            "%",
+        ),
+        Bar("forgeries scored correct", caught, "==", 0),
+        Bar("sandbox processes and directories left", (after[0] - before[0]) + (after[1] - before[1]), "==", 0),
+    ]
     report("code_verify", summary, bars, args, quick=args.quick)
     if after[0] > before[0] or after[1] > before[1]:
         sys.exit("FAIL: the sandbox left something behind")

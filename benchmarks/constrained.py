@@ -65,16 +65,26 @@ def main() -> None:
     prompts = [encode(tok, s.prompt) for s in rows]
     golds = [s.gold for s in rows for _ in range(args.group)]
     vocab = model.get_output_embeddings().weight.shape[0]
-    variants = {"plain": None,
-                # lazy: from the model's own <answer>; full: the whole (answer-only) output
-                "answer": Constrainer(tok, vocab, mode="answer", answer="math", backend=args.backend),
-                "full": Constrainer(tok, vocab, mode="full", answer="math", backend=args.backend)}
+    variants = {
+        "plain": None,
+        # lazy: from the model's own <answer>; full: the whole (answer-only) output
+        "answer": Constrainer(tok, vocab, mode="answer", answer="math", backend=args.backend),
+        "full": Constrainer(tok, vocab, mode="full", answer="math", backend=args.backend),
+    }
 
     def sample(c: Constrainer | None, rep: int):
         gen = torch.Generator().manual_seed(args.seed * 1000 + rep)
         t0 = time.perf_counter()
-        b = generate(model, tok, prompts, group_size=args.group, max_new_tokens=args.max_new, temperature=1.0,
-                     generator=gen, constrain=c)
+        b = generate(
+            model,
+            tok,
+            prompts,
+            group_size=args.group,
+            max_new_tokens=args.max_new,
+            temperature=1.0,
+            generator=gen,
+            constrain=c,
+        )
         return b, time.perf_counter() - t0
 
     for c in variants.values():
@@ -103,28 +113,43 @@ def main() -> None:
             "accuracy": sum(v.correct for v in vs) / len(vs),
         }
     print(f"\n{n} rollouts x {args.reps} reps ({args.prompts} prompts x {args.group}, {args.max_new} new tokens)")
-    print(f"{'':<8}{'rollouts/s':>12}{'tokens/s':>10}{'length':>8}{'format death':>14}{'truncated':>11}"
-          f"{'accuracy':>10}")
+    print(
+        f"{'':<8}{'rollouts/s':>12}{'tokens/s':>10}{'length':>8}{'format death':>14}{'truncated':>11}{'accuracy':>10}"
+    )
     for name, s in summary.items():
-        print(f"{name:<8}{s['rollouts_per_s']:>12.0f}{s['tokens_per_s']:>10.0f}{s['mean_length']:>8.1f}"
-              f"{s['format_death']:>14.2%}{s['truncated']:>11.2%}{s['accuracy']:>10.3f}")
+        print(
+            f"{name:<8}{s['rollouts_per_s']:>12.0f}{s['tokens_per_s']:>10.0f}{s['mean_length']:>8.1f}"
+            f"{s['format_death']:>14.2%}{s['truncated']:>11.2%}{s['accuracy']:>10.3f}"
+        )
     bars = []
     for name in ("answer", "full"):
-        both = [(a, b) for a, b in zip(verdicts["plain"], verdicts[name])
-                if a.status is not Status.NO_ANSWER and b.status is not Status.NO_ANSWER]
+        both = [
+            (a, b)
+            for a, b in zip(verdicts["plain"], verdicts[name])
+            if a.status is not Status.NO_ANSWER and b.status is not Status.NO_ANSWER
+        ]
         acc_plain = sum(a.correct for a, _ in both) / max(len(both), 1)
         acc_con = sum(b.correct for _, b in both) / max(len(both), 1)
         ratio = summary[name]["rollouts_per_s"] / summary["plain"]["rollouts_per_s"]
         tok_ratio = summary[name]["tokens_per_s"] / summary["plain"]["tokens_per_s"]
-        summary[name].update(throughput_ratio=ratio, tokens_ratio=tok_ratio, pairs=len(both),
-                             accuracy_plain_pairs=acc_plain, accuracy_constrained_pairs=acc_con)
+        summary[name].update(
+            throughput_ratio=ratio,
+            tokens_ratio=tok_ratio,
+            pairs=len(both),
+            accuracy_plain_pairs=acc_plain,
+            accuracy_constrained_pairs=acc_con,
+        )
         stats = results[name][-1][0].decode_stats.metrics()
-        print(f"\nconstrain: {name}: rollouts/s / plain {ratio:.2f}, tokens/s / plain {tok_ratio:.2f}; "
-              f"accuracy where both parsed ({len(both)} pairs): plain {acc_plain:.3f}, constrained {acc_con:.3f}")
+        print(
+            f"\nconstrain: {name}: rollouts/s / plain {ratio:.2f}, tokens/s / plain {tok_ratio:.2f}; "
+            f"accuracy where both parsed ({len(both)} pairs): plain {acc_plain:.3f}, constrained {acc_con:.3f}"
+        )
         print("  masks: " + ", ".join(f"{k.split('/')[1]} {v:.3f}" for k, v in stats.items()))
-        bars += [Bar(f"{name}: rollouts/s vs plain", ratio, ">=", 0.85),
-                 Bar(f"{name}: format deaths", summary[name]["format_death"], "<", 0.01, "%"),
-                 Bar(f"{name}: accuracy where both parsed minus plain's", acc_con - acc_plain, ">=", 0.0)]
+        bars += [
+            Bar(f"{name}: rollouts/s vs plain", ratio, ">=", 0.85),
+            Bar(f"{name}: format deaths", summary[name]["format_death"], "<", 0.01, "%"),
+            Bar(f"{name}: accuracy where both parsed minus plain's", acc_con - acc_plain, ">=", 0.0),
+        ]
     name = "constrained" if args.backend in ("auto", "xgrammar") else f"constrained-{args.backend}"
     report(name, summary, bars, args, quick=args.quick)
 

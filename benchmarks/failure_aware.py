@@ -38,8 +38,13 @@ from results import Bar, report, src_path
 sys.path.insert(0, src_path())
 
 PLAIN = ["failure.quarantine=false", "failure.resample_tries=0", "failure.dynamic_sampling=0"]
-AWARE = ["failure.quarantine=true", "failure.resample_tries=2", "failure.exclude_truncated=true",
-         "failure.dynamic_sampling=2", "algo.advantage_clip=3.0"]
+AWARE = [
+    "failure.quarantine=true",
+    "failure.resample_tries=2",
+    "failure.exclude_truncated=true",
+    "failure.dynamic_sampling=2",
+    "algo.advantage_clip=3.0",
+]
 # failure-aware with the answer segment constrained while sampling rollouts; the held-out evaluation
 # stays unconstrained (the policy itself is judged, leniently, as for the others)
 CONSTRAINED = [*AWARE, "decoding.constrain=full", "decoding.in_eval=false"]
@@ -63,24 +68,53 @@ def warm_model(out: Path, seed: int, untagged: float = 1 / 3) -> Path:
     def target(s: Sample) -> str:
         return f"the sum is {s.gold}" if rng.random() < untagged else f"<answer>{s.gold}</answer>"
 
-    res = sft(model, tok, addition_train(seed + 10_000), steps=1000, eval_rows=addition_eval(200),
-              target_accuracy=0.3, completion_of=target)
+    res = sft(
+        model,
+        tok,
+        addition_train(seed + 10_000),
+        steps=1000,
+        eval_rows=addition_eval(200),
+        target_accuracy=0.3,
+        completion_of=target,
+    )
     model.save_pretrained(out)
     tok.save_pretrained(out)
-    print(f"warm-up ({untagged:.0%} untagged): {res['steps']} SFT steps, held-out accuracy {res['accuracy']:.3f} "
-          "(lenient)", flush=True)
+    print(
+        f"warm-up ({untagged:.0%} untagged): {res['steps']} SFT steps, held-out accuracy {res['accuracy']:.3f} "
+        "(lenient)",
+        flush=True,
+    )
     return out
 
 
-def run(warm: Path, out: Path, seed: int, steps: int, every: int, extra: list[str], engine: str = "rlvr",
-        accuracy: str = "{strict: true}") -> list[dict]:
+def run(
+    warm: Path,
+    out: Path,
+    seed: int,
+    steps: int,
+    every: int,
+    extra: list[str],
+    engine: str = "rlvr",
+    accuracy: str = "{strict: true}",
+) -> list[dict]:
     """Train one variant from the warm model; its evaluation and death-rate metrics."""
     from rlvr.config import load_config
     from rlvr.runs import read_metrics
 
-    cfg = load_config(None, [f"model.name={warm}", f"run.out_dir={out}", f"run.steps={steps}", f"run.seed={seed}",
-                             f"run.eval_every={every}", f"run.save_every={steps}", f"engine={engine}",
-                             f"rewards.options={{accuracy: {accuracy}, format: {{think_tag: null}}}}", *extra])
+    cfg = load_config(
+        None,
+        [
+            f"model.name={warm}",
+            f"run.out_dir={out}",
+            f"run.steps={steps}",
+            f"run.seed={seed}",
+            f"run.eval_every={every}",
+            f"run.save_every={steps}",
+            f"engine={engine}",
+            f"rewards.options={{accuracy: {accuracy}, format: {{think_tag: null}}}}",
+            *extra,
+        ],
+    )
     if engine == "trl":
         import warnings
 
@@ -119,13 +153,21 @@ def main() -> None:
             curve = [(x["step"], x["eval/accuracy"]) for x in m if "eval/accuracy" in x]
             curves[name].append(curve)
             steps = [x for x in m if "verify/no_answer" in x]
-            deaths[name].append((statistics.mean(x["verify/no_answer"] for x in steps),
-                                 statistics.mean(x["verify/wrong"] for x in steps)))
-            print(f"{name:17s} seed {seed}: " + "  ".join(f"{s}:{a:.3f}" for s, a in curve)
-                  + f"   mean format death {deaths[name][-1][0]:.3f}, verification death {deaths[name][-1][1]:.3f}",
-                  flush=True)
-    mean_curve = {n: [(c[0][i][0], statistics.mean(x[i][1] for x in c)) for i in range(len(c[0]))]
-                  for n, c in curves.items()}
+            deaths[name].append(
+                (
+                    statistics.mean(x["verify/no_answer"] for x in steps),
+                    statistics.mean(x["verify/wrong"] for x in steps),
+                )
+            )
+            print(
+                f"{name:17s} seed {seed}: "
+                + "  ".join(f"{s}:{a:.3f}" for s, a in curve)
+                + f"   mean format death {deaths[name][-1][0]:.3f}, verification death {deaths[name][-1][1]:.3f}",
+                flush=True,
+            )
+    mean_curve = {
+        n: [(c[0][i][0], statistics.mean(x[i][1] for x in c)) for i in range(len(c[0]))] for n, c in curves.items()
+    }
     target = mean_curve["plain"][-1][1]
     print(f"\nplain final held-out accuracy (mean over seeds): {target:.3f} at step {args.steps}")
     bars, figures = [], {"plain_final": target, "curves": mean_curve, "deaths": deaths}
@@ -136,18 +178,31 @@ def main() -> None:
         reached = next((s for s, a in mean_curve[name] if s > 0 and a >= target), None)
         fmt = statistics.mean(d[0] for d in deaths[name])
         if reached is None:
-            print(f"{name}: never reached it in {args.steps} steps (final {mean_curve[name][-1][1]:.3f}); "
-                  f"format deaths {fmt:.1%}")
+            print(
+                f"{name}: never reached it in {args.steps} steps (final {mean_curve[name][-1][1]:.3f}); "
+                f"format deaths {fmt:.1%}"
+            )
         else:
-            print(f"{name}: reached it at step {reached}: {reached / args.steps:.0%} of the steps (bar: <= 70%); "
-                  f"final {mean_curve[name][-1][1]:.3f}; format deaths {fmt:.1%}")
+            print(
+                f"{name}: reached it at step {reached}: {reached / args.steps:.0%} of the steps (bar: <= 70%); "
+                f"final {mean_curve[name][-1][1]:.3f}; format deaths {fmt:.1%}"
+            )
         share = (reached if reached is not None else 2 * args.steps) / args.steps
         figures[f"{name}_reached_share"] = share
         # one quick seed and a few dozen steps cannot decide either (the spread of a seed is larger)
-        bars.append(Bar(f"{name}: share of the steps to reach plain's final accuracy", share, "<=", 0.7, "%",
-                        quick_decides=False))
-        bars.append(Bar(f"{name} minus plain final accuracy", mean_curve[name][-1][1] - target, ">=", 0.0,
-                        quick_decides=False))
+        bars.append(
+            Bar(
+                f"{name}: share of the steps to reach plain's final accuracy",
+                share,
+                "<=",
+                0.7,
+                "%",
+                quick_decides=False,
+            )
+        )
+        bars.append(
+            Bar(f"{name} minus plain final accuracy", mean_curve[name][-1][1] - target, ">=", 0.0, quick_decides=False)
+        )
     report("failure_aware" if args.engine == "rlvr" else "failure_aware-trl", figures, bars, args, quick=args.quick)
 
 

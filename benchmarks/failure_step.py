@@ -60,8 +60,12 @@ from results import RESULTS, Bar, mean_se, report, save_figure, side_by_side, sr
 
 sys.path.insert(0, src_path())
 
-PLAIN = ["failure.quarantine=false", "failure.resample_tries=0", "failure.dynamic_sampling=0",
-         "failure.verifier_failures=score"]
+PLAIN = [
+    "failure.quarantine=false",
+    "failure.resample_tries=0",
+    "failure.dynamic_sampling=0",
+    "failure.verifier_failures=score",
+]
 EXCLUDE = ["failure.quarantine=false", "failure.resample_tries=0", "failure.dynamic_sampling=0"]
 #: rlvr's failure defaults for these faults: failed rows out of both and redrawn (``resample_tries: 2``),
 #: no flat-group redraws, no quarantine, no clipping: the fault handling without dynamic sampling.
@@ -71,9 +75,11 @@ ARMS = {"plain": PLAIN, "exclude": EXCLUDE, "redraw": REDRAW, "aware": AWARE}
 #: answer takes the admission-alone arm's place.
 COLD_ARMS = {"plain": PLAIN, "aware": AWARE, "aware+constrained": CONSTRAINED}
 #: The line each arm beside aware gets: what it is, and how its verdict against plain is written.
-SIDE_LINES = {"redraw": ("failed rows redrawn alone (rlvr's defaults): redraw", "{}"),
-              "exclude": ("admission alone at plain's compute: exclude", "{}"),
-              "aware+constrained": ("answer constrained while sampling:", "against plain: {}")}
+SIDE_LINES = {
+    "redraw": ("failed rows redrawn alone (rlvr's defaults): redraw", "{}"),
+    "exclude": ("admission alone at plain's compute: exclude", "{}"),
+    "aware+constrained": ("answer constrained while sampling:", "against plain: {}"),
+}
 #: Each fault kind: the override that injects it at a rate and seed, and what it is, in words.
 FAULTS = {
     "outage": (lambda rate, seed: [f"rewards.outage={rate}", f"rewards.outage_seed={seed}"], "verifier outages"),
@@ -83,8 +89,17 @@ FAULTS = {
 }
 
 
-def run(warm: Path, out: Path, seed: int, steps: int, every: int, rate: float, extra: list[str],
-        engine: str, fault: str = "outage") -> list[dict]:
+def run(
+    warm: Path,
+    out: Path,
+    seed: int,
+    steps: int,
+    every: int,
+    rate: float,
+    extra: list[str],
+    engine: str,
+    fault: str = "outage",
+) -> list[dict]:
     """One arm at one rate of one fault kind (``failure_aware.run`` with the fault injected and
     plain's 0 for a failed verification or a bad gold); every step's metrics."""
     from rlvr.runs import read_metrics
@@ -92,8 +107,16 @@ def run(warm: Path, out: Path, seed: int, steps: int, every: int, rate: float, e
 
     setup_torch(1, seed)
     inject = FAULTS[fault][0](rate, seed) if rate else []
-    train(warm, out, seed, steps, every, [*inject, *extra], engine,
-          accuracy="{strict: true, undecided: 0.0, bad_gold: 0.0}")
+    train(
+        warm,
+        out,
+        seed,
+        steps,
+        every,
+        [*inject, *extra],
+        engine,
+        accuracy="{strict: true, undecided: 0.0, bad_gold: 0.0}",
+    )
     return read_metrics(out)
 
 
@@ -107,13 +130,19 @@ def verdict(diff: float, se: float) -> str:
 def summarise(metrics: list[dict], group: int, prompts: int) -> dict:
     curve = [[m["step"], m["eval/accuracy"]] for m in metrics if "eval/accuracy" in m]
     steps = [m for m in metrics if "causes/correct" in m]
-    sampled = sum(prompts * group + m.get("failure/resampled", 0.0) + group * prompts * m.get(
-        "failure/dynamic_rounds", 0.0) for m in steps)
-    return {"curve": curve, "final": curve[-1][1], "rollouts": sampled,
-            "invalid": statistics.mean(m.get("causes/invalid", 0.0) for m in steps),
-            "bad_gold": statistics.mean(m.get("causes/bad_gold", 0.0) for m in steps),
-            "truncated": statistics.mean(m.get("causes/truncated", 0.0) for m in steps),
-            "no_answer": statistics.mean(m.get("causes/no_answer", 0.0) for m in steps)}
+    sampled = sum(
+        prompts * group + m.get("failure/resampled", 0.0) + group * prompts * m.get("failure/dynamic_rounds", 0.0)
+        for m in steps
+    )
+    return {
+        "curve": curve,
+        "final": curve[-1][1],
+        "rollouts": sampled,
+        "invalid": statistics.mean(m.get("causes/invalid", 0.0) for m in steps),
+        "bad_gold": statistics.mean(m.get("causes/bad_gold", 0.0) for m in steps),
+        "truncated": statistics.mean(m.get("causes/truncated", 0.0) for m in steps),
+        "no_answer": statistics.mean(m.get("causes/no_answer", 0.0) for m in steps),
+    }
 
 
 def plot(agg: dict, rates: list[float], engine: str, path: Path, fault: str = "outage") -> None:
@@ -123,9 +152,15 @@ def plot(agg: dict, rates: list[float], engine: str, path: Path, fault: str = "o
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(rates), figsize=(4.6 * len(rates), 3.8), squeeze=False, sharey=True)
-    colours = {"plain": "tab:red", "exclude": "tab:blue", "redraw": "tab:orange", "aware": "tab:green",
-               "aware+constrained": "tab:purple",
-               "fault-free": "black", "aware @0": "tab:olive"}
+    colours = {
+        "plain": "tab:red",
+        "exclude": "tab:blue",
+        "redraw": "tab:orange",
+        "aware": "tab:green",
+        "aware+constrained": "tab:purple",
+        "fault-free": "black",
+        "aware @0": "tab:olive",
+    }
     for j, rate in enumerate(rates):
         ax = axes[0][j]
         at0 = [("fault-free", agg["0"]["plain"])] + ([("aware @0", agg["0"]["aware"])] if "aware" in agg["0"] else [])
@@ -135,8 +170,9 @@ def plot(agg: dict, rates: list[float], engine: str, path: Path, fault: str = "o
             ses = [e for _, _, e in a["curve"]]
             ls = "--" if name.endswith(("fault-free", "@0")) else "-"
             ax.plot(xs, ms, ls, color=colours[name], label=name)
-            ax.fill_between(xs, [m - e for m, e in zip(ms, ses)], [m + e for m, e in zip(ms, ses)],
-                            color=colours[name], alpha=0.15)
+            ax.fill_between(
+                xs, [m - e for m, e in zip(ms, ses)], [m + e for m, e in zip(ms, ses)], color=colours[name], alpha=0.15
+            )
         ax.set_title(f"{rate:g} injected {FAULTS[fault][1]}")
         ax.set_xlabel("GRPO step")
     axes[0][0].set_ylabel("held-out accuracy (mean +- SE)")
@@ -145,8 +181,9 @@ def plot(agg: dict, rates: list[float], engine: str, path: Path, fault: str = "o
     save_figure(fig, path)
 
 
-def compare(agg: dict[str, dict[str, dict]], rates: list[float], fault: str, engine: str,
-            seeds: int) -> tuple[dict[str, dict], list[str]]:
+def compare(
+    agg: dict[str, dict[str, dict]], rates: list[float], fault: str, engine: str, seeds: int
+) -> tuple[dict[str, dict], list[str]]:
     """Every arm against plain at its rate (paired by seed), and the aware arm's lead beyond the one it
     has with no fault at all (the difference of the two paired differences, per seed: what handling
     the faults buys, apart from what the step's redraws of flat groups buy anyway); the differences
@@ -162,47 +199,71 @@ def compare(agg: dict[str, dict[str, dict]], rates: list[float], fault: str, eng
     if "aware" in zero:
         lead0 = [x - y for x, y in zip(zero["aware"]["finals"], zero["plain"]["finals"])]
         d0, d0_se = mean_se(lead0)
-        diffs["0/aware"] = {"diff": d0, "se": d0_se, "verdict": verdict(d0, d0_se),
-                            "compute_ratio": zero["aware"]["rollouts"] / zero["plain"]["rollouts"]}
-        print(f"@0: aware - plain final {d0:+.3f} +- {d0_se:.3f} (paired, {seeds} seeds, no fault): "
-              f"{verdict(d0, d0_se)}")
+        diffs["0/aware"] = {
+            "diff": d0,
+            "se": d0_se,
+            "verdict": verdict(d0, d0_se),
+            "compute_ratio": zero["aware"]["rollouts"] / zero["plain"]["rollouts"],
+        }
+        print(
+            f"@0: aware - plain final {d0:+.3f} +- {d0_se:.3f} (paired, {seeds} seeds, no fault): {verdict(d0, d0_se)}"
+        )
     for rate in rates:
         arms = agg[f"{rate:g}"]
         p = arms["plain"]
         for arm in [a for a in arms if a != "plain"]:
             a = arms[arm]
             d, d_se = mean_se([x - y for x, y in zip(a["finals"], p["finals"])])  # paired by seed
-            diffs[f"{rate:g}/{arm}"] = {"diff": d, "se": d_se, "verdict": verdict(d, d_se),
-                                        "compute_ratio": a["rollouts"] / p["rollouts"]}
-            print(f"@{rate:g}: {arm} - plain final {d:+.3f} +- {d_se:.3f} (paired, {seeds} seeds): "
-                  f"{verdict(d, d_se)}; {arm} sampled {a['rollouts'] / p['rollouts']:.2f}x plain's rollouts; "
-                  f"{cause} rows {a.get(cause, 0.0):.1%} ({arm}) / {p.get(cause, 0.0):.1%} (plain)")
+            diffs[f"{rate:g}/{arm}"] = {
+                "diff": d,
+                "se": d_se,
+                "verdict": verdict(d, d_se),
+                "compute_ratio": a["rollouts"] / p["rollouts"],
+            }
+            print(
+                f"@{rate:g}: {arm} - plain final {d:+.3f} +- {d_se:.3f} (paired, {seeds} seeds): "
+                f"{verdict(d, d_se)}; {arm} sampled {a['rollouts'] / p['rollouts']:.2f}x plain's rollouts; "
+                f"{cause} rows {a.get(cause, 0.0):.1%} ({arm}) / {p.get(cause, 0.0):.1%} (plain)"
+            )
         a = arms["aware"]
-        lines.append(f"failure-aware @{rate:g} {label} ({engine}): aware {a['final'][0]:.3f} +- "
-                     f"{a['final'][1]:.3f}, plain {p['final'][0]:.3f} +- {p['final'][1]:.3f}, "
-                     f"fault-free {ff[0]:.3f} +- {ff[1]:.3f} ({seeds} seeds)")
+        lines.append(
+            f"failure-aware @{rate:g} {label} ({engine}): aware {a['final'][0]:.3f} +- "
+            f"{a['final'][1]:.3f}, plain {p['final'][0]:.3f} +- {p['final'][1]:.3f}, "
+            f"fault-free {ff[0]:.3f} +- {ff[1]:.3f} ({seeds} seeds)"
+        )
         if lead0 is not None:
             b, b_se = mean_se([x - y - z for x, y, z in zip(a["finals"], p["finals"], lead0)])
             diffs[f"{rate:g}/aware beyond 0"] = {"diff": b, "se": b_se, "verdict": verdict(b, b_se)}
-            lines.append(f"failure-aware @{rate:g} {label} ({engine}), aware's lead beyond its lead with no fault: "
-                         f"{b:+.3f} +- {b_se:.3f} ({verdict(b, b_se)})")
+            lines.append(
+                f"failure-aware @{rate:g} {label} ({engine}), aware's lead beyond its lead with no fault: "
+                f"{b:+.3f} +- {b_se:.3f} ({verdict(b, b_se)})"
+            )
         for arm, (what, how) in SIDE_LINES.items():
             if arm in arms:
                 x = arms[arm]
-                lines.append(f"failure-aware @{rate:g} {label} ({engine}), {what} {x['final'][0]:.3f} +- "
-                             f"{x['final'][1]:.3f} ({how.format(diffs[f'{rate:g}/{arm}']['verdict'])})")
+                lines.append(
+                    f"failure-aware @{rate:g} {label} ({engine}), {what} {x['final'][0]:.3f} +- "
+                    f"{x['final'][1]:.3f} ({how.format(diffs[f'{rate:g}/{arm}']['verdict'])})"
+                )
     if lead0 is not None:
-        lines.append(f"failure-aware @0 {label} ({engine}): aware {zero['aware']['final'][0]:.3f} +- "
-                     f"{zero['aware']['final'][1]:.3f}, plain {ff[0]:.3f} +- {ff[1]:.3f} "
-                     f"({diffs['0/aware']['verdict']}: what the step buys with no fault)")
+        lines.append(
+            f"failure-aware @0 {label} ({engine}): aware {zero['aware']['final'][0]:.3f} +- "
+            f"{zero['aware']['final'][1]:.3f}, plain {ff[0]:.3f} +- {ff[1]:.3f} "
+            f"({diffs['0/aware']['verdict']}: what the step buys with no fault)"
+        )
     return diffs, lines
 
 
 def outage_bar(diffs: dict[str, dict]) -> Bar:
     """The issue's bar: at 0.2 verifier outages, aware above plain by more than 2 SE of the paired difference."""
     d2 = diffs["0.2/aware"]
-    return Bar("aware minus plain final @0.2, in standard errors of the paired difference",
-               d2["diff"] / d2["se"] if d2["se"] > 0 else 0.0, ">", 2.0, quick_decides=False)
+    return Bar(
+        "aware minus plain final @0.2, in standard errors of the paired difference",
+        d2["diff"] / d2["se"] if d2["se"] > 0 else 0.0,
+        ">",
+        2.0,
+        quick_decides=False,
+    )
 
 
 def recompute(path: Path) -> None:
@@ -256,16 +317,21 @@ def merge(agg: dict[str, dict[str, dict]], rec: dict) -> dict:
         ours = {a["curve"][0][1] for a in agg.get(rate, {}).values()}
         kept = {a["curve"][0][1] for arm, a in arms.items() if arm not in agg.get(rate, {})}
         if ours and kept and ours != kept:
-            raise SystemExit(f"--merge: at {rate} the earlier run started from {sorted(kept)}, this one from "
-                             f"{sorted(ours)} (another CPU?); nothing was merged")
+            raise SystemExit(
+                f"--merge: at {rate} the earlier run started from {sorted(kept)}, this one from "
+                f"{sorted(ours)} (another CPU?); nothing was merged"
+            )
     for rate, arms in rec["figures"]["arms"].items():
         for arm, a in arms.items():
             agg.setdefault(rate, {}).setdefault(arm, a)
     order = [*ARMS, *COLD_ARMS]  # the plot's and the lines' order
     for rate in agg:
         agg[rate] = dict(sorted(agg[rate].items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99))
-    return {"commit": rec["commit"], "date": rec["date"],
-            "arms": sorted({f"{r}/{a}" for r, arms in rec["figures"]["arms"].items() for a in arms})}
+    return {
+        "commit": rec["commit"],
+        "date": rec["date"],
+        "arms": sorted({f"{r}/{a}" for r, arms in rec["figures"]["arms"].items() for a in arms}),
+    }
 
 
 def main() -> None:
@@ -279,10 +345,17 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="runs side by side (one torch thread each)")
     ap.add_argument("--quick", action="store_true", help="3 seeds, 0.2 only, 60 steps (make bench-check)")
     ap.add_argument("--arms", nargs="+", metavar="ARM", help="run only these arms at the rates (with --merge)")
-    ap.add_argument("--merge", action="store_true",
-                    help="add the arms this run measures to the results file of a run with the same settings")
-    ap.add_argument("--recompute", type=Path, metavar="JSON",
-                    help="derive the differences and lines of a results file again from its arms (no run)")
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="add the arms this run measures to the results file of a run with the same settings",
+    )
+    ap.add_argument(
+        "--recompute",
+        type=Path,
+        metavar="JSON",
+        help="derive the differences and lines of a results file again from its arms (no run)",
+    )
     args = ap.parse_args()
     if args.recompute:
         recompute(args.recompute)
@@ -295,14 +368,18 @@ def main() -> None:
     if args.arms and not set(args.arms) <= known:
         ap.error(f"--arms: {sorted(set(args.arms) - known)} not among {sorted(known)} for --fault {args.fault}")
     if args.arms and not args.merge and not {"plain", "aware"} <= set(args.arms):
-        ap.error("--arms without plain and aware needs --merge (every arm is read against plain's runs, "
-                 "and aware's at 0)")
+        ap.error(
+            "--arms without plain and aware needs --merge (every arm is read against plain's runs, and aware's at 0)"
+        )
     from rlvr.config import RolloutConfig
     from rlvr.runtime import cpu_report
 
     print(f"CPU: {cpu_report()}", flush=True)
-    name = "failure_step" + ("" if args.fault == "outage" else f"-{args.fault}") + (
-        "" if args.engine == "rlvr" else "-trl")
+    name = (
+        "failure_step"
+        + ("" if args.fault == "outage" else f"-{args.fault}")
+        + ("" if args.engine == "rlvr" else "-trl")
+    )
     png = (RESULTS / "quick" if args.quick else RESULTS) / f"{name}.png"
     before = earlier_run(png.with_suffix(".json"), args) if args.merge else None  # before any run
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-failure-step-"))
@@ -327,14 +404,20 @@ def main() -> None:
 
     def done(key: tuple[float, str, int], metrics: list[dict]) -> None:
         raw[key] = summarise(metrics, rc.group_size, rc.prompts_per_step)
-        print(f"{key[1]:6s} @ {key[0]:g} seed {key[2]}: " + "  ".join(f"{s}:{a:.3f}" for s, a in raw[key]["curve"])
-              + f"  ({raw[key]['rollouts']:.0f} rollouts)", flush=True)
+        print(
+            f"{key[1]:6s} @ {key[0]:g} seed {key[2]}: "
+            + "  ".join(f"{s}:{a:.3f}" for s, a in raw[key]["curve"])
+            + f"  ({raw[key]['rollouts']:.0f} rollouts)",
+            flush=True,
+        )
 
     def out(rate: float, arm: str, seed: int) -> Path:
         return tmp / f"{rate:g}" / f"{arm}-{seed}"
 
-    calls = {(r, a, s): (warms[r], out(r, a, s), s, args.steps, args.eval_every, r, arms_of[a], args.engine,
-                         args.fault) for r, a, s in jobs}
+    calls = {
+        (r, a, s): (warms[r], out(r, a, s), s, args.steps, args.eval_every, r, arms_of[a], args.engine, args.fault)
+        for r, a, s in jobs
+    }
     side_by_side(run, calls, args.jobs, done)
     seeds = range(args.seeds)
     agg: dict[str, dict[str, dict]] = {}
@@ -343,17 +426,32 @@ def main() -> None:
             runs = [raw[(rate, arm, s)] for s in seeds]
             points = [(p[0], *mean_se([r["curve"][i][1] for r in runs])) for i, p in enumerate(runs[0]["curve"])]
             agg.setdefault(f"{rate:g}", {})[arm] = {
-                "curve": points, "final": mean_se([r["final"] for r in runs]),
+                "curve": points,
+                "final": mean_se([r["final"] for r in runs]),
                 "rollouts": statistics.mean(r["rollouts"] for r in runs),
-                "invalid": statistics.mean(r["invalid"] for r in runs), "finals": [r["final"] for r in runs],
-                **{k: statistics.mean(r.get(k, 0.0) for r in runs) for k in ("bad_gold", "truncated", "no_answer")}}
+                "invalid": statistics.mean(r["invalid"] for r in runs),
+                "finals": [r["final"] for r in runs],
+                **{k: statistics.mean(r.get(k, 0.0) for r in runs) for k in ("bad_gold", "truncated", "no_answer")},
+            }
     earlier = merge(agg, before) if before is not None else None
     diffs, lines = compare(agg, args.rates, args.fault, args.engine, args.seeds)
     bars = [outage_bar(diffs)] if args.fault == "outage" else []  # the outage's bar; the other kinds are reported
     plot(agg, args.rates, args.engine, png, args.fault)
-    report(name, {"fault": args.fault, "arms": agg, "differences": diffs, "lines": lines, "cpu": cpu_report(),
-                  "plot": png.name, **({"earlier": earlier} if earlier else {})},
-           bars, args, quick=args.quick)
+    report(
+        name,
+        {
+            "fault": args.fault,
+            "arms": agg,
+            "differences": diffs,
+            "lines": lines,
+            "cpu": cpu_report(),
+            "plot": png.name,
+            **({"earlier": earlier} if earlier else {}),
+        },
+        bars,
+        args,
+        quick=args.quick,
+    )
     print(f"plot: {png}")
     print("\n".join(lines))
     shutil.rmtree(tmp, ignore_errors=True)  # the warm-up and the run folders

@@ -71,8 +71,10 @@ class Finetune:
     results: str
 
 
-FINETUNE = {"lora": Finetune(("model.lora={r: 16, alpha: 32}",), 2e-4, "LoRA", "real_learning"),
-            "full": Finetune((), 1e-5, "full fine-tuning", "real_learning-full")}  # full: every weight trains
+FINETUNE = {
+    "lora": Finetune(("model.lora={r: 16, alpha: 32}",), 2e-4, "LoRA", "real_learning"),
+    "full": Finetune((), 1e-5, "full fine-tuning", "real_learning-full"),
+}  # full: every weight trains
 
 
 def rows(spec: str) -> list:
@@ -80,22 +82,41 @@ def rows(spec: str) -> list:
     from rlvr.data.reasoning_gym import load
     from rlvr.data.tasks import Sample
 
-    return [Sample(s.prompt, str(json.loads(s.gold)["entry"]["answer"]), "math", f"cs{i}")
-            for i, s in enumerate(load(spec))]
+    return [
+        Sample(s.prompt, str(json.loads(s.gold)["entry"]["answer"]), "math", f"cs{i}") for i, s in enumerate(load(spec))
+    ]
 
 
 def config(a: argparse.Namespace, engine: str, out: Path):
     from rlvr.config import load_config
 
-    return load_config(None, [
-        "model.name=smollm2-135m", *FINETUNE[a.finetune].overrides, "data.eval_size=1",
-        f"rollout.prompts_per_step={a.prompts}", f"rollout.group_size={a.group}",
-        f"rollout.max_new_tokens={a.new_tokens}", "rollout.temperature=1.0", "algo.loss=dapo", "algo.beta=0",
-        f"optim.lr={a.lr}", "optim.schedule=constant", "optim.warmup_steps=0",
-        "rewards.weights={accuracy: 1.0, format: 0.2}", "rewards.options={format: {think_tag: null}}",
-        "run.steps=100000", "run.eval_every=0", "run.save_every=100000000", f"run.out_dir={out}",
-        f"run.seed={a.seed}", f"engine={engine}", "run.log_rollouts=false",
-        f"rollout.dtype={a.rollout_dtype if engine == 'rlvr' else 'model'}"])
+    return load_config(
+        None,
+        [
+            "model.name=smollm2-135m",
+            *FINETUNE[a.finetune].overrides,
+            "data.eval_size=1",
+            f"rollout.prompts_per_step={a.prompts}",
+            f"rollout.group_size={a.group}",
+            f"rollout.max_new_tokens={a.new_tokens}",
+            "rollout.temperature=1.0",
+            "algo.loss=dapo",
+            "algo.beta=0",
+            f"optim.lr={a.lr}",
+            "optim.schedule=constant",
+            "optim.warmup_steps=0",
+            "rewards.weights={accuracy: 1.0, format: 0.2}",
+            "rewards.options={format: {think_tag: null}}",
+            "run.steps=100000",
+            "run.eval_every=0",
+            "run.save_every=100000000",
+            f"run.out_dir={out}",
+            f"run.seed={a.seed}",
+            f"engine={engine}",
+            "run.log_rollouts=false",
+            f"rollout.dtype={a.rollout_dtype if engine == 'rlvr' else 'model'}",
+        ],
+    )
 
 
 class Clock:
@@ -124,10 +145,16 @@ class Clock:
     def _eval(self) -> dict:
         t0 = time.perf_counter()
         ev = self.evaluate()
-        point = {"minutes": self.trained_s / 60, "steps": self.steps, "accuracy": ev["accuracy"],
-                 "format": ev["statuses"].get("no_answer", 0.0), "verification": ev["statuses"].get("wrong", 0.0),
-                 "truncated": ev["truncated"], "eval_s": time.perf_counter() - t0,
-                 "examples": ev.get("examples", [])}
+        point = {
+            "minutes": self.trained_s / 60,
+            "steps": self.steps,
+            "accuracy": ev["accuracy"],
+            "format": ev["statuses"].get("no_answer", 0.0),
+            "verification": ev["statuses"].get("wrong", 0.0),
+            "truncated": ev["truncated"],
+            "eval_s": time.perf_counter() - t0,
+            "examples": ev.get("examples", []),
+        }
         self.log(point)
         return point
 
@@ -160,6 +187,7 @@ def child(a: argparse.Namespace) -> dict:
                 r = greedy_eval(model, tok, held, max_new_tokens=a.new_tokens, batch_size=50, examples=4)
             model.train(was)
             return r
+
         return ev
 
     clock_points = [m * 60 for m in a.points]
@@ -206,8 +234,9 @@ def _trl(a, cfg, train, points, budget, evaluate_with, log) -> dict:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=[total], args=args, train_dataset=ds,
-                              callbacks=[Budget()])
+        trainer = GRPOTrainer(
+            model=model, processing_class=tok, reward_funcs=[total], args=args, train_dataset=ds, callbacks=[Budget()]
+        )
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
         for cb in (PrinterCallback, ProgressCallback):
@@ -219,10 +248,32 @@ def _trl(a, cfg, train, points, budget, evaluate_with, log) -> dict:
 
 
 def run_child(a: argparse.Namespace, engine: str) -> subprocess.Popen:
-    argv = [sys.executable, __file__, "--child", engine, "--budget-min", str(a.budget_min), "--points",
-            *map(str, a.points), "--eval-n", str(a.eval_n), "--prompts", str(a.prompts), "--group", str(a.group),
-            "--new-tokens", str(a.new_tokens), "--lr", str(a.lr), "--seed", str(a.seed),
-            "--rollout-dtype", a.rollout_dtype, "--finetune", a.finetune]
+    argv = [
+        sys.executable,
+        __file__,
+        "--child",
+        engine,
+        "--budget-min",
+        str(a.budget_min),
+        "--points",
+        *map(str, a.points),
+        "--eval-n",
+        str(a.eval_n),
+        "--prompts",
+        str(a.prompts),
+        "--group",
+        str(a.group),
+        "--new-tokens",
+        str(a.new_tokens),
+        "--lr",
+        str(a.lr),
+        "--seed",
+        str(a.seed),
+        "--rollout-dtype",
+        a.rollout_dtype,
+        "--finetune",
+        a.finetune,
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_BENCH_SRC": src_path()}
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -237,11 +288,17 @@ def plot(results: dict, path: Path, title: str) -> None:
     colours = {"rlvr": "tab:green", "trl": "tab:blue"}
     for engine, r in results.items():
         xs = [p["minutes"] for p in r["curve"]]
-        axes[0].plot(xs, [p["accuracy"] for p in r["curve"]], "o-", color=colours[engine],
-                     label=f"{'rlvr' if engine == 'rlvr' else 'TRL'} ({r['steps']} steps)")
+        axes[0].plot(
+            xs,
+            [p["accuracy"] for p in r["curve"]],
+            "o-",
+            color=colours[engine],
+            label=f"{'rlvr' if engine == 'rlvr' else 'TRL'} ({r['steps']} steps)",
+        )
         axes[1].plot(xs, [p["format"] for p in r["curve"]], "--", color=colours[engine], label=f"{engine}: format")
-        axes[1].plot(xs, [p["verification"] for p in r["curve"]], "-", color=colours[engine],
-                     label=f"{engine}: verification")
+        axes[1].plot(
+            xs, [p["verification"] for p in r["curve"]], "-", color=colours[engine], label=f"{engine}: verification"
+        )
     axes[0].set_xlabel("training wall-clock (minutes, this CPU, 1 thread)")
     axes[0].set_ylabel("held-out accuracy (greedy)")
     axes[0].legend()
@@ -261,12 +318,20 @@ def main() -> None:
     ap.add_argument("--group", type=int, default=4)
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--lr", type=float, help="default 2e-4 with LoRA, 1e-5 with --finetune full")
-    ap.add_argument("--finetune", choices=list(FINETUNE), default="lora",
-                    help="LoRA r 16 on the attention projections, or every weight (results: real_learning-full.json)")
+    ap.add_argument(
+        "--finetune",
+        choices=list(FINETUNE),
+        default="lora",
+        help="LoRA r 16 on the attention projections, or every weight (results: real_learning-full.json)",
+    )
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--rollout-dtype", choices=["auto", "model", "bfloat16"], default="auto",
-                    help="rlvr's sampling precision (auto: bfloat16 where the CPU multiplies it natively; TRL "
-                    "samples with its own generate, in the model's precision)")
+    ap.add_argument(
+        "--rollout-dtype",
+        choices=["auto", "model", "bfloat16"],
+        default="auto",
+        help="rlvr's sampling precision (auto: bfloat16 where the CPU multiplies it natively; TRL "
+        "samples with its own generate, in the model's precision)",
+    )
     ap.add_argument("--quick", action="store_true", help="2 minutes each, 50 problems (make bench-check)")
     ap.add_argument("--child", choices=["rlvr", "trl"])
     ap.add_argument("--engines", nargs="+", default=["rlvr", "trl"], help="a pilot of one side (no bars then)")
@@ -284,8 +349,9 @@ def main() -> None:
     from rlvr.runtime import cpu_report
 
     cpu = cpu_report()
-    print(f"CPU: {cpu}; {a.budget_min:g} training minutes each, rlvr and TRL side by side (one thread each)",
-          flush=True)
+    print(
+        f"CPU: {cpu}; {a.budget_min:g} training minutes each, rlvr and TRL side by side (one thread each)", flush=True
+    )
     import threading
 
     procs = {e: run_child(a, e) for e in a.engines}
@@ -318,25 +384,66 @@ def main() -> None:
     above = all(x["accuracy"] > y["accuracy"] for x, y in zip(r["curve"][1:], t["curve"][1:]))
     n = f"{a.budget_min:g}"
     what = SET if a.finetune == "lora" else f"{SET}, {tune.label}"  # the LoRA line keeps the format
-    lines = [f"real model learns: rlvr {r['curve'][0]['accuracy']:.3f} -> {r['curve'][-1]['accuracy']:.3f}, TRL "
-             f"{t['curve'][0]['accuracy']:.3f} -> {t['curve'][-1]['accuracy']:.3f} held-out accuracy in {n} min "
-             f"each ({what})",
-             f"real model learns, rlvr above TRL at every point after the first: {'yes' if above else 'no'}"]
+    lines = [
+        f"real model learns: rlvr {r['curve'][0]['accuracy']:.3f} -> {r['curve'][-1]['accuracy']:.3f}, TRL "
+        f"{t['curve'][0]['accuracy']:.3f} -> {t['curve'][-1]['accuracy']:.3f} held-out accuracy in {n} min "
+        f"each ({what})",
+        f"real model learns, rlvr above TRL at every point after the first: {'yes' if above else 'no'}",
+    ]
     for engine, res in results.items():
-        print(f"{engine}: {res['steps']} steps; " + "; ".join(
-            f"{p['minutes']:.1f} min: {p['accuracy']:.3f} (format {p['format']:.2f}, verification "
-            f"{p['verification']:.2f}, truncated {p['truncated']:.2f})" for p in res["curve"]))
+        print(
+            f"{engine}: {res['steps']} steps; "
+            + "; ".join(
+                f"{p['minutes']:.1f} min: {p['accuracy']:.3f} (format {p['format']:.2f}, verification "
+                f"{p['verification']:.2f}, truncated {p['truncated']:.2f})"
+                for p in res["curve"]
+            )
+        )
     png = (RESULTS / "quick" if a.quick else RESULTS) / f"{tune.results}.png"
-    plot(results, png, f"SmolLM2-135M-Instruct on {SET}, {tune.label} (lr {a.lr:g}), {n} training minutes "
-         f"each\n({cpu}; rlvr rollout.dtype {a.rollout_dtype})")
-    bars = [Bar("rlvr's gain in held-out accuracy inside the budget",
-                r["curve"][-1]["accuracy"] - r["curve"][0]["accuracy"], ">=", 0.10, quick_decides=False),
-            Bar("rlvr above TRL at every point after the first", 1.0 if above else 0.0, ">=", 1.0,
-                quick_decides=False)]
-    report(tune.results, {"results": results, "lines": lines, "set": SET, "cpu": cpu, "plot": png.name,
-                  "settings": {k: getattr(a, k) for k in ("budget_min", "points", "eval_n", "prompts", "group",
-                                                          "new_tokens", "lr", "seed", "rollout_dtype", "finetune")}},
-           bars, a, quick=a.quick)
+    plot(
+        results,
+        png,
+        f"SmolLM2-135M-Instruct on {SET}, {tune.label} (lr {a.lr:g}), {n} training minutes "
+        f"each\n({cpu}; rlvr rollout.dtype {a.rollout_dtype})",
+    )
+    bars = [
+        Bar(
+            "rlvr's gain in held-out accuracy inside the budget",
+            r["curve"][-1]["accuracy"] - r["curve"][0]["accuracy"],
+            ">=",
+            0.10,
+            quick_decides=False,
+        ),
+        Bar("rlvr above TRL at every point after the first", 1.0 if above else 0.0, ">=", 1.0, quick_decides=False),
+    ]
+    report(
+        tune.results,
+        {
+            "results": results,
+            "lines": lines,
+            "set": SET,
+            "cpu": cpu,
+            "plot": png.name,
+            "settings": {
+                k: getattr(a, k)
+                for k in (
+                    "budget_min",
+                    "points",
+                    "eval_n",
+                    "prompts",
+                    "group",
+                    "new_tokens",
+                    "lr",
+                    "seed",
+                    "rollout_dtype",
+                    "finetune",
+                )
+            },
+        },
+        bars,
+        a,
+        quick=a.quick,
+    )
     print(f"plot: {png}")
     print("\n".join(lines))
 

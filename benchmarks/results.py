@@ -26,8 +26,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-_OPS: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, "<=": operator.le, ">": operator.gt,
-                                                   "<": operator.lt, "==": operator.eq}
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+    "==": operator.eq,
+}
 
 
 @dataclass(frozen=True)
@@ -57,14 +62,17 @@ class Bar:
     def line(self, bench: str, quick: bool = False) -> str:
         fmt = (lambda v: f"{v:.2%}") if self.unit == "%" else (lambda v: f"{v:.3g}{self.unit}")
         if not self.judged(quick):
-            return (f"FIGURE {bench}: {self.name} = {fmt(self.value)} (bar {self.op} {fmt(self.target)}, "
-                    f"judged by the full run only)")
+            return (
+                f"FIGURE {bench}: {self.name} = {fmt(self.value)} (bar {self.op} {fmt(self.target)}, "
+                f"judged by the full run only)"
+            )
         verdict = "PASS" if self.met else "FAIL"
         return f"{verdict} {bench}: {self.name} = {fmt(self.value)} (bar {self.op} {fmt(self.target)})"
 
 
 def provenance() -> dict[str, Any]:
     """The commit (``+dirty`` for uncommitted changes), the date and the machine's state."""
+
     def git(*a: str) -> str:
         try:
             return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
@@ -74,9 +82,13 @@ def provenance() -> dict[str, Any]:
     commit = git("rev-parse", "--short=12", "HEAD") or "unknown"
     if git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results"):  # results don't count
         commit += "+dirty"
-    return {"commit": commit, "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "cpus": os.cpu_count(), "load": [round(x, 2) for x in os.getloadavg()],
-            "python": sys.version.split()[0]}
+    return {
+        "commit": commit,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+        "load": [round(x, 2) for x in os.getloadavg()],
+        "python": sys.version.split()[0],
+    }
 
 
 #: the tree as the benchmark started (a later edit while it runs does not make its figures "dirty")
@@ -99,9 +111,15 @@ def report(name: str, figures: dict[str, Any], bars: list[Bar], args: Any = None
     """Print the bar lines and write the results file; returns its path."""
     out = (RESULTS / "quick" if quick else RESULTS) / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    record = {"benchmark": name, "quick": quick, **STARTED, "finished": provenance()["date"],
-              "args": vars(args) if args is not None and hasattr(args, "__dict__") else args,
-              "figures": figures, "bars": bar_records(bars)}
+    record = {
+        "benchmark": name,
+        "quick": quick,
+        **STARTED,
+        "finished": provenance()["date"],
+        "args": vars(args) if args is not None and hasattr(args, "__dict__") else args,
+        "figures": figures,
+        "bars": bar_records(bars),
+    }
     write_record(out, record)
     print()
     for b in bars:
@@ -180,8 +198,9 @@ def mean_se(xs: list[float]) -> tuple[float, float]:
     return m, (statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0.0)
 
 
-def side_by_side(fn: Callable[..., Any], calls: dict[Any, tuple[Any, ...]], jobs: int,
-                 done: Callable[[Any, Any], None]) -> None:
+def side_by_side(
+    fn: Callable[..., Any], calls: dict[Any, tuple[Any, ...]], jobs: int, done: Callable[[Any, Any], None]
+) -> None:
     """``fn(*args)`` for every ``key: args`` of ``calls``, ``jobs`` at a time in spawned processes (one
     torch thread each: every run is seeded, so the figures do not depend on ``jobs``), or in this
     process when ``jobs`` is 1; ``done(key, result)`` in the order of ``calls``."""

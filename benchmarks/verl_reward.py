@@ -72,27 +72,46 @@ def main() -> None:
         responses = torch.full((1, width), tok.pad_token_id)
         responses[0, : len(ids)] = torch.tensor(ids)
         att = torch.cat([torch.ones(1, len(prompt)), (torch.arange(width) < len(ids)).float()[None]], 1).long()
-        rows.append(DataProto.from_dict(
-            tensors={"prompts": torch.tensor([prompt]), "responses": responses, "attention_mask": att},
-            non_tensors={"data_source": np.array(["openai/gsm8k"], dtype=object),
-                         "reward_model": np.array([{"ground_truth": gold}], dtype=object),
-                         "extra_info": np.array([{"index": i}], dtype=object)}))
+        rows.append(
+            DataProto.from_dict(
+                tensors={"prompts": torch.tensor([prompt]), "responses": responses, "attention_mask": att},
+                non_tensors={
+                    "data_source": np.array(["openai/gsm8k"], dtype=object),
+                    "reward_model": np.array([{"ground_truth": gold}], dtype=object),
+                    "extra_info": np.array([{"index": i}], dtype=object),
+                },
+            )
+        )
 
     weights = {"accuracy": 1.0, "format": 0.2}
     rewards = {"weights": weights, "options": {"format": {"think_tag": "think"}}}
 
     def cfg(name: str, custom: dict) -> object:
-        return OmegaConf.create({"reward": {"reward_manager": {"source": "register", "name": name,
-                                                               "module": {"path": None}},
-                                            "custom_reward_function": custom, "sandbox_fusion": None,
-                                            "reward_model": {"enable": False}},
-                                 "rlvr": {"rewards": rewards}})
+        return OmegaConf.create(
+            {
+                "reward": {
+                    "reward_manager": {"source": "register", "name": name, "module": {"path": None}},
+                    "custom_reward_function": custom,
+                    "sandbox_fusion": None,
+                    "reward_model": {"enable": False},
+                },
+                "rlvr": {"rewards": rewards},
+            }
+        )
 
     managers = {
         "rlvr manager": load_reward_manager(cfg("rlvr", {}), tok),
-        "naive + rlvr compute_score": load_reward_manager(cfg("naive", {
-            "path": "pkg://rlvr.integrations.verl.score", "name": "compute_score",
-            "reward_kwargs": {"weights": weights}}), tok),
+        "naive + rlvr compute_score": load_reward_manager(
+            cfg(
+                "naive",
+                {
+                    "path": "pkg://rlvr.integrations.verl.score",
+                    "name": "compute_score",
+                    "reward_kwargs": {"weights": weights},
+                },
+            ),
+            tok,
+        ),
         "naive + verl gsm8k scorer": load_reward_manager(cfg("naive", {}), tok),
     }
     loop = asyncio.new_event_loop()
@@ -122,10 +141,16 @@ def main() -> None:
     ratio = figures["rlvr manager"]["rows_per_s"] / figures["naive + rlvr compute_score"]["rows_per_s"]
     print(f"totals agree on {agree:.1%} of rows; rlvr's causes: {json.dumps(causes)}")
     print(f"rlvr manager / naive + compute_score rows per second: {ratio:.2f}x (bar: >= 0.9x)")
-    report("verl_reward", figures, [Bar("rlvr manager / naive manager + compute_score rows per second", ratio,
-                                        ">=", 0.9, "x"),
-                                    Bar("share of rows whose totals agree", agree, ">=", 1.0, "%")], args,
-           quick=args.quick)
+    report(
+        "verl_reward",
+        figures,
+        [
+            Bar("rlvr manager / naive manager + compute_score rows per second", ratio, ">=", 0.9, "x"),
+            Bar("share of rows whose totals agree", agree, ">=", 1.0, "%"),
+        ],
+        args,
+        quick=args.quick,
+    )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,7 @@ def warm_tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     setup_torch(1, 0)
     tok = build_tokenizer()
     model = build_model(tok, hidden=64, layers=2, heads=4, seed=0)
-    sft(model, tok, addition_train(7, max_operand=9, held_out=25), steps=140, batch_size=64, lr=3e-3,
-        warmup_steps=10)
+    sft(model, tok, addition_train(7, max_operand=9, held_out=25), steps=140, batch_size=64, lr=3e-3, warmup_steps=10)
     out = tmp_path_factory.mktemp("warm-tiny")
     model.save_pretrained(out)
     tok.save_pretrained(out)
@@ -91,8 +90,9 @@ def calculator_rows() -> list:
     """Products the calculator policy was taught to solve by calling its tool."""
     from rlvr.data.tasks import Sample
 
-    return [Sample([{"role": "user", "content": f"{a}*{b}"}], str(a * b), "math", f"p{a}x{b}")
-            for a, b in CALCULATOR_PAIRS]
+    return [
+        Sample([{"role": "user", "content": f"{a}*{b}"}], str(a * b), "math", f"p{a}x{b}") for a, b in CALCULATOR_PAIRS
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -110,6 +110,15 @@ def calculator_policy():
     torch.manual_seed(0)
     tok = build_tokenizer()
     model = build_model(tok, hidden=64, layers=2, heads=4, max_positions=256)
-    sft(model, tok, itertools.cycle(calculator_rows()), steps=150, batch_size=4, lr=5e-3, eval_every=0,
-        warmup_steps=10, completion_of=trace_of)
+    sft(
+        model,
+        tok,
+        itertools.cycle(calculator_rows()),
+        steps=150,
+        batch_size=4,
+        lr=5e-3,
+        eval_every=0,
+        warmup_steps=10,
+        completion_of=trace_of,
+    )
     return model.eval(), tok

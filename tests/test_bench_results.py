@@ -15,10 +15,22 @@ def test_a_bar_quick_mode_cannot_decide_is_a_figure_there_and_judged_in_the_full
     assert noisy.line("b", quick=True).startswith("FIGURE b: accuracy difference = -0.04")
     assert noisy.line("b", quick=False).startswith("FAIL b:")
     for quick, failed in ((True, 1), (False, 2)):
-        rec = {"benchmark": "b", "quick": quick, "commit": "c",
-               "bars": [{"name": n.name, "value": n.value, "op": n.op, "target": n.target, "unit": n.unit,
-                         "quick_decides": n.quick_decides}
-                        for n in (noisy, Bar("speed", 0.9, "<=", 0.6, "x"))]}
+        rec = {
+            "benchmark": "b",
+            "quick": quick,
+            "commit": "c",
+            "bars": [
+                {
+                    "name": n.name,
+                    "value": n.value,
+                    "op": n.op,
+                    "target": n.target,
+                    "unit": n.unit,
+                    "quick_decides": n.quick_decides,
+                }
+                for n in (noisy, Bar("speed", 0.9, "<=", 0.6, "x"))
+            ],
+        }
         (tmp_path / "b.json").write_text(json.dumps(rec))
         assert summary(tmp_path) == failed  # the speed bar fails in both modes; the figure only in full
     assert "FIGURE" in capsys.readouterr().out

@@ -65,8 +65,11 @@ def test_every_config_key_is_documented() -> None:
 
     def walk(model: type[BaseModel], prefix: str) -> None:
         for name, field in model.model_fields.items():
-            nested = [a for a in (field.annotation, *getattr(field.annotation, "__args__", ()))
-                      if isinstance(a, type) and issubclass(a, BaseModel)]
+            nested = [
+                a
+                for a in (field.annotation, *getattr(field.annotation, "__args__", ()))
+                if isinstance(a, type) and issubclass(a, BaseModel)
+            ]
             if nested and name != "lora":
                 walk(nested[0], f"{prefix}{name}.")
             elif not field.description:

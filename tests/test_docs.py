@@ -26,8 +26,13 @@ EXAMPLES = _examples()
 
 
 def test_the_docs_have_runnable_examples() -> None:
-    assert {p for p, _, _ in EXAMPLES} >= {"README.md", "docs/index.md", "docs/guides/extending.md",
-                                           "docs/guides/code.md", "docs/guides/rewards.md"}
+    assert {p for p, _, _ in EXAMPLES} >= {
+        "README.md",
+        "docs/index.md",
+        "docs/guides/extending.md",
+        "docs/guides/code.md",
+        "docs/guides/rewards.md",
+    }
 
 
 @pytest.mark.parametrize(("page", "line", "code"), EXAMPLES, ids=[f"{p}:{n}" for p, n, _ in EXAMPLES])

@@ -71,8 +71,12 @@ def test_every_unit_has_a_layer() -> None:
 
 
 def test_no_import_points_up_or_across_a_layer() -> None:
-    wrong = sorted(f"{a} -> {b}" for a, targets in _imports().items() for b in targets
-                   if _unit(a) != _unit(b) and LAYER[_unit(a)] <= LAYER[_unit(b)])
+    wrong = sorted(
+        f"{a} -> {b}"
+        for a, targets in _imports().items()
+        for b in targets
+        if _unit(a) != _unit(b) and LAYER[_unit(a)] <= LAYER[_unit(b)]
+    )
     assert not wrong, "imports against the layering:\n" + "\n".join(wrong)
 
 
@@ -111,9 +115,11 @@ def test_no_circle_of_files_across_folders() -> None:
 
 
 def test_the_verifier_core_imports_without_torch() -> None:
-    code = ("import sys; import rlvr, rlvr.verify, rlvr.rewards, rlvr.config, rlvr.scoring, rlvr.runs, "
-            "rlvr.diagnostics.causes, rlvr.registry; "
-            "bad = sorted(m for m in ('torch', 'transformers', 'trl') if m in sys.modules); print(bad); "
-            "sys.exit(1 if bad else 0)")
+    code = (
+        "import sys; import rlvr, rlvr.verify, rlvr.rewards, rlvr.config, rlvr.scoring, rlvr.runs, "
+        "rlvr.diagnostics.causes, rlvr.registry; "
+        "bad = sorted(m for m in ('torch', 'transformers', 'trl') if m in sys.modules); print(bad); "
+        "sys.exit(1 if bad else 0)"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr

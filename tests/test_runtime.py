@@ -10,9 +10,21 @@ torch = pytest.importorskip("torch")
 
 
 class _MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-                 "keepcost")]
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
@@ -78,8 +90,16 @@ def test_auto_sampling_precision_passes_the_cpu_check_and_logs_what_it_chose(mon
     from rlvr.config import load_config
     from rlvr.engine.trainer import GRPOTrainer
 
-    base = ["rollout.dtype=auto", "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=4",
-            "run.steps=1", "run.eval_every=0", "data.eval_size=1", "run.log_rollouts=false"]
+    base = [
+        "rollout.dtype=auto",
+        "rollout.prompts_per_step=2",
+        "rollout.group_size=2",
+        "rollout.max_new_tokens=4",
+        "run.steps=1",
+        "run.eval_every=0",
+        "data.eval_size=1",
+        "run.log_rollouts=false",
+    ]
     for native in (False, True):
         monkeypatch.setattr(runtime, "native_bf16", lambda native=native: native)
         trainer = GRPOTrainer(load_config(None, [*base, f"run.out_dir={tmp_path / str(native)}"]))  # never refused

@@ -1,6 +1,6 @@
 """rlvr's maths verifier as a ``../shared/bench/verifier/run.py`` adapter, with rlvr's defaults.
 
-    python run.py --verifier /path/to/benchmarks/adapters/rlvr_adapter.py:verify
+python run.py --verifier /path/to/benchmarks/adapters/rlvr_adapter.py:verify
 """
 
 from rlvr import verify_math

@@ -50,12 +50,24 @@ def main() -> None:
     before = task.greedy_eval(model, tok)
     pairs = task.train_pairs(args.steps * 8 * 2, seed=10_000 + args.seed)
     rows = [Sample(task.make_prompt(a, b), str(a + b), "math", f"{a}+{b}") for a, b in pairs]
-    cfg = load_config(None, [
-        f"run.steps={args.steps}", f"run.seed={args.seed}", f"run.out_dir={out / 'run'}", "run.eval_every=0",
-        f"run.save_every={args.steps}", f"optim.lr={args.lr}", "rollout.prompts_per_step=8", "rollout.group_size=8",
-        "rollout.max_new_tokens=32", "algo.loss=dapo", "algo.beta=0",
-        f"rewards.weights={{accuracy: 1.0, format: {args.format_weight}}}", f"model.autocast={args.autocast}",
-    ])
+    cfg = load_config(
+        None,
+        [
+            f"run.steps={args.steps}",
+            f"run.seed={args.seed}",
+            f"run.out_dir={out / 'run'}",
+            "run.eval_every=0",
+            f"run.save_every={args.steps}",
+            f"optim.lr={args.lr}",
+            "rollout.prompts_per_step=8",
+            "rollout.group_size=8",
+            "rollout.max_new_tokens=32",
+            "algo.loss=dapo",
+            "algo.beta=0",
+            f"rewards.weights={{accuracy: 1.0, format: {args.format_weight}}}",
+            f"model.autocast={args.autocast}",
+        ],
+    )
     trainer = GRPOTrainer(cfg, model=model, tokenizer=tok, train_rows=rows, eval_rows=[])
     steps: list[dict] = []
     t0 = time.perf_counter()

@@ -25,8 +25,14 @@ import trl_grpo_baseline as baseline
 from rlvr.config import FailureConfig
 from rlvr.integrations.trl import FailureAwareGRPOTrainer
 
-OFF = FailureConfig(quarantine=False, resample_tries=0, cold_start=False, dynamic_sampling=0, exclude_truncated=False,
-                    max_staleness=10**6)
+OFF = FailureConfig(
+    quarantine=False,
+    resample_tries=0,
+    cold_start=False,
+    dynamic_sampling=0,
+    exclude_truncated=False,
+    max_staleness=10**6,
+)
 
 
 def failure_aware_off(**kwargs):  # what the baseline calls as GRPOTrainer(...)

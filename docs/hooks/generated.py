@@ -33,8 +33,11 @@ def on_files(files: Files, config: Any) -> Files:
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
-    for marker, make in (("<!-- rlvr:cli -->", cli_reference), ("<!-- rlvr:config -->", config_reference),
-                         ("<!-- rlvr:results -->", results_pages)):
+    for marker, make in (
+        ("<!-- rlvr:cli -->", cli_reference),
+        ("<!-- rlvr:config -->", config_reference),
+        ("<!-- rlvr:results -->", results_pages),
+    ):
         if marker in markdown:
             markdown = markdown.replace(marker, make())
     return markdown
@@ -98,8 +101,9 @@ def config_reference() -> str:
                 out.append(f"| **`{key}`** | section | | {_one_line(nested.__doc__)} |")
                 walk(nested, key + ".")
                 continue
-            out.append(f"| `{key}` | {_type_name(field.annotation)} | {_default(default)} | "
-                       f"{_one_line(field.description)} |")
+            out.append(
+                f"| `{key}` | {_type_name(field.annotation)} | {_default(default)} | {_one_line(field.description)} |"
+            )
             if nested is not None:  # an optional section: its keys, when set
                 walk(nested, key + ".")
 
@@ -146,17 +150,25 @@ def results_pages() -> str:
         rec = json.loads(path.read_text())
         bars = rec.get("bars", [])
         mode = " (quick mode)" if rec.get("quick") else ""
-        out += [f"## `{path.stem}`", "",
-                f"`benchmarks/results/{path.name}`: commit `{rec.get('commit', '?')}`, {rec.get('date', '?')}, "
-                f"{rec.get('cpus', '?')} CPUs, load {rec.get('load', '?')}{mode}", ""]
+        out += [
+            f"## `{path.stem}`",
+            "",
+            f"`benchmarks/results/{path.name}`: commit `{rec.get('commit', '?')}`, {rec.get('date', '?')}, "
+            f"{rec.get('cpus', '?')} CPUs, load {rec.get('load', '?')}{mode}",
+            "",
+        ]
         if bars:
             out += ["| bar | measured | target | met |", "|---|---|---|---|"]
             for b in bars:
                 unit = b.get("unit", "")
-                value, target = (_fmt_pct(b["value"]), _fmt_pct(b["target"])) if unit == "%" else (
-                    f"{b['value']:.3g}{unit}", f"{b['target']:.3g}{unit}")
-                out.append(f"| {_one_line(b['name'])} | {value} | {b['op']} {target} | "
-                           f"{'yes' if b.get('met') else '**no**'} |")
+                value, target = (
+                    (_fmt_pct(b["value"]), _fmt_pct(b["target"]))
+                    if unit == "%"
+                    else (f"{b['value']:.3g}{unit}", f"{b['target']:.3g}{unit}")
+                )
+                out.append(
+                    f"| {_one_line(b['name'])} | {value} | {b['op']} {target} | {'yes' if b.get('met') else '**no**'} |"
+                )
             out.append("")
         printed = (rec.get("figures") or {}).get("lines")
         if printed:  # the run's last lines, as it printed them
@@ -166,7 +178,7 @@ def results_pages() -> str:
             out += [f"![{path.stem}](../assets/results/{plot})", ""]
         figures = _flat(rec.get("figures", {}))
         if figures:
-            out += ["??? note \"every figure\"", "", "    | figure | value |", "    |---|---|"]
+            out += ['??? note "every figure"', "", "    | figure | value |", "    |---|---|"]
             out += [f"    | `{k}` | {v} |" for k, v in figures[:400]]
             out.append("")
     return "\n".join(out)

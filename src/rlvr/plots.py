@@ -26,9 +26,11 @@ def plot_run(metrics: Sequence[dict[str, Any]], path: str | Path, title: str = "
     a1.set_ylim(0, 1)
     a1.set_title("accuracy")
     a1.legend()
-    for key, label in (("verify/no_answer", "format death (no answer parsed)"),
-                       ("verify/wrong", "verification death (parsed, wrong)"),
-                       ("completions/truncated_frac", "truncated")):
+    for key, label in (
+        ("verify/no_answer", "format death (no answer parsed)"),
+        ("verify/wrong", "verification death (parsed, wrong)"),
+        ("completions/truncated_frac", "truncated"),
+    ):
         ys = [m.get(key, 0.0) for m in metrics if "verify/wrong" in m]
         if any(ys):
             a2.plot(steps, ys, label=label)

@@ -118,7 +118,8 @@ def check_cpu_precision(choices: dict[str, str]) -> None:
         f"{', '.join(f'{k}={choices[k]}' for k in asked)}: this CPU ({cpu_report()}) has no native bfloat16 "
         f"(AVX512-BF16 / AMX), so torch emulates it: a bfloat16 matrix product of an lm_head's shape took "
         f"{bf16 * 1e3:.2f} ms here against {f32 * 1e3:.2f} ms in float32 ({bf16 / max(f32, 1e-9):.0f}x slower). "
-        "Use float32 (rollout.dtype=model, model.dtype=float32, model.autocast=none) on this machine")
+        "Use float32 (rollout.dtype=model, model.dtype=float32, model.autocast=none) on this machine"
+    )
 
 
 def sampling_dtype(choice: str, device: torch.device) -> torch.dtype | None:

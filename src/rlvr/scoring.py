@@ -47,8 +47,13 @@ def _pick(row: dict[str, Any], wanted: str | None, defaults: Sequence[str], what
     raise KeyError(f"no {what} field: expected one of {', '.join(defaults)} (fields: {sorted(row)})")
 
 
-def _score_chunk(total: Total, rows: list[tuple[int, dict[str, Any]]], completion_field: str | None,
-                 gold_field: str | None, on_verified: Callable[[int], None] | None) -> list[dict[str, Any]]:
+def _score_chunk(
+    total: Total,
+    rows: list[tuple[int, dict[str, Any]]],
+    completion_field: str | None,
+    gold_field: str | None,
+    on_verified: Callable[[int], None] | None,
+) -> list[dict[str, Any]]:
     completions, golds, others = [], [], []
     for _, row in rows:
         c = _pick(row, completion_field, COMPLETION_FIELDS, "completion")

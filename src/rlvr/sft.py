@@ -31,8 +31,9 @@ def completion_field(s: Sample) -> str:
     return s.extra["completion"]
 
 
-def _batch(tok: Any, rows: list[Sample], completion_of: Callable[[Sample], str],
-           max_len: int | None = None) -> tuple[torch.Tensor, ...]:
+def _batch(
+    tok: Any, rows: list[Sample], completion_of: Callable[[Sample], str], max_len: int | None = None
+) -> tuple[torch.Tensor, ...]:
     prompts = [encode(tok, s.prompt) for s in rows]
     comps = [tok(completion_of(s), add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for s in rows]
     if max_len is not None:  # the prompt is kept whole; a completion past the budget is cut
@@ -115,8 +116,9 @@ def sft(
         ids, mask, labels = (x.to(dev) for x in batch)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, :-1]
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
-                                                 ignore_index=-100)
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100
+        )
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()

@@ -18,7 +18,9 @@ from rlvr.verify.registry import verify
 
 def test_spec_parsing() -> None:
     assert parse_spec("reasoning-gym:chain_sum,leg_counting?size=8&seed=3&min_terms=2&allow_x=true") == (
-        ["chain_sum", "leg_counting"], {"size": 8, "seed": 3, "min_terms": 2, "allow_x": True})
+        ["chain_sum", "leg_counting"],
+        {"size": 8, "seed": 3, "min_terms": 2, "allow_x": True},
+    )
     with pytest.raises(DataError, match="name a dataset"):
         parse_spec("reasoning-gym:?size=3")
 
@@ -88,10 +90,18 @@ def test_mixed_task_training_tables_deaths_per_dataset(tmp_path) -> None:
 
     runner = CliRunner()
     run = tmp_path / "run"
-    sets = ["model.name=tiny", "data.task=null", "data.path=reasoning-gym:chain_sum,leg_counting?size=6&seed=1",
-            "data.eval_path=reasoning-gym:chain_sum,leg_counting?size=2&seed=99", "run.steps=2",
-            "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=8", f"run.out_dir={run}",
-            "rewards.weights={accuracy: 1.0, partial_score: 0.5, format: 0.1}"]
+    sets = [
+        "model.name=tiny",
+        "data.task=null",
+        "data.path=reasoning-gym:chain_sum,leg_counting?size=6&seed=1",
+        "data.eval_path=reasoning-gym:chain_sum,leg_counting?size=2&seed=99",
+        "run.steps=2",
+        "rollout.prompts_per_step=2",
+        "rollout.group_size=2",
+        "rollout.max_new_tokens=8",
+        f"run.out_dir={run}",
+        "rewards.weights={accuracy: 1.0, partial_score: 0.5, format: 0.1}",
+    ]
     r = runner.invoke(app, ["train", *[x for s in sets for x in ("--set", s)]])
     assert r.exit_code == 0, r.output
     rows = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]

@@ -18,15 +18,34 @@ def _write(tmp_path: Path, rows: list) -> Path:
 
 
 def test_the_three_layouts(tmp_path: Path) -> None:
-    p = _write(tmp_path, [
-        {"prompt_id": "p1", "prompt": [{"role": "user", "content": "1+2"}], "gold": "3",
-         "completion": "<answer>3</answer>", "kept": True, "task": "math"},
-        {"prompt_id": "p1", "prompt": [{"role": "user", "content": "1+2"}], "gold": "3", "completion": "4",
-         "kept": False},
-        {"prompt": "2+2", "completion": [{"role": "assistant", "content": "<answer>4</answer>"}], "answer": 4},
-        {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"},
-                      {"role": "assistant", "content": "hello"}]},
-    ])
+    p = _write(
+        tmp_path,
+        [
+            {
+                "prompt_id": "p1",
+                "prompt": [{"role": "user", "content": "1+2"}],
+                "gold": "3",
+                "completion": "<answer>3</answer>",
+                "kept": True,
+                "task": "math",
+            },
+            {
+                "prompt_id": "p1",
+                "prompt": [{"role": "user", "content": "1+2"}],
+                "gold": "3",
+                "completion": "4",
+                "kept": False,
+            },
+            {"prompt": "2+2", "completion": [{"role": "assistant", "content": "<answer>4</answer>"}], "answer": 4},
+            {
+                "messages": [
+                    {"role": "system", "content": "be brief"},
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": "hello"},
+                ]
+            },
+        ],
+    )
     rows = load_sft_rows(p)
     assert [s.extra["kept"] for s in rows] == [True, False, True, True]
     assert rows[0].id == "p1" and rows[0].gold == "3" and rows[0].extra["completion"] == "<answer>3</answer>"
@@ -36,14 +55,17 @@ def test_the_three_layouts(tmp_path: Path) -> None:
     assert not rows[3].extra["has_gold"]
 
 
-@pytest.mark.parametrize("bad,why", [
-    ("{oops", "sft.jsonl:2: not valid JSON"),
-    ([1, 2], "sft.jsonl:2: a JSON list"),
-    ({"question": "1+1"}, "sft.jsonl:2: neither prompt/completion nor messages"),
-    ({"messages": [{"role": "user", "content": "hi"}]}, "must end with an assistant turn"),
-    ({"prompt": "x", "completion": "  "}, "sft.jsonl:2: the completion is empty"),
-    ({"prompt": 3, "completion": "a"}, "prompt must be a string or a list"),
-])
+@pytest.mark.parametrize(
+    "bad,why",
+    [
+        ("{oops", "sft.jsonl:2: not valid JSON"),
+        ([1, 2], "sft.jsonl:2: a JSON list"),
+        ({"question": "1+1"}, "sft.jsonl:2: neither prompt/completion nor messages"),
+        ({"messages": [{"role": "user", "content": "hi"}]}, "must end with an assistant turn"),
+        ({"prompt": "x", "completion": "  "}, "sft.jsonl:2: the completion is empty"),
+        ({"prompt": 3, "completion": "a"}, "prompt must be a string or a list"),
+    ],
+)
 def test_a_bad_row_is_an_error_naming_its_line(tmp_path: Path, bad, why: str) -> None:
     p = _write(tmp_path, [{"prompt": "a", "completion": "b"}, bad])
     with pytest.raises(DataError, match=why.replace("(", r"\(")):

@@ -25,7 +25,7 @@ def test_addition_never_trains_on_held_out():
 def test_arithmetic_golds_are_right():
     for s in [next(arithmetic(1)) for _ in range(1)] + [x for _, x in zip(range(50), arithmetic(2))]:
         expr = s.prompt[0]["content"]
-        a, op, b = next((expr[:i], expr[i], expr[i + 1:]) for i in range(1, len(expr)) if expr[i] in "+-*")
+        a, op, b = next((expr[:i], expr[i], expr[i + 1 :]) for i in range(1, len(expr)) if expr[i] in "+-*")
         assert int(s.gold) == {"+": int(a) + int(b), "-": int(a) - int(b), "*": int(a) * int(b)}[op]
 
 
@@ -34,9 +34,15 @@ def test_countdown_targets_are_reachable_and_verified():
         spec = json.loads(s.gold)
         assert 0 < spec["target"] <= 100 and s.task == "countdown"
     gold = json.dumps({"target": 24, "numbers": [3, 4, 6, 1]})
-    cases = {"<answer>(3+1)*6</answer>": "correct", "<answer>4*6*1 = 24</answer>": "correct",
-             "<answer>6*6-12</answer>": "wrong", "<answer>4*6+3-3</answer>": "wrong",
-             "<answer>3**3-3</answer>": "wrong", "<answer>import os</answer>": "no_answer", "": "no_answer"}
+    cases = {
+        "<answer>(3+1)*6</answer>": "correct",
+        "<answer>4*6*1 = 24</answer>": "correct",
+        "<answer>6*6-12</answer>": "wrong",
+        "<answer>4*6+3-3</answer>": "wrong",
+        "<answer>3**3-3</answer>": "wrong",
+        "<answer>import os</answer>": "no_answer",
+        "": "no_answer",
+    }
     for completion, status in cases.items():
         assert verify(completion, gold, "countdown").status.value == status, completion
     assert verify("x", "not json", "countdown").status.value == "bad_gold"
@@ -94,14 +100,17 @@ def test_datasets_folder_and_errors(tmp_path):
         load_samples(tmp_path / "nope.jsonl")
 
 
-@pytest.mark.parametrize("spec,why", [
-    ("task:addition?size=abc", "size must be a positive integer"),
-    ("task:addition?size=0", "size must be a positive integer"),
-    ("task:addition?seed=1.5", "seed an integer"),
-    ("task:addition?split=dev", "split must be train or test"),
-    ("task:nope", "no synthetic task 'nope'"),
-    ("task:addition?max_digits=3", "max_digits"),
-])
+@pytest.mark.parametrize(
+    "spec,why",
+    [
+        ("task:addition?size=abc", "size must be a positive integer"),
+        ("task:addition?size=0", "size must be a positive integer"),
+        ("task:addition?seed=1.5", "seed an integer"),
+        ("task:addition?split=dev", "split must be train or test"),
+        ("task:nope", "no synthetic task 'nope'"),
+        ("task:addition?max_digits=3", "max_digits"),
+    ],
+)
 def test_a_bad_synthetic_spec_is_a_data_error_naming_it(spec: str, why: str) -> None:
     from rlvr.data.datasets import load_samples
     from rlvr.errors import DataError

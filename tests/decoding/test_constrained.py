@@ -33,11 +33,23 @@ def accepts(grammar, text: str, tok) -> bool:
     return m.accept_string(text) and m.is_completed()
 
 
-@pytest.mark.parametrize("text, ok", [
-    ("42</answer>", True), ("-3.5</answer>", True), ("\\frac{1}{2}</answer>", True), ("(1, 2)</answer>", True),
-    ("\\{1, 2\\}</answer>", True), ("[0, 1)</answer>", True), ("x = 3</answer>", True), ("2\\sqrt{3}</answer>", True),
-    ("50\\%</answer>", True), ("forty-two</answer>", False), ("42", False), ("4 2 <b></answer>", False),
-])
+@pytest.mark.parametrize(
+    "text, ok",
+    [
+        ("42</answer>", True),
+        ("-3.5</answer>", True),
+        ("\\frac{1}{2}</answer>", True),
+        ("(1, 2)</answer>", True),
+        ("\\{1, 2\\}</answer>", True),
+        ("[0, 1)</answer>", True),
+        ("x = 3</answer>", True),
+        ("2\\sqrt{3}</answer>", True),
+        ("50\\%</answer>", True),
+        ("forty-two</answer>", False),
+        ("42", False),
+        ("4 2 <b></answer>", False),
+    ],
+)
 def test_math_answer_grammar(tiny, text: str, ok: bool) -> None:
     assert accepts(answer_grammar("math", "</answer>"), text, tiny[1]) is ok
 
@@ -58,8 +70,14 @@ def test_json_text_and_full_grammars(tiny) -> None:
 
 def test_integer_answers(tiny) -> None:
     tok = tiny[1]
-    for text, ok in [("42</answer>", True), ("-7</answer>", True), ("1.5</answer>", False), ("x</answer>", False),
-                     ("</answer>", False), ("1 000</answer>", False)]:
+    for text, ok in [
+        ("42</answer>", True),
+        ("-7</answer>", True),
+        ("1.5</answer>", False),
+        ("x</answer>", False),
+        ("</answer>", False),
+        ("1 000</answer>", False),
+    ]:
         assert accepts(answer_grammar("integer", "</answer>"), text, tok) is ok, text
     model = tiny[0]
     c = Constrainer(tok, model.config.vocab_size, mode="full", answer="integer", think_tag=None)
@@ -77,12 +95,26 @@ def test_packed_masks_round_trip() -> None:
 
 def _rollouts(model, tok, constrainer, n_prompts: int = 4, g: int = 8, max_new: int = 32, seed: int = 0):
     prompts = [tok.encode(f"Q:{10 + i}+{20 + i}=", add_special_tokens=False) for i in range(n_prompts)]
-    return generate(model, tok, prompts, group_size=g, max_new_tokens=max_new, constrain=constrainer,
-                    generator=torch.Generator().manual_seed(seed))
+    return generate(
+        model,
+        tok,
+        prompts,
+        group_size=g,
+        max_new_tokens=max_new,
+        constrain=constrainer,
+        generator=torch.Generator().manual_seed(seed),
+    )
 
 
-BACKENDS = ["xgrammar", pytest.param("llguidance", marks=pytest.mark.skipif(
-    __import__("importlib.util").util.find_spec("llguidance") is None, reason="llguidance not installed"))]
+BACKENDS = [
+    "xgrammar",
+    pytest.param(
+        "llguidance",
+        marks=pytest.mark.skipif(
+            __import__("importlib.util").util.find_spec("llguidance") is None, reason="llguidance not installed"
+        ),
+    ),
+]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -125,7 +157,7 @@ def test_json_answers_follow_the_schema(tiny, backend: str, mode: str) -> None:
     done = [t for t, f in zip(b.texts, b.finish) if f == "eos"]
     assert done
     for t in done:
-        answer = t[t.index("<answer>"):]
+        answer = t[t.index("<answer>") :]
         assert isinstance(json.loads(answer.removeprefix("<answer>").removesuffix("</answer>")), int), t
 
 
@@ -155,7 +187,7 @@ def test_the_policy_ratio_is_one_for_every_kept_token_under_the_same_mask(tiny, 
     mask = torch.cat([b.prompt_mask, b.completion_mask], 1)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     with torch.no_grad():
-        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, b.prompt_ids.shape[1] - 1:-1]
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, b.prompt_ids.shape[1] - 1 : -1]
     kept = b.completion_mask.bool()
     plain = token_logprobs(logits, b.completion_ids)
     under_mask = masked_logprobs(plain, logits, b.completion_ids, b.bitmask)
@@ -188,10 +220,22 @@ def test_trainer_drops_the_constant_format_reward_and_logs_the_masks(tmp_path) -
     from rlvr.engine.trainer import GRPOTrainer
     from rlvr.models.grouped_forward import completion_logits
 
-    cfg = load_config(None, ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2",
-                             "rollout.group_size=4", "rollout.max_new_tokens=24", "run.eval_every=0",
-                             "data.eval_size=4", "run.steps=2", f"run.out_dir={tmp_path}",
-                             "decoding.constrain=answer"])
+    cfg = load_config(
+        None,
+        [
+            "model.hidden=32",
+            "model.layers=1",
+            "model.heads=2",
+            "rollout.prompts_per_step=2",
+            "rollout.group_size=4",
+            "rollout.max_new_tokens=24",
+            "run.eval_every=0",
+            "data.eval_size=4",
+            "run.steps=2",
+            f"run.out_dir={tmp_path}",
+            "decoding.constrain=answer",
+        ],
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         trainer = GRPOTrainer(cfg)
@@ -222,9 +266,15 @@ def test_it_is_a_transformers_logits_processor_usable_in_generate(tiny) -> None:
     ids = torch.tensor([tok.encode("Q:12+30=", add_special_tokens=False)] * 2)
     proc = GrammarLogitsProcessor(c, 2, 32)
     assert isinstance(proc, LogitsProcessor)
-    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=32, do_sample=False,
-                         logits_processor=LogitsProcessorList([proc]), pad_token_id=tok.pad_token_id)
-    new = out[:, ids.shape[1]:]
+    out = model.generate(
+        input_ids=ids,
+        attention_mask=torch.ones_like(ids),
+        max_new_tokens=32,
+        do_sample=False,
+        logits_processor=LogitsProcessorList([proc]),
+        pad_token_id=tok.pad_token_id,
+    )
+    new = out[:, ids.shape[1] :]
     texts = tok.batch_decode(new, skip_special_tokens=True)
     for row, t in zip(new, texts):
         assert t.startswith("<answer>"), t
@@ -236,9 +286,21 @@ def test_it_is_a_transformers_logits_processor_usable_in_generate(tiny) -> None:
 def test_the_format_reward_keeps_its_weight_when_the_reasoning_tags_are_the_models_own(tmp_path) -> None:
     from rlvr.engine.trainer import GRPOTrainer
 
-    cfg = load_config(None, ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2",
-                             "rollout.group_size=4", "run.eval_every=0", "data.eval_size=4", f"run.out_dir={tmp_path}",
-                             "decoding.constrain=answer", "rewards.options={format: {think_tag: think}}"])
+    cfg = load_config(
+        None,
+        [
+            "model.hidden=32",
+            "model.layers=1",
+            "model.heads=2",
+            "rollout.prompts_per_step=2",
+            "rollout.group_size=4",
+            "run.eval_every=0",
+            "data.eval_size=4",
+            f"run.out_dir={tmp_path}",
+            "decoding.constrain=answer",
+            "rewards.options={format: {think_tag: think}}",
+        ],
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         trainer = GRPOTrainer(cfg)
@@ -301,8 +363,12 @@ def test_an_opening_the_budget_forces_at_once_is_prefilled_with_the_same_samples
     assert torch.equal(fast.bitmask, slow.bitmask)
     # the same counts; the prefilled tokens' logits are never computed, so the mass the masks removed
     # and the argmax changes are measured over the decoded steps only (as under full)
-    drop = {"decoding/masked_mass", "decoding/mask_changed_argmax", "decoding/stop_blocked_frac",
-            "decoding/jumped_frac"}
+    drop = {
+        "decoding/masked_mass",
+        "decoding/mask_changed_argmax",
+        "decoding/stop_blocked_frac",
+        "decoding/jumped_frac",
+    }
     got, want = fast.decode_stats.metrics(), slow.decode_stats.metrics()
     assert {k: v for k, v in got.items() if k not in drop} == {k: v for k, v in want.items() if k not in drop}
     assert got["decoding/budget_forced_frac"] == 1.0
@@ -326,10 +392,25 @@ def test_jump_forward_gives_the_samples_and_masks_of_token_by_token_decoding(tin
         forwards = []
         with pytest.MonkeyPatch.context() as mp:
             for cls in (fast_decode.FastDecoder, rollout._HFStepper):
-                mp.setattr(cls, "step", lambda self, tokens, counts=None, _f=cls.step, _log=forwards: (
-                    _log.append(tokens.shape[-1] if tokens.dim() == 2 else 1), _f(self, tokens, counts))[1])
-            b = generate(model, tok, prompts, group_size=4, max_new_tokens=max_new, constrain=c, generator=g,
-                         fast=fast, jump=jump)
+                mp.setattr(
+                    cls,
+                    "step",
+                    lambda self, tokens, counts=None, _f=cls.step, _log=forwards: (
+                        _log.append(tokens.shape[-1] if tokens.dim() == 2 else 1),
+                        _f(self, tokens, counts),
+                    )[1],
+                )
+            b = generate(
+                model,
+                tok,
+                prompts,
+                group_size=4,
+                max_new_tokens=max_new,
+                constrain=c,
+                generator=g,
+                fast=fast,
+                jump=jump,
+            )
         out[jump] = (b, torch.rand(1, generator=g), forwards)
     (a, ga, fa), (b, gb, fb) = out[True], out[False]
     assert torch.equal(a.completion_ids, b.completion_ids) and a.texts == b.texts
@@ -348,10 +429,12 @@ def test_single_token_masks_are_found_in_every_bit_of_a_word() -> None:
     from rlvr.decoding.constrain import _single_token
 
     words = 3
-    rows = [pack_bits(words, [t]) for t in (0, 31, 32, 63, 95)] + [pack_bits(words, [1, 2]),
-                                                                   pack_bits(words, [5, 40]),
-                                                                   torch.zeros(words, dtype=torch.int32),
-                                                                   pack_bits(words, [7], allow=False)]
+    rows = [pack_bits(words, [t]) for t in (0, 31, 32, 63, 95)] + [
+        pack_bits(words, [1, 2]),
+        pack_bits(words, [5, 40]),
+        torch.zeros(words, dtype=torch.int32),
+        pack_bits(words, [7], allow=False),
+    ]
     assert _single_token(torch.stack(rows)) == [0, 31, 32, 63, 95, -1, -1, -1, -1]
 
 
@@ -359,9 +442,22 @@ def test_under_full_the_demo_format_reward_is_flat_at_one(tmp_path) -> None:
     """The demo decodes under ``full``: its format reward is 1.0 on every step (no format death)."""
     from rlvr.engine.trainer import GRPOTrainer
 
-    cfg = load_config(None, ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=4",
-                             "rollout.group_size=8", "rollout.max_new_tokens=20", "run.eval_every=0",
-                             "data.eval_size=4", "run.steps=3", f"run.out_dir={tmp_path}", "decoding.constrain=full"])
+    cfg = load_config(
+        None,
+        [
+            "model.hidden=32",
+            "model.layers=1",
+            "model.heads=2",
+            "rollout.prompts_per_step=4",
+            "rollout.group_size=8",
+            "rollout.max_new_tokens=20",
+            "run.eval_every=0",
+            "data.eval_size=4",
+            "run.steps=3",
+            f"run.out_dir={tmp_path}",
+            "decoding.constrain=full",
+        ],
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         GRPOTrainer(cfg).train()
@@ -379,15 +475,30 @@ def test_the_trainer_jumps_forced_tokens_unless_told_not_to(tmp_path) -> None:
     logs = {}
     for jump in (True, False):
         out = tmp_path / str(jump)
-        cfg = load_config(None, ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2",
-                                 "rollout.group_size=4", "rollout.max_new_tokens=40", "run.eval_every=0",
-                                 "data.eval_size=4", "run.steps=2", f"run.out_dir={out}", "decoding.constrain=answer",
-                                 f"decoding.jump_forward={str(jump).lower()}"])
+        cfg = load_config(
+            None,
+            [
+                "model.hidden=32",
+                "model.layers=1",
+                "model.heads=2",
+                "rollout.prompts_per_step=2",
+                "rollout.group_size=4",
+                "rollout.max_new_tokens=40",
+                "run.eval_every=0",
+                "data.eval_size=4",
+                "run.steps=2",
+                f"run.out_dir={out}",
+                "decoding.constrain=answer",
+                f"decoding.jump_forward={str(jump).lower()}",
+            ],
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             GRPOTrainer(cfg).train()
-        logs[jump] = ([json.loads(x)["completion"] for x in (out / "rollouts.jsonl").read_text().splitlines()],
-                      [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()])
+        logs[jump] = (
+            [json.loads(x)["completion"] for x in (out / "rollouts.jsonl").read_text().splitlines()],
+            [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()],
+        )
     assert logs[True][0] == logs[False][0]
     steps = {j: [m for m in ms if "decoding/jumped_frac" in m] for j, (_, ms) in logs.items()}
     assert all(m["decoding/jumped_frac"] > 0 for m in steps[True])

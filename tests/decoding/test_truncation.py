@@ -33,8 +33,17 @@ def test_a_cut_hits_its_rate_keeps_a_prefix_and_never_the_eos() -> None:
         Truncation(1.2)
 
 
-TINY = ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=4", "rollout.group_size=8",
-        "rollout.max_new_tokens=16", "run.eval_every=0", "data.eval_size=4", "run.steps=1"]
+TINY = [
+    "model.hidden=32",
+    "model.layers=1",
+    "model.heads=2",
+    "rollout.prompts_per_step=4",
+    "rollout.group_size=8",
+    "rollout.max_new_tokens=16",
+    "run.eval_every=0",
+    "data.eval_size=4",
+    "run.steps=1",
+]
 
 
 def test_rlvr_engine_cuts_the_rows_it_names_after_sampling(tmp_path: Path) -> None:
@@ -90,9 +99,20 @@ def test_trl_training_rows_are_cut_before_the_rewards_and_read_as_truncated(tmp_
         torch.manual_seed(0)
         tok = build_tokenizer()
         model = build_model(tok, hidden=32, layers=1, heads=2, seed=1)
-        args = trl.GRPOConfig(output_dir=str(tmp_path / name), max_steps=1, per_device_train_batch_size=8,
-                              num_generations=4, max_completion_length=12, report_to="none", use_cpu=True,
-                              bf16=False, save_strategy="no", seed=0, beta=0.0, disable_tqdm=True)
+        args = trl.GRPOConfig(
+            output_dir=str(tmp_path / name),
+            max_steps=1,
+            per_device_train_batch_size=8,
+            num_generations=4,
+            max_completion_length=12,
+            report_to="none",
+            use_cpu=True,
+            bf16=False,
+            save_strategy="no",
+            seed=0,
+            beta=0.0,
+            disable_tqdm=True,
+        )
 
         def length(completions, **kw):  # what TRL hands the rewards
             seen[name] = list(completions)
@@ -100,8 +120,14 @@ def test_trl_training_rows_are_cut_before_the_rewards_and_read_as_truncated(tmp_
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return FailureAwareGRPOTrainer(model=model, processing_class=tok, reward_funcs=[length], args=args,
-                                           train_dataset=Dataset.from_list(rows), truncation=truncation)
+            return FailureAwareGRPOTrainer(
+                model=model,
+                processing_class=tok,
+                reward_funcs=[length],
+                args=args,
+                train_dataset=Dataset.from_list(rows),
+                truncation=truncation,
+            )
 
     batch = [dict(rows[k], prompt_id=str(k)) for k in (0, 1) for _ in range(4)]
     out = {}

@@ -51,13 +51,28 @@ def test_trainer_never_samples_a_quarantined_prompt(tmp_path):
 
     # an untrained model given 2 new tokens never answers: every group dies, both prompts leave
     # training one after the other, and then the trainer stops with a clear error
-    rows = [Sample([{"role": "user", "content": "1+1"}], "2", "math", "one"),
-            Sample([{"role": "user", "content": "2+2"}], "4", "math", "two")]
-    cfg = load_config(None, ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=1",
-                             "rollout.group_size=2", "rollout.max_new_tokens=2", "run.steps=6", "run.eval_every=0",
-                             f"run.out_dir={tmp_path}", "failure.quarantine_consecutive=1",
-                             "failure.quarantine_causes=[invalid, truncated, no_answer, wrong]",
-                             "rewards.weights={format: 1.0}", "rewards.options={format: {think_tag: null}}"])
+    rows = [
+        Sample([{"role": "user", "content": "1+1"}], "2", "math", "one"),
+        Sample([{"role": "user", "content": "2+2"}], "4", "math", "two"),
+    ]
+    cfg = load_config(
+        None,
+        [
+            "model.hidden=32",
+            "model.layers=1",
+            "model.heads=2",
+            "rollout.prompts_per_step=1",
+            "rollout.group_size=2",
+            "rollout.max_new_tokens=2",
+            "run.steps=6",
+            "run.eval_every=0",
+            f"run.out_dir={tmp_path}",
+            "failure.quarantine_consecutive=1",
+            "failure.quarantine_causes=[invalid, truncated, no_answer, wrong]",
+            "rewards.weights={format: 1.0}",
+            "rewards.options={format: {think_tag: null}}",
+        ],
+    )
     trainer = GRPOTrainer(cfg, train_rows=rows, eval_rows=[])
     with pytest.raises(DataError, match="every training row is quarantined"):
         trainer.train()

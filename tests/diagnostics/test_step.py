@@ -28,15 +28,18 @@ def view(pid: str, verdict: Verdict | None, total: float | None = None, **kw) ->
     return RolloutView(pid, verdict, total, {"accuracy": total}, text=kw.pop("text", "x"), **kw)
 
 
-@pytest.mark.parametrize("rows, causes", [
-    ([view("p", OK), view("p", BAD)], ["correct", "wrong"]),
-    ([view("p", NONE), view("p", OK, finish="length")], ["no_answer", "truncated"]),
-    ([view("p", TIMEOUT), view("p", None, 0.0)], ["invalid", "scored"]),  # no verifier: the reward stands
-    ([view("p", None, None), view("p", None, 1.0, finish="length")], ["invalid", "truncated"]),  # nothing scored it
-    ([view("p", OK, unscored=True), view("p", GOLD)], ["invalid", "bad_gold"]),  # every reward said None
-    ([view("p", OK, version=-4), view("p", OK, version=-1)], ["stale", "correct"]),  # step 1: version 0 is current
-    ([view("p", OK, text="  "), view("p", OK)], ["invalid", "correct"]),  # empty output
-])
+@pytest.mark.parametrize(
+    "rows, causes",
+    [
+        ([view("p", OK), view("p", BAD)], ["correct", "wrong"]),
+        ([view("p", NONE), view("p", OK, finish="length")], ["no_answer", "truncated"]),
+        ([view("p", TIMEOUT), view("p", None, 0.0)], ["invalid", "scored"]),  # no verifier: the reward stands
+        ([view("p", None, None), view("p", None, 1.0, finish="length")], ["invalid", "truncated"]),  # nothing scored it
+        ([view("p", OK, unscored=True), view("p", GOLD)], ["invalid", "bad_gold"]),  # every reward said None
+        ([view("p", OK, version=-4), view("p", OK, version=-1)], ["stale", "correct"]),  # step 1: version 0 is current
+        ([view("p", OK, text="  "), view("p", OK)], ["invalid", "correct"]),  # empty output
+    ],
+)
 def test_causes_table(rows, causes) -> None:
     fa = FailureAware(FC(max_staleness=1, quarantine=False), group_size=2)
     assert [c.value for c in fa.causes(rows, step=1)] == causes
@@ -53,8 +56,9 @@ def test_excluded_rows_leave_the_group_statistics_and_get_no_advantage() -> None
 
 
 def test_the_cold_start_excludes_format_deaths_until_they_fall_and_says_when() -> None:
-    fa = FailureAware(FC(cold_start=True, cold_start_threshold=0.3, cold_start_window=1,
-                                    quarantine=False), group_size=4)
+    fa = FailureAware(
+        FC(cold_start=True, cold_start_threshold=0.3, cold_start_window=1, quarantine=False), group_size=4
+    )
     many = [view("p", NONE), view("p", NONE), view("p", OK), view("p", BAD)]
     d = fa.decide(many, step=1)
     assert d.admit.tolist() == [False, False, True, True] and d.metrics["failure/cold_start"] == 1.0
@@ -80,8 +84,11 @@ def test_quarantine_judges_the_first_draws_and_writes_its_file(tmp_path) -> None
     fine = [view("ok", OK), view("ok", BAD)]
     assert fa.decide(dead + fine, 1).quarantined == []
     # resampling rescued the rows, but quarantine counts what the model first produced
-    d = fa.decide([view("dead", OK), view("dead", BAD)] + fine, 2,
-                  first_causes=[Cause.INVALID, Cause.INVALID, Cause.CORRECT, Cause.WRONG])
+    d = fa.decide(
+        [view("dead", OK), view("dead", BAD)] + fine,
+        2,
+        first_causes=[Cause.INVALID, Cause.INVALID, Cause.CORRECT, Cause.WRONG],
+    )
     assert d.quarantined == ["dead"] and fa.skip("dead") and not fa.skip("ok")
     entry = json.loads((tmp_path / "quarantine.jsonl").read_text())
     assert entry["prompt_id"] == "dead" and entry["step"] == 2 and d.metrics["quarantine/size"] == 1.0
@@ -128,11 +135,28 @@ def test_the_metrics_every_engine_logs() -> None:
 
 
 def test_one_record_layout_for_every_engine() -> None:
-    r = rollout_record(view("p", OK), Cause.CORRECT, prompt=[{"role": "user", "content": "1+1"}], gold="2",
-                       task="math", advantage=0.5, admitted=True, rank=1)
+    r = rollout_record(
+        view("p", OK),
+        Cause.CORRECT,
+        prompt=[{"role": "user", "content": "1+1"}],
+        gold="2",
+        task="math",
+        advantage=0.5,
+        admitted=True,
+        rank=1,
+    )
     assert r["prompt"] == "1+1" and r["verdict"]["status"] == "correct" and r["rank"] == 1
-    assert set(r) >= {"prompt_id", "completion", "finish", "policy_version", "cause", "components", "total",
-                      "advantage", "admitted"}
+    assert set(r) >= {
+        "prompt_id",
+        "completion",
+        "finish",
+        "policy_version",
+        "cause",
+        "components",
+        "total",
+        "advantage",
+        "admitted",
+    }
     assert torch.is_tensor(FailureAware(FC(), group_size=1).decide([view("p", OK)], 1).advantages)
 
 

@@ -28,9 +28,19 @@ def test_grpo_raises_reward_beyond_noise(tmp_path):
     tok = build_tokenizer()
     model = build_model(tok, hidden=64, layers=2, heads=4, seed=0)
     sft(model, tok, addition_train(7), steps=70, batch_size=64, lr=3e-3, warmup_steps=10)
-    cfg = load_config(None, ["run.steps=80", "run.eval_every=0", f"run.out_dir={tmp_path}", "run.save_every=1000",
-                             "data.eval_size=50", "optim.lr=1e-3", "rollout.max_new_tokens=24",
-                             "rewards.weights={accuracy: 1.0, format: 1.0}"])
+    cfg = load_config(
+        None,
+        [
+            "run.steps=80",
+            "run.eval_every=0",
+            f"run.out_dir={tmp_path}",
+            "run.save_every=1000",
+            "data.eval_size=50",
+            "optim.lr=1e-3",
+            "rollout.max_new_tokens=24",
+            "rewards.weights={accuracy: 1.0, format: 1.0}",
+        ],
+    )
     trainer = GRPOTrainer(cfg, model=model, tokenizer=tok, train_rows=None, eval_rows=addition_eval(50))
     steps: list[dict] = []
     trainer.train(on_step=lambda s, m: steps.append(m))

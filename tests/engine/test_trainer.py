@@ -16,26 +16,45 @@ from rlvr.engine.trainer import GRPOTrainer
 
 # A tiny random model; cosine (length-scaled) rewards differ between rollouts even when all are wrong,
 # so every step has advantages and changes the weights.
-TINY = ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2", "rollout.group_size=4",
-        "rollout.max_new_tokens=24", "run.eval_every=0", "data.eval_size=4",
-        "rewards.weights={cosine: 1.0, format: 0.2}", "rewards.options={format: {think_tag: null}}"]
+TINY = [
+    "model.hidden=32",
+    "model.layers=1",
+    "model.heads=2",
+    "rollout.prompts_per_step=2",
+    "rollout.group_size=4",
+    "rollout.max_new_tokens=24",
+    "run.eval_every=0",
+    "data.eval_size=4",
+    "rewards.weights={cosine: 1.0, format: 0.2}",
+    "rewards.options={format: {think_tag: null}}",
+]
 
 
 def _train_cmd(out: Path, steps: int, *extra: str) -> list[str]:
     sets = [*TINY, f"run.steps={steps}", "run.save_every=2", f"run.out_dir={out}"]
-    return [sys.executable, "-c", "from rlvr.cli.app import main; main()", "train",
-            *[a for s in sets for a in ("--set", s)], *extra]
+    return [
+        sys.executable,
+        "-c",
+        "from rlvr.cli.app import main; main()",
+        "train",
+        *[a for s in sets for a in ("--set", s)],
+        *extra,
+    ]
 
 
 def test_resume_without_checkpoint_is_an_error(tmp_path):
-    r = subprocess.run(_train_cmd(tmp_path / "none", 2, "--resume", str(tmp_path / "none")), capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        _train_cmd(tmp_path / "none", 2, "--resume", str(tmp_path / "none")), capture_output=True, text=True
+    )
     assert r.returncode == 2 and "no checkpoint to continue" in r.stderr
 
 
 def test_bad_config_exit_code_and_message(tmp_path):
-    r = subprocess.run([sys.executable, "-c", "from rlvr.cli.app import main; main()", "train", "--set",
-                        "algo.loss=ppo"], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-c", "from rlvr.cli.app import main; main()", "train", "--set", "algo.loss=ppo"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "algo.loss" in r.stderr and "dapo" in r.stderr
 
 
@@ -58,18 +77,42 @@ def test_gradient_accumulation_equals_full_batch(tmp_path, loss):
 
 
 def test_kl_reference_and_multiple_iterations_run(tmp_path):
-    cfg = load_config(None, [*TINY, "run.steps=2", f"run.out_dir={tmp_path}", "algo.beta=0.1",
-                             "algo.num_iterations=2", "algo.epsilon_high=0.28", "optim.schedule=cosine"])
+    cfg = load_config(
+        None,
+        [
+            *TINY,
+            "run.steps=2",
+            f"run.out_dir={tmp_path}",
+            "algo.beta=0.1",
+            "algo.num_iterations=2",
+            "algo.epsilon_high=0.28",
+            "optim.schedule=cosine",
+        ],
+    )
     trainer = GRPOTrainer(cfg)
     trainer.train()
     m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert m[0]["step"] == 0 and "eval/accuracy" in m[0]  # held-out accuracy before training
     m = [x for x in m if "verify/wrong" in x]
     assert len(m) == 2 and m[-1]["loss/kl"] >= 0 and m[-1]["loss/approx_kl"] >= 0
-    for key in ("reward/total/mean", "verify/no_answer", "verify/wrong", "groups/zero_std_frac",
-                "completions/mean_length", "completions/truncated_frac", "loss/policy", "loss/clipfrac",
-                "grad_norm", "lr", "tokens_per_s", "weights/cosine", "alarms/multiple_answers",
-                "alarms/answer_in_reasoning", "alarms/format_without_accuracy", "causes/no_answer"):
+    for key in (
+        "reward/total/mean",
+        "verify/no_answer",
+        "verify/wrong",
+        "groups/zero_std_frac",
+        "completions/mean_length",
+        "completions/truncated_frac",
+        "loss/policy",
+        "loss/clipfrac",
+        "grad_norm",
+        "lr",
+        "tokens_per_s",
+        "weights/cosine",
+        "alarms/multiple_answers",
+        "alarms/answer_in_reasoning",
+        "alarms/format_without_accuracy",
+        "causes/no_answer",
+    ):
         assert key in m[-1], key
 
 
@@ -107,8 +150,10 @@ def test_rollout_log_and_cause_metrics(tmp_path):
 
 def test_cold_start_keeps_format_deaths_out_of_the_loss(tmp_path):
     # an untrained model: most rollouts are format deaths, injected by construction
-    cfg = load_config(None, [*TINY, "run.steps=2", f"run.out_dir={tmp_path}", "failure.cold_start=true",
-                             "failure.exclude_truncated=true"])
+    cfg = load_config(
+        None,
+        [*TINY, "run.steps=2", f"run.out_dir={tmp_path}", "failure.cold_start=true", "failure.exclude_truncated=true"],
+    )
     GRPOTrainer(cfg).train()
     rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
     dead = [r for r in rows if r["cause"] in ("no_answer", "truncated", "invalid")]
@@ -122,14 +167,24 @@ def test_cold_start_keeps_format_deaths_out_of_the_loss(tmp_path):
 
 
 def test_invalid_and_truncated_rollouts_are_resampled_and_logged(tmp_path):
-    cfg = load_config(None, [*TINY, "run.steps=2", f"run.out_dir={tmp_path}", "failure.exclude_truncated=true",
-                             "failure.resample_tries=2", "rollout.max_new_tokens=6"])
+    cfg = load_config(
+        None,
+        [
+            *TINY,
+            "run.steps=2",
+            f"run.out_dir={tmp_path}",
+            "failure.exclude_truncated=true",
+            "failure.resample_tries=2",
+            "rollout.max_new_tokens=6",
+        ],
+    )
     GRPOTrainer(cfg).train()
     rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
     replaced = [r for r in rows if r.get("replaced")]
     assert replaced, "an untrained model cut at 6 tokens truncates: there must be replacements"
-    assert all(r["cause"] in ("invalid", "truncated") and not r["admitted"] and r["attempt"] in (1, 2)
-               for r in replaced)
+    assert all(
+        r["cause"] in ("invalid", "truncated") and not r["admitted"] and r["attempt"] in (1, 2) for r in replaced
+    )
     m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines() if "failure/resampled" in x]
     for x in m:
         assert x["failure/resampled"] == sum(r["step"] == x["step"] for r in replaced)
@@ -141,21 +196,33 @@ def test_invalid_and_truncated_rollouts_are_resampled_and_logged(tmp_path):
 def test_dynamic_sampling_draws_extra_groups_when_all_are_flat(tmp_path):
     # an untrained model is always wrong: every group is flat in accuracy, so each step uses all
     # its extra rounds and still trains on prompts_per_step groups
-    cfg = load_config(None, [*TINY, "run.steps=2", f"run.out_dir={tmp_path}", "failure.dynamic_sampling=2",
-                             "failure.resample_tries=0"])
+    cfg = load_config(
+        None,
+        [*TINY, "run.steps=2", f"run.out_dir={tmp_path}", "failure.dynamic_sampling=2", "failure.resample_tries=0"],
+    )
     trainer = GRPOTrainer(cfg)
     trainer.train()
     assert trainer.data.position == 2 * 2 * (1 + 2)  # steps x prompts_per_step x (1 + extra rounds)
     m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines() if "failure/dynamic_rounds" in x]
-    assert [x["failure/dynamic_rounds"] for x in m] == [2.0, 2.0] and all(x["groups/flat_accuracy_frac"] == 1.0
-                                                                           for x in m)
+    assert [x["failure/dynamic_rounds"] for x in m] == [2.0, 2.0] and all(
+        x["groups/flat_accuracy_frac"] == 1.0 for x in m
+    )
     rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1] * 8 + [2] * 8
 
 
 def test_groups_drawn_ahead_are_used_while_fresh_and_dropped_when_stale(tmp_path):
-    cfg = load_config(None, [*TINY, "run.steps=10", f"run.out_dir={tmp_path}", "failure.dynamic_sampling=1",
-                             "failure.max_staleness=1", "failure.resample_tries=0"])
+    cfg = load_config(
+        None,
+        [
+            *TINY,
+            "run.steps=10",
+            f"run.out_dir={tmp_path}",
+            "failure.dynamic_sampling=1",
+            "failure.max_staleness=1",
+            "failure.resample_tries=0",
+        ],
+    )
     trainer = GRPOTrainer(cfg)
     seen: list[list[int]] = []
     real_update = trainer.update
@@ -181,10 +248,18 @@ def test_groups_drawn_ahead_are_used_while_fresh_and_dropped_when_stale(tmp_path
 
 
 def test_a_down_judge_makes_rows_uncertain_which_are_invalid_and_resampled(tmp_path):
-    cfg = load_config(None, [*TINY, "run.steps=1", f"run.out_dir={tmp_path}", "rollout.max_new_tokens=8",
-                             "rewards.weights={accuracy: 1.0, format: 0.2}", "failure.resample_tries=1",
-                             "judge={base_url: 'http://127.0.0.1:9/v1', open_tasks: [math], timeout: 0.5, "
-                             "retries: 0}"])
+    cfg = load_config(
+        None,
+        [
+            *TINY,
+            "run.steps=1",
+            f"run.out_dir={tmp_path}",
+            "rollout.max_new_tokens=8",
+            "rewards.weights={accuracy: 1.0, format: 0.2}",
+            "failure.resample_tries=1",
+            "judge={base_url: 'http://127.0.0.1:9/v1', open_tasks: [math], timeout: 0.5, retries: 0}",
+        ],
+    )
     trainer = GRPOTrainer(cfg)
     # an untrained model rarely writes an answer: give every rollout one, so each goes to the judge
     trainer.rollout = _with_answers(trainer.rollout)

@@ -41,8 +41,14 @@ def policy(calculator_policy):
 
 def _turns(tok, rows, g=1, **kw):
     eps = [s for s in rows for _ in range(g)]
-    return Turns(tok, toolbox(["calculator"]), [{} for _ in eps], [f"{s.id}:{i}" for i, s in enumerate(eps)],
-                 ["" for _ in eps], **kw)
+    return Turns(
+        tok,
+        toolbox(["calculator"]),
+        [{} for _ in eps],
+        [f"{s.id}:{i}" for i, s in enumerate(eps)],
+        ["" for _ in eps],
+        **kw,
+    )
 
 
 def _forward_logprobs(model, b):
@@ -59,8 +65,16 @@ def test_a_tool_result_is_appended_to_the_cache_and_never_in_the_loss(policy, fa
     model, tok = policy
     rows = _rows()
     turns = _turns(tok, rows)
-    b = generate(model, tok, [encode(tok, s.prompt) for s in rows], group_size=1, max_new_tokens=160,
-                 temperature=0.0, fast=fast, turns=turns)
+    b = generate(
+        model,
+        tok,
+        [encode(tok, s.prompt) for s in rows],
+        group_size=1,
+        max_new_tokens=160,
+        temperature=0.0,
+        fast=fast,
+        turns=turns,
+    )
     for s, ep, text in zip(rows, b.episodes, b.texts):
         assert [t.role for t in ep.turns] == ["assistant", "tool", "assistant"], ep.record()
         assert ep.calls()[0].name == "calculator" and ep.turns[1].content == s.gold  # the tool's exact result
@@ -84,10 +98,20 @@ def test_the_final_answer_segment_is_constrained_and_tool_calls_stay_free(policy
     rows = _rows()
     prompts = [encode(tok, s.prompt) for s in rows]
     c = Constrainer(tok, model.config.vocab_size, mode="answer", answer="integer")
-    free = generate(model, tok, prompts, group_size=1, max_new_tokens=160, temperature=0.0, fast=fast,
-                    turns=_turns(tok, rows))
-    b = generate(model, tok, prompts, group_size=1, max_new_tokens=160, temperature=0.0, fast=fast,
-                 turns=_turns(tok, rows), constrain=c)
+    free = generate(
+        model, tok, prompts, group_size=1, max_new_tokens=160, temperature=0.0, fast=fast, turns=_turns(tok, rows)
+    )
+    b = generate(
+        model,
+        tok,
+        prompts,
+        group_size=1,
+        max_new_tokens=160,
+        temperature=0.0,
+        fast=fast,
+        turns=_turns(tok, rows),
+        constrain=c,
+    )
     assert b.bitmask is not None
     for i, ep in enumerate(b.episodes):
         assert [t.role for t in ep.turns] == ["assistant", "tool", "assistant"], ep.record()
@@ -125,13 +149,22 @@ def test_a_constrained_episode_is_never_cut_inside_its_answer(policy) -> None:
     prompts = [encode(tok, s.prompt) for s in rows]
     probe = generate(model, tok, prompts, group_size=1, max_new_tokens=160, temperature=0.0, turns=_turns(tok, rows))
     ends = [int(probe.completion_mask[i].nonzero().max()) + 1 for i in range(len(rows))]
-    free = generate(model, tok, prompts, group_size=1, max_new_tokens=min(ends) - 3, temperature=0.0,
-                    turns=_turns(tok, rows))
+    free = generate(
+        model, tok, prompts, group_size=1, max_new_tokens=min(ends) - 3, temperature=0.0, turns=_turns(tok, rows)
+    )
     assert all(f == "length" for f in free.finish)  # unconstrained, this budget cuts every answer off
     answered = overflowed = 0
     for budget in range(min(ends) - 30, max(ends) + 8, 3):
-        b = generate(model, tok, prompts, group_size=1, max_new_tokens=budget, temperature=0.0,
-                     turns=_turns(tok, rows), constrain=c)
+        b = generate(
+            model,
+            tok,
+            prompts,
+            group_size=1,
+            max_new_tokens=budget,
+            temperature=0.0,
+            turns=_turns(tok, rows),
+            constrain=c,
+        )
         for s, ep, fin in zip(rows, b.episodes, b.finish):
             assert fin != "length", (budget, ep.record())
             if ep.cause() is Cause.CONTEXT_OVERFLOW:
@@ -150,8 +183,16 @@ def test_sampled_episodes_with_faults_keep_their_causes_and_the_group_shape(poli
     model, tok = policy
     rows = _rows()
     turns = _turns(tok, rows, g=4, faults=Faults({"tool_error": 0.5, "env_crash": 0.2}, seed=3))
-    b = generate(model, tok, [encode(tok, s.prompt) for s in rows], group_size=4, max_new_tokens=160,
-                 temperature=1.0, generator=torch.Generator().manual_seed(0), turns=turns)
+    b = generate(
+        model,
+        tok,
+        [encode(tok, s.prompt) for s in rows],
+        group_size=4,
+        max_new_tokens=160,
+        temperature=1.0,
+        generator=torch.Generator().manual_seed(0),
+        turns=turns,
+    )
     assert len(b.episodes) == 16 and b.completion_ids.shape[0] == 16
     faulted = [ep for ep in b.episodes if ep.finish == "fault"]
     assert faulted and all(ep.fault() is not None and ep.answer == "" for ep in faulted)
@@ -164,11 +205,14 @@ def test_sampled_episodes_with_faults_keep_their_causes_and_the_group_shape(poli
 
 
 def _cfg(tmp: Path, **env) -> TrainConfig:
-    return TrainConfig.model_validate({
-        "data": {"task": "arithmetic", "task_options": {"digits": 2, "ops": "*"}, "eval_size": 4},
-        "rollout": {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 160},
-        "env": {"tools": ["calculator"], "max_turns": 2, **env},
-        "run": {"steps": 2, "out_dir": str(tmp), "eval_every": 0, "save_every": 100}})
+    return TrainConfig.model_validate(
+        {
+            "data": {"task": "arithmetic", "task_options": {"digits": 2, "ops": "*"}, "eval_size": 4},
+            "rollout": {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 160},
+            "env": {"tools": ["calculator"], "max_turns": 2, **env},
+            "run": {"steps": 2, "out_dir": str(tmp), "eval_every": 0, "save_every": 100},
+        }
+    )
 
 
 def test_the_trainer_keeps_environment_faults_out_and_writes_episodes_to_the_run(policy, tmp_path) -> None:
@@ -201,8 +245,11 @@ def test_the_trainer_keeps_environment_faults_out_and_writes_episodes_to_the_run
     assert 'class="turn tool"' in html and "event, turn" in html
     stood = {r["cause"] for r in faulted if not r.get("replaced")}  # a redrawn original is not sampled
     assert all(f"<summary>{c} (" in html for c in stood)
-    r = subprocess.run([sys.executable, "-c", "from rlvr.cli.app import main; main()", "causes", str(tmp_path)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-c", "from rlvr.cli.app import main; main()", "causes", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0 and "whose fault" in r.stdout and "environment" in r.stdout, r.stderr
 
 
@@ -211,8 +258,10 @@ def test_the_trainer_trains_constrained_episodes_with_redraws(policy, tmp_path) 
     fault redraws into the update (whose first ratio is then 1) and the held-out run decodes under them."""
     model, tok = policy
     cfg = _cfg(tmp_path, faults={"tool_error": 0.3}).model_copy(
-        update={"decoding": TrainConfig.model_validate({"decoding": {"constrain": "answer", "answer": "integer"}}
-                                                        ).decoding})
+        update={
+            "decoding": TrainConfig.model_validate({"decoding": {"constrain": "answer", "answer": "integer"}}).decoding
+        }
+    )
     tr = GRPOTrainer(cfg, model=copy.deepcopy(model), tokenizer=tok, train_rows=_rows() * 4, eval_rows=_rows())
     out = tr.train()
     assert out["after"]["tool_rate"] > 0.5 and out["after"]["accuracy"] > 0
@@ -229,8 +278,9 @@ def test_tool_tokens_carry_no_gradient(policy, tmp_path) -> None:
     model, tok = policy
 
     def trainer() -> GRPOTrainer:
-        return GRPOTrainer(_cfg(tmp_path), model=copy.deepcopy(model), tokenizer=tok, train_rows=_rows() * 4,
-                           eval_rows=[])
+        return GRPOTrainer(
+            _cfg(tmp_path), model=copy.deepcopy(model), tokenizer=tok, train_rows=_rows() * 4, eval_rows=[]
+        )
 
     tr, twin = trainer(), trainer()
     batch = tr.rollout(_rows()[:2])
@@ -260,10 +310,20 @@ def test_episode_configs_that_cannot_work_fail_before_the_run(policy, tmp_path) 
     with pytest.raises(ValueError, match="max_turns"):
         TrainConfig(env={"tools": ["calculator"], "max_turns": 0})
     with pytest.raises(ConfigError, match=r"cannot be built.*no sandbox"):
-        GRPOTrainer(_cfg(tmp_path, environment=f"{__name__}:Unbuildable", tools=[]), model=model, tokenizer=tok,
-                    train_rows=_rows(), eval_rows=[])
-    tr = GRPOTrainer(_cfg(tmp_path, environment=f"{__name__}:Moody", tools=[]), model=model, tokenizer=tok,
-                     train_rows=_rows(), eval_rows=[])
+        GRPOTrainer(
+            _cfg(tmp_path, environment=f"{__name__}:Unbuildable", tools=[]),
+            model=model,
+            tokenizer=tok,
+            train_rows=_rows(),
+            eval_rows=[],
+        )
+    tr = GRPOTrainer(
+        _cfg(tmp_path, environment=f"{__name__}:Moody", tools=[]),
+        model=model,
+        tokenizer=tok,
+        train_rows=_rows(),
+        eval_rows=[],
+    )
     with pytest.raises(ConfigError, match="different observations"):
         tr.rollout(_rows()[:1])
     assert not (tmp_path / "rollouts.jsonl").exists()
@@ -314,8 +374,13 @@ class Graded:
 
 def test_an_environment_observation_joins_the_prompt_and_its_reward_judges(policy, tmp_path) -> None:
     model, tok = policy
-    tr = GRPOTrainer(_cfg(tmp_path, environment=f"{__name__}:Graded", tools=[]), model=model, tokenizer=tok,
-                     train_rows=_rows(), eval_rows=[])
+    tr = GRPOTrainer(
+        _cfg(tmp_path, environment=f"{__name__}:Graded", tools=[]),
+        model=model,
+        tokenizer=tok,
+        train_rows=_rows(),
+        eval_rows=[],
+    )
     rows = _rows()[:2]
     batch = tr.rollout(rows)
     assert all(ep.prompt.endswith("Use the calculator.") for ep in batch.episodes)

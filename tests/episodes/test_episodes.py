@@ -43,8 +43,12 @@ def scripted(*turns: str):
     def policy(messages, max_new_tokens):
         text = next(said)
         n = len(text.split())
-        return (text, "eos", n) if n <= max_new_tokens else (" ".join(text.split()[:max_new_tokens]), "length",
-                                                             max_new_tokens)
+        return (
+            (text, "eos", n)
+            if n <= max_new_tokens
+            else (" ".join(text.split()[:max_new_tokens]), "length", max_new_tokens)
+        )
+
     return policy
 
 
@@ -87,24 +91,66 @@ ROW = {"base": 7}
 
 # (name, environment, turns, episode cause, events, finish)
 CASES = [
-    ("answers after a calculator call", CALC, [call("calculator", expression="1234*5678"), "It is 7006652."],
-     None, [], "eos"),
-    ("the policy's expression is its result", CALC, [call("calculator", expression="1/0"), "Undefined."],
-     None, [], "eos"),
-    ("malformed markup", CALC, ["<tool_call>{calculator: 2+2}</tool_call>", "4"], None,
-     [Cause.MALFORMED_TOOL_CALL], "eos"),
+    (
+        "answers after a calculator call",
+        CALC,
+        [call("calculator", expression="1234*5678"), "It is 7006652."],
+        None,
+        [],
+        "eos",
+    ),
+    (
+        "the policy's expression is its result",
+        CALC,
+        [call("calculator", expression="1/0"), "Undefined."],
+        None,
+        [],
+        "eos",
+    ),
+    (
+        "malformed markup",
+        CALC,
+        ["<tool_call>{calculator: 2+2}</tool_call>", "4"],
+        None,
+        [Cause.MALFORMED_TOOL_CALL],
+        "eos",
+    ),
     ("an unknown tool", CALC, [call("search", query="2+2"), "4"], None, [Cause.UNKNOWN_TOOL], "eos"),
     ("arguments outside the schema", CALC, [call("calculator", expr="2+2"), "4"], None, [Cause.BAD_ARGUMENTS], "eos"),
-    ("the turn limit", CALC, [call("calculator", expression="1+1")] * 3, Cause.TURN_LIMIT, [Cause.TURN_LIMIT],
-     "turn_limit"),
-    ("a tool that fails on a well-formed call", Flaky, [call("lookup", key="down"), "?"], Cause.TOOL_ERROR,
-     [Cause.TOOL_ERROR], "fault"),
+    (
+        "the turn limit",
+        CALC,
+        [call("calculator", expression="1+1")] * 3,
+        Cause.TURN_LIMIT,
+        [Cause.TURN_LIMIT],
+        "turn_limit",
+    ),
+    (
+        "a tool that fails on a well-formed call",
+        Flaky,
+        [call("lookup", key="down"), "?"],
+        Cause.TOOL_ERROR,
+        [Cause.TOOL_ERROR],
+        "fault",
+    ),
     ("a session that dies", Flaky, [call("lookup", key="dead"), "?"], Cause.ENV_CRASH, [Cause.ENV_CRASH], "fault"),
-    ("a tool that hangs past its limit", Flaky, [call("slow", seconds=30), "?"], Cause.ENV_TIMEOUT,
-     [Cause.ENV_TIMEOUT], "fault"),
+    (
+        "a tool that hangs past its limit",
+        Flaky,
+        [call("slow", seconds=30), "?"],
+        Cause.ENV_TIMEOUT,
+        [Cause.ENV_TIMEOUT],
+        "fault",
+    ),
     ("an environment that cannot start", BrokenReset, ["?"], Cause.ENV_CRASH, [Cause.ENV_CRASH], "fault"),
-    ("the episode's tokens run out", CALC, [call("calculator", expression="1+1") + " " + "x " * 40, "4"],
-     Cause.CONTEXT_OVERFLOW, [Cause.CONTEXT_OVERFLOW], "context_overflow"),
+    (
+        "the episode's tokens run out",
+        CALC,
+        [call("calculator", expression="1+1") + " " + "x " * 40, "4"],
+        Cause.CONTEXT_OVERFLOW,
+        [Cause.CONTEXT_OVERFLOW],
+        "context_overflow",
+    ),
 ]
 
 
@@ -141,8 +187,9 @@ def test_injected_faults_are_seeded_per_episode_and_call() -> None:
     draws = [faults.draw(f"p{i}", 1) for i in range(200)]
     assert draws == [faults.draw(f"p{i}", 1) for i in range(200)]  # the same episode, the same faults
     assert 60 < sum(d is Cause.TOOL_ERROR for d in draws) < 140
-    ep = run_episode(scripted(call("calculator", expression="2+2"), "4"), CALC, {}, "?",
-                     faults=Faults({"env_crash": 1.0}), key="p0")
+    ep = run_episode(
+        scripted(call("calculator", expression="2+2"), "4"), CALC, {}, "?", faults=Faults({"env_crash": 1.0}), key="p0"
+    )
     assert ep.cause() is Cause.ENV_CRASH and ep.events[0].detail == "injected env_crash"
     with pytest.raises(ValueError, match=r"env\.faults"):
         Faults({"tool_eror": 0.2})
@@ -186,8 +233,17 @@ def _views(episodes: list[Episode], rewards: list[float | None]) -> list[Rollout
     out = []
     for ep, r in zip(episodes, rewards):
         status = Status.CORRECT if r is not None and r > 0 else Status.WRONG
-        out.append(RolloutView("p", Verdict(status), r, text=ep.answer or "x", finish=ep.finish if ep.finish in (
-            "eos", "length") else "eos", episode=ep.cause(), events=tuple(e.cause for e in ep.events)))
+        out.append(
+            RolloutView(
+                "p",
+                Verdict(status),
+                r,
+                text=ep.answer or "x",
+                finish=ep.finish if ep.finish in ("eos", "length") else "eos",
+                episode=ep.cause(),
+                events=tuple(e.cause for e in ep.events),
+            )
+        )
     return out
 
 
@@ -207,8 +263,11 @@ def test_an_environment_fault_leaves_the_baseline_and_the_loss_and_is_redrawn() 
     d = fa.decide(_views(eps, [1, 1, 0, 0]), step=1)
     assert [c.value for c in d.causes] == ["correct", "correct", "wrong", "tool_error"]
     assert d.admit.tolist() == [True, True, True, False] and d.advantages[3] == 0
-    alone = FailureAware(FailureConfig(quarantine=False), group_size=3).decide(
-        _views(eps[:3], [1, 1, 0]), step=1).advantages
+    alone = (
+        FailureAware(FailureConfig(quarantine=False), group_size=3)
+        .decide(_views(eps[:3], [1, 1, 0]), step=1)
+        .advantages
+    )
     assert d.advantages[:3].tolist() == pytest.approx(alone.tolist())
     assert fa.to_resample(d.causes) == [3]
     assert d.metrics["env/fault_rate"] == 0.25 and d.metrics["episodes/partial_groups"] == 1.0
@@ -221,8 +280,11 @@ def test_masking_only_the_loss_keeps_the_fault_in_the_baseline_as_the_ablation_s
     fa = FailureAware(FailureConfig(quarantine=False, env_fault_handling="mask_loss"), group_size=4)
     eps = [_episode(None), _episode(None), _episode(None), _episode(Cause.TOOL_ERROR)]
     d = fa.decide(_views(eps, [1, 1, 0, 0.7]), step=1)  # whatever it scored, it counts as 0
-    plain = FailureAware(FailureConfig(quarantine=False), group_size=4).decide(
-        _views([_episode(None)] * 4, [1, 1, 0, 0]), step=1).advantages
+    plain = (
+        FailureAware(FailureConfig(quarantine=False), group_size=4)
+        .decide(_views([_episode(None)] * 4, [1, 1, 0, 0]), step=1)
+        .advantages
+    )
     assert d.admit.tolist() == [True, True, True, False] and d.advantages[3] == 0
     assert d.advantages[:3].tolist() == pytest.approx(plain[:3].tolist())
     assert fa.to_resample(d.causes) == [] and d.causes[3] is Cause.TOOL_ERROR
@@ -243,8 +305,11 @@ def test_scoring_a_fault_zero_keeps_it_in_the_baseline_and_the_loss_as_trl_does(
     fa = FailureAware(FailureConfig(quarantine=False, env_fault_handling="score_zero"), group_size=4)
     eps = [_episode(None), _episode(None), _episode(None), _episode(Cause.TOOL_ERROR)]
     d = fa.decide(_views(eps, [1, 1, 0, None]), step=1)  # an episode cut by its fault has no score: it gets 0
-    plain = FailureAware(FailureConfig(quarantine=False), group_size=4).decide(
-        _views([_episode(None)] * 4, [1, 1, 0, 0]), step=1).advantages
+    plain = (
+        FailureAware(FailureConfig(quarantine=False), group_size=4)
+        .decide(_views([_episode(None)] * 4, [1, 1, 0, 0]), step=1)
+        .advantages
+    )
     assert d.admit.all() and d.advantages.tolist() == pytest.approx(plain.tolist()) and d.advantages[3] < 0
     assert fa.to_resample(d.causes) == []
 
@@ -252,8 +317,7 @@ def test_scoring_a_fault_zero_keeps_it_in_the_baseline_and_the_loss_as_trl_does(
 def test_the_policys_faults_stay_in_the_gradient_with_their_penalty() -> None:
     cfg = FailureConfig(quarantine=False, policy_penalties={"malformed_tool_call": 0.5})
     fa = FailureAware(cfg, group_size=4)
-    eps = [_episode(None), _episode(None, Cause.MALFORMED_TOOL_CALL), _episode(Cause.TURN_LIMIT),
-           _episode(None)]
+    eps = [_episode(None), _episode(None, Cause.MALFORMED_TOOL_CALL), _episode(Cause.TURN_LIMIT), _episode(None)]
     d = fa.decide(_views(eps, [1, 1, 0, 0]), step=1)
     assert [c.value for c in d.causes] == ["correct", "correct", "turn_limit", "wrong"]
     assert d.admit.all() and fa.to_resample(d.causes) == []
@@ -274,8 +338,10 @@ def test_a_prompt_whose_episodes_keep_dying_of_the_environment_is_quarantined() 
 
 
 def test_tool_metrics() -> None:
-    eps = [run_episode(scripted(call("calculator", expression="1+1"), "2"), CALC, {}, "?"),
-           run_episode(scripted(call("lookup", key="down"), "?"), Flaky, ROW, "?")]
+    eps = [
+        run_episode(scripted(call("calculator", expression="1+1"), "2"), CALC, {}, "?"),
+        run_episode(scripted(call("lookup", key="down"), "?"), Flaky, ROW, "?"),
+    ]
     m = tool_metrics(eps)
     assert m["tools/calls_per_episode"] == 1.0 and m["episodes/turns"] == 1.5  # the faulted one stops at its call
     assert (m["tools/calculator/calls"], m["tools/calculator/failures"]) == (1, 0)

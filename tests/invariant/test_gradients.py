@@ -24,9 +24,19 @@ from rlvr.config import load_config
 from rlvr.engine.rollout import RolloutBatch
 from rlvr.engine.trainer import GRPOTrainer
 
-TINY = ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=3", "rollout.group_size=4",
-        "rollout.max_new_tokens=12", "run.eval_every=0", "data.eval_size=4", "run.steps=1",
-        "rewards.weights={cosine: 1.0}", "rewards.options={}"]
+TINY = [
+    "model.hidden=32",
+    "model.layers=1",
+    "model.heads=2",
+    "rollout.prompts_per_step=3",
+    "rollout.group_size=4",
+    "rollout.max_new_tokens=12",
+    "run.eval_every=0",
+    "data.eval_size=4",
+    "run.steps=1",
+    "rewards.weights={cosine: 1.0}",
+    "rewards.options={}",
+]
 LOSSES = sorted(AGGREGATIONS)
 
 
@@ -51,8 +61,11 @@ def grads(trainer: GRPOTrainer, batch: RolloutBatch, adv: torch.Tensor, admit: t
     """The gradient one pass of the engine's update accumulates, per parameter."""
     trainer.model.zero_grad(set_to_none=True)
     trainer.backward(batch, adv, admit)
-    out = {n: (p.grad.clone() if p.grad is not None else torch.zeros_like(p))
-           for n, p in trainer.model.named_parameters() if p.requires_grad}
+    out = {
+        n: (p.grad.clone() if p.grad is not None else torch.zeros_like(p))
+        for n, p in trainer.model.named_parameters()
+        if p.requires_grad
+    }
     trainer.model.zero_grad(set_to_none=True)
     return out
 
@@ -67,10 +80,23 @@ def rows_of(b: RolloutBatch, rows: list[int]) -> RolloutBatch:
     """The batch restricted to ``rows``, each its own group (as if the others were never sampled)."""
     idx = torch.tensor(rows, dtype=torch.long)
     pick = lambda t: t[idx] if t is not None else None  # noqa: E731
-    return RolloutBatch(b.prompt_ids[idx], b.prompt_mask[idx], b.completion_ids[idx], b.completion_mask[idx],
-                        b.logprobs[idx], [b.finish[i] for i in rows], [b.texts[i] for i in rows], b.policy_version,
-                        1, [b.versions[i] for i in rows], pick(b.bitmask), b.decode_stats, pick(b.tool_mask),
-                        None, b.stop_ids)
+    return RolloutBatch(
+        b.prompt_ids[idx],
+        b.prompt_mask[idx],
+        b.completion_ids[idx],
+        b.completion_mask[idx],
+        b.logprobs[idx],
+        [b.finish[i] for i in rows],
+        [b.texts[i] for i in rows],
+        b.policy_version,
+        1,
+        [b.versions[i] for i in rows],
+        pick(b.bitmask),
+        b.decode_stats,
+        pick(b.tool_mask),
+        None,
+        b.stop_ids,
+    )
 
 
 def widen(b: RolloutBatch, extra: int) -> RolloutBatch:
@@ -84,9 +110,14 @@ def widen(b: RolloutBatch, extra: int) -> RolloutBatch:
         shape = (n, extra, *t.shape[2:])
         return torch.cat([t, t.new_full(shape, fill)], 1)
 
-    return dataclasses.replace(b, completion_ids=torch.cat([b.completion_ids, pad], 1),
-                               completion_mask=right(b.completion_mask, 0), logprobs=right(b.logprobs, 0),
-                               bitmask=right(b.bitmask, -1), tool_mask=right(b.tool_mask, 0))
+    return dataclasses.replace(
+        b,
+        completion_ids=torch.cat([b.completion_ids, pad], 1),
+        completion_mask=right(b.completion_mask, 0),
+        logprobs=right(b.logprobs, 0),
+        bitmask=right(b.bitmask, -1),
+        tool_mask=right(b.tool_mask, 0),
+    )
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -98,8 +129,10 @@ def test_excluded_rows_equal_absent_rows(tmp_path, loss: str) -> None:
     out = [1, 4, 5, 6, 11]  # rows inside groups and most of one group
     admit[out] = False
     kept = [i for i in range(len(b.texts)) if i not in out]
-    assert_same(grads(trainer, b, adv, admit),
-                grads(trainer, rows_of(b, kept), adv[kept], torch.ones(len(kept), dtype=torch.bool)))
+    assert_same(
+        grads(trainer, b, adv, admit),
+        grads(trainer, rows_of(b, kept), adv[kept], torch.ones(len(kept), dtype=torch.bool)),
+    )
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -111,14 +144,18 @@ def test_groups_left_out_by_drop_flat_groups_equal_absent_groups(tmp_path, loss:
     b = _batch(trainer)
     g = b.group_size
     rewards = [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0]  # the middle group is flat
-    views = [RolloutView(f"p{i // g}", Verdict(Status.CORRECT if r else Status.WRONG), r, text="an answer")
-             for i, r in enumerate(rewards)]
+    views = [
+        RolloutView(f"p{i // g}", Verdict(Status.CORRECT if r else Status.WRONG), r, text="an answer")
+        for i, r in enumerate(rewards)
+    ]
     fa = FailureAware(trainer.cfg.failure, group_size=g)
     d = fa.decide(views, step=1)
     assert d.admit.tolist() == [True] * 4 + [False] * 4 + [True] * 4
     kept = [0, 1, 2, 3, 8, 9, 10, 11]
-    assert_same(grads(trainer, b, d.advantages, d.admit),
-                grads(trainer, b.select_groups([0, 2]), d.advantages[kept], torch.ones(8, dtype=torch.bool)))
+    assert_same(
+        grads(trainer, b, d.advantages, d.admit),
+        grads(trainer, b.select_groups([0, 2]), d.advantages[kept], torch.ones(8, dtype=torch.bool)),
+    )
 
 
 @pytest.mark.parametrize("loss", LOSSES)

@@ -22,9 +22,19 @@ from rlvr.engine.trainer import GRPOTrainer
 from rlvr.models.tiny import build_model, build_tokenizer
 from tests.conftest import calculator_rows
 
-TINY = ["model.hidden=32", "model.layers=2", "model.heads=2", "rollout.prompts_per_step=4", "rollout.group_size=4",
-        "rollout.max_new_tokens=16", "run.eval_every=0", "data.eval_size=4", "run.steps=1",
-        "rewards.weights={cosine: 1.0}", "rewards.options={}"]
+TINY = [
+    "model.hidden=32",
+    "model.layers=2",
+    "model.heads=2",
+    "rollout.prompts_per_step=4",
+    "rollout.group_size=4",
+    "rollout.max_new_tokens=16",
+    "run.eval_every=0",
+    "data.eval_size=4",
+    "run.steps=1",
+    "rewards.weights={cosine: 1.0}",
+    "rewards.options={}",
+]
 
 
 def _trainer(tmp_path, *extra: str, model=None, tok=None) -> GRPOTrainer:
@@ -78,8 +88,13 @@ def test_rows_end_on_every_declared_stop_id_and_nothing_after_it_is_trained(tmp_
 
 
 def test_constrained_rows_are_scored_under_their_sampling_masks(tmp_path) -> None:
-    trainer = _trainer(tmp_path, "decoding.constrain=answer", "rewards.weights={cosine: 1.0, format: 0.2}",
-                       "rewards.options={format: {think_tag: null}}", "rollout.max_new_tokens=24")
+    trainer = _trainer(
+        tmp_path,
+        "decoding.constrain=answer",
+        "rewards.weights={cosine: 1.0, format: 0.2}",
+        "rewards.options={format: {think_tag: null}}",
+        "rollout.max_new_tokens=24",
+    )
     b = trainer.rollout(trainer.data.take(4))
     assert b.bitmask is not None and bool((b.bitmask != -1).any())
     assert _gap(trainer, b) < 1e-4
@@ -90,9 +105,23 @@ def test_episode_rows_with_tool_results_match_training(calculator_policy, tmp_pa
     training forward as they were sampled, the result itself is attended and never trained."""
     model, tok = calculator_policy
     rows = calculator_rows()
-    trainer = GRPOTrainer(load_config(None, [*TINY, f"run.out_dir={tmp_path}", "model.hidden=64", "model.heads=4",
-                                             "env.tools=[calculator]", "env.max_tokens=160"]),
-                          model=copy.deepcopy(model), tokenizer=tok, train_rows=rows * 4, eval_rows=rows)
+    trainer = GRPOTrainer(
+        load_config(
+            None,
+            [
+                *TINY,
+                f"run.out_dir={tmp_path}",
+                "model.hidden=64",
+                "model.heads=4",
+                "env.tools=[calculator]",
+                "env.max_tokens=160",
+            ],
+        ),
+        model=copy.deepcopy(model),
+        tokenizer=tok,
+        train_rows=rows * 4,
+        eval_rows=rows,
+    )
     b = trainer.rollout(rows)
     assert b.tool_mask is not None and bool(b.tool_mask.any())  # real calls were made
     assert not bool((b.loss_mask * b.tool_mask).any())
@@ -105,8 +134,9 @@ def test_greedy_and_sampled_paths_stop_on_the_same_ids() -> None:
     model.generation_config.eos_token_id = [tok.eos_token_id, tok.convert_tokens_to_ids("7")]
     prompts = [encode(tok, [{"role": "user", "content": "3+4"}])]
     for fast in (True, False):
-        b = generate(model, tok, prompts, group_size=8, max_new_tokens=40, fast=fast,
-                     generator=torch.Generator().manual_seed(0))
+        b = generate(
+            model, tok, prompts, group_size=8, max_new_tokens=40, fast=fast, generator=torch.Generator().manual_seed(0)
+        )
         for ids, m in zip(b.completion_ids, b.completion_mask):
             kept = ids[m.bool()].tolist()
             assert all(t not in b.stop_ids for t in kept[:-1])

@@ -15,15 +15,30 @@ torch = pytest.importorskip("torch")
 
 # A tiny random model; cosine (length-scaled) rewards differ between rollouts even when all are wrong,
 # so every step has advantages and changes the weights.
-TINY = ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2", "rollout.group_size=4",
-        "rollout.max_new_tokens=24", "run.eval_every=0", "data.eval_size=4",
-        "rewards.weights={cosine: 1.0, format: 0.2}", "rewards.options={format: {think_tag: null}}"]
+TINY = [
+    "model.hidden=32",
+    "model.layers=1",
+    "model.heads=2",
+    "rollout.prompts_per_step=2",
+    "rollout.group_size=4",
+    "rollout.max_new_tokens=24",
+    "run.eval_every=0",
+    "data.eval_size=4",
+    "rewards.weights={cosine: 1.0, format: 0.2}",
+    "rewards.options={format: {think_tag: null}}",
+]
 
 
 def _train_cmd(out: Path, steps: int, *extra: str) -> list[str]:
     sets = [*TINY, f"run.steps={steps}", "run.save_every=2", f"run.out_dir={out}"]
-    return [sys.executable, "-c", "from rlvr.cli.app import main; main()", "train",
-            *[a for s in sets for a in ("--set", s)], *extra]
+    return [
+        sys.executable,
+        "-c",
+        "from rlvr.cli.app import main; main()",
+        "train",
+        *[a for s in sets for a in ("--set", s)],
+        *extra,
+    ]
 
 
 def _weights(run: Path) -> dict[str, torch.Tensor]:
@@ -43,8 +58,12 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path, kill_at_step
     subprocess.run(_train_cmd(ref, 8), check=True, env=env, capture_output=True)
     proc = subprocess.Popen(_train_cmd(killed, 8), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     kill_at_step(proc, killed, 3)  # step 3 logged: checkpoint 2 exists
-    r = subprocess.run([sys.executable, "-c", "from rlvr.cli.app import main; main()", "train", "--resume",
-                        str(killed)], env=env, capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-c", "from rlvr.cli.app import main; main()", "train", "--resume", str(killed)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     a, b = _weights(ref), _weights(killed)
     assert a.keys() == b.keys()
@@ -61,14 +80,28 @@ def test_sigkill_mid_episode_run_then_resume_equals_uninterrupted(calculator_pol
     folder = tmp_path / "policy"
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
-    sets = [f"model.name={folder}", "data.task=arithmetic", "data.task_options={digits: 2, ops: '*'}",
-            "data.eval_size=2", "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=160",
-            "env={tools: [calculator], max_turns: 2, faults: {tool_error: 0.3, env_crash: 0.2}}",
-            "run.eval_every=0", "run.steps=4", "run.save_every=2"]
+    sets = [
+        f"model.name={folder}",
+        "data.task=arithmetic",
+        "data.task_options={digits: 2, ops: '*'}",
+        "data.eval_size=2",
+        "rollout.prompts_per_step=2",
+        "rollout.group_size=2",
+        "rollout.max_new_tokens=160",
+        "env={tools: [calculator], max_turns: 2, faults: {tool_error: 0.3, env_crash: 0.2}}",
+        "run.eval_every=0",
+        "run.steps=4",
+        "run.save_every=2",
+    ]
 
     def cmd(out: Path) -> list[str]:
-        return [sys.executable, "-c", "from rlvr.cli.app import main; main()", "train",
-                *[a for s in [*sets, f"run.out_dir={out}"] for a in ("--set", s)]]
+        return [
+            sys.executable,
+            "-c",
+            "from rlvr.cli.app import main; main()",
+            "train",
+            *[a for s in [*sets, f"run.out_dir={out}"] for a in ("--set", s)],
+        ]
 
     env = dict(os.environ, PYTHONHASHSEED="0")
     ref, killed = tmp_path / "ref", tmp_path / "killed"
@@ -76,8 +109,12 @@ def test_sigkill_mid_episode_run_then_resume_equals_uninterrupted(calculator_pol
     assert r.returncode == 0, r.stderr
     proc = subprocess.Popen(cmd(killed), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     kill_at_step(proc, killed, 3)  # mid-run: checkpoint 2 exists
-    r = subprocess.run([sys.executable, "-c", "from rlvr.cli.app import main; main()", "train", "--resume",
-                        str(killed)], env=env, capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-c", "from rlvr.cli.app import main; main()", "train", "--resume", str(killed)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
 
     def rollouts(run: Path) -> list[dict]:  # every field but how long each call took

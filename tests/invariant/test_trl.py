@@ -35,14 +35,35 @@ def _declines_some(completions, **kw):
 
 
 def _trl(tmp_path, model, tok, *, loss: str, batch: int, accumulation: int, max_new: int = 12):
-    args = trl.GRPOConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=batch,
-                          gradient_accumulation_steps=accumulation, num_generations=4, max_completion_length=max_new,
-                          learning_rate=1e-3, report_to="none", use_cpu=True, bf16=False, save_strategy="no", seed=0,
-                          beta=0.0, disable_tqdm=True, loss_type=loss, temperature=1.0, top_k=0)
+    args = trl.GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=batch,
+        gradient_accumulation_steps=accumulation,
+        num_generations=4,
+        max_completion_length=max_new,
+        learning_rate=1e-3,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        save_strategy="no",
+        seed=0,
+        beta=0.0,
+        disable_tqdm=True,
+        loss_type=loss,
+        temperature=1.0,
+        top_k=0,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t = FailureAwareGRPOTrainer(model=model, processing_class=tok, reward_funcs=[_declines_some], args=args,
-                                    train_dataset=Dataset.from_list(ROWS), failure=FailureConfig(resample_tries=0))
+        t = FailureAwareGRPOTrainer(
+            model=model,
+            processing_class=tok,
+            reward_funcs=[_declines_some],
+            args=args,
+            train_dataset=Dataset.from_list(ROWS),
+            failure=FailureConfig(resample_tries=0),
+        )
     t.model.train()
     return t
 
@@ -83,18 +104,32 @@ def test_trl_micro_batch_split_does_not_change_gradients(tmp_path, loss: str) ->
 def test_engines_agree_on_loss_and_gradients(tmp_path, loss: str) -> None:
     """The same rollouts (prompts of one length: TRL's forward takes positions from the layout, rlvr's
     from the mask) and advantages, rows excluded, the old log-probs the current policy's (ratio 1)."""
-    cfg = load_config(None, ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2",
-                             "rollout.group_size=4", "rollout.max_new_tokens=12", "run.steps=1", f"algo.loss={loss}",
-                             f"run.out_dir={tmp_path / 'rlvr'}", "rewards.weights={cosine: 1.0}",
-                             "rewards.options={}", "data.eval_size=4"])
+    cfg = load_config(
+        None,
+        [
+            "model.hidden=32",
+            "model.layers=1",
+            "model.heads=2",
+            "rollout.prompts_per_step=2",
+            "rollout.group_size=4",
+            "rollout.max_new_tokens=12",
+            "run.steps=1",
+            f"algo.loss={loss}",
+            f"run.out_dir={tmp_path / 'rlvr'}",
+            "rewards.weights={cosine: 1.0}",
+            "rewards.options={}",
+            "data.eval_size=4",
+        ],
+    )
     tok = build_tokenizer()
     model = build_model(tok, hidden=32, layers=1, heads=2, seed=6)
     engine = GRPOTrainer(cfg, model=copy.deepcopy(model), tokenizer=tok, train_rows=[], eval_rows=[])
     adapter = _trl(tmp_path / "trl", copy.deepcopy(model), tok, loss=loss, batch=8, accumulation=1)
     prompts = [encode(tok, r["prompt"]) for r in ROWS[:2]]
     assert len({len(p) for p in prompts}) == 1
-    batch = generate(engine.model, tok, prompts, group_size=4, max_new_tokens=12,
-                     generator=torch.Generator().manual_seed(3))
+    batch = generate(
+        engine.model, tok, prompts, group_size=4, max_new_tokens=12, generator=torch.Generator().manual_seed(3)
+    )
     batch = type(batch)(**{**vars(batch), "logprobs": engine.logprobs(batch)})  # the current policy's: ratio 1
     adv = torch.randn(8, generator=torch.Generator().manual_seed(2))
     admit = torch.ones(8, dtype=torch.bool)
@@ -103,10 +138,17 @@ def test_engines_agree_on_loss_and_gradients(tmp_path, loss: str) -> None:
     engine.backward(batch, adv, admit)
     ours = _grads(engine.model)
     trained = engine.trained_tokens(batch, admit)
-    inputs = {"prompt_ids": batch.prompt_ids, "prompt_mask": batch.prompt_mask, "completion_ids": batch.completion_ids,
-              "completion_mask": batch.completion_mask, "advantages": adv, "old_per_token_logps": None,
-              "num_items_in_batch": trained.sum(), "rlvr_admit": admit,
-              "rlvr_trained_rows": (trained.sum(1) > 0).sum()}
+    inputs = {
+        "prompt_ids": batch.prompt_ids,
+        "prompt_mask": batch.prompt_mask,
+        "completion_ids": batch.completion_ids,
+        "completion_mask": batch.completion_mask,
+        "advantages": adv,
+        "old_per_token_logps": None,
+        "num_items_in_batch": trained.sum(),
+        "rlvr_admit": admit,
+        "rlvr_trained_rows": (trained.sum(1) > 0).sum(),
+    }
     adapter.current_gradient_accumulation_steps = 1
     adapter._compute_loss(adapter.model, inputs).backward()
     _assert_same(ours, _grads(adapter.model))

@@ -10,8 +10,17 @@ from rlvr.config import load_config
 from rlvr.errors import ConfigError
 from rlvr.models.device import lean_paths, resolve_device
 
-TINY = ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2", "rollout.group_size=4",
-        "rollout.max_new_tokens=8", "run.steps=1", "run.eval_every=0", "data.eval_size=4"]
+TINY = [
+    "model.hidden=32",
+    "model.layers=1",
+    "model.heads=2",
+    "rollout.prompts_per_step=2",
+    "rollout.group_size=4",
+    "rollout.max_new_tokens=8",
+    "run.steps=1",
+    "run.eval_every=0",
+    "data.eval_size=4",
+]
 
 
 def test_auto_is_cuda_when_torch_sees_one_else_cpu():
@@ -47,8 +56,17 @@ def _step(tmp_path, device: str, extra: list[str] = ()) -> tuple:
 
 def test_a_bfloat16_lora_step_on_cpu_trains_the_float32_adapters(tmp_path, bf16_numerics):
     pytest.importorskip("peft")
-    trainer, before, m = _step(tmp_path, "cpu", ["model.dtype=bfloat16", "model.lora={r: 4, alpha: 8}",
-                                                 "algo.beta=0.04", "optim.lr=1e-2", "rewards.weights={cosine: 1.0}"])
+    trainer, before, m = _step(
+        tmp_path,
+        "cpu",
+        [
+            "model.dtype=bfloat16",
+            "model.lora={r: 4, alpha: 8}",
+            "algo.beta=0.04",
+            "optim.lr=1e-2",
+            "rewards.weights={cosine: 1.0}",
+        ],
+    )
     frozen = {p.dtype for p in trainer.model.parameters() if not p.requires_grad}
     assert frozen == {torch.bfloat16} and trainer.ref is not None
     assert m["completions/mean_length"] > 0 and torch.isfinite(torch.tensor(m["loss/policy"]))

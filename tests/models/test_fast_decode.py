@@ -12,8 +12,9 @@ def _model_and_prompts(arch: str):
 
     torch.manual_seed(0)
     tok = build_tokenizer()
-    model = build_model(tok, arch=arch, hidden=64, layers=2, heads=4, kv_heads=2 if arch == "llama" else None,
-                        seed=1).eval()
+    model = build_model(
+        tok, arch=arch, hidden=64, layers=2, heads=4, kv_heads=2 if arch == "llama" else None, seed=1
+    ).eval()
     enc = tok(["Q: 1+2=", "Q: 123+456=", "Q: 7="], return_tensors="pt", padding=True)
     return tok, model, enc.input_ids, enc.attention_mask
 
@@ -45,8 +46,9 @@ def test_prefill_and_steps_match_hf_forward(arch, attention, monkeypatch):
         torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-4)
 
 
-@pytest.mark.parametrize("targets", [["q_proj", "k_proj", "v_proj", "o_proj"],
-                                     ["q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"]])
+@pytest.mark.parametrize(
+    "targets", [["q_proj", "k_proj", "v_proj", "o_proj"], ["q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"]]
+)
 def test_lora_adapters_are_merged_into_the_decoders_weights_and_the_model_is_left_alone(targets):
     from peft import LoraConfig, get_peft_model
 
@@ -179,9 +181,19 @@ def test_sampling_in_bfloat16_is_logged_as_the_gap_to_the_training_log_probs(tmp
     from rlvr.config import load_config
     from rlvr.engine.trainer import GRPOTrainer
 
-    base = ["model.hidden=32", "model.layers=1", "model.heads=2", "model.arch=llama", "rollout.prompts_per_step=2",
-            "rollout.group_size=4", "rollout.max_new_tokens=8", "run.eval_every=0", "data.eval_size=4",
-            "rewards.weights={cosine: 1.0}", f"run.out_dir={tmp_path}"]
+    base = [
+        "model.hidden=32",
+        "model.layers=1",
+        "model.heads=2",
+        "model.arch=llama",
+        "rollout.prompts_per_step=2",
+        "rollout.group_size=4",
+        "rollout.max_new_tokens=8",
+        "run.eval_every=0",
+        "data.eval_size=4",
+        "rewards.weights={cosine: 1.0}",
+        f"run.out_dir={tmp_path}",
+    ]
     exact = GRPOTrainer(load_config(None, base)).train_step()
     half = GRPOTrainer(load_config(None, [*base, "rollout.dtype=bfloat16"])).train_step()
     assert exact["rollout/logprob_gap"] < 1e-5  # float32 sampling: the first ratio is 1

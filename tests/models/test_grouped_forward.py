@@ -83,9 +83,15 @@ def test_a_lora_model_gives_the_same_logits_and_adapter_gradients():
     from rlvr.models.tiny import build_model, build_tokenizer
 
     tok = build_tokenizer()
-    model = get_peft_model(build_model(tok, hidden=64, layers=2, heads=4, seed=2),
-                           LoraConfig(r=4, lora_alpha=8, task_type="CAUSAL_LM",
-                                      target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "down_proj"]))
+    model = get_peft_model(
+        build_model(tok, hidden=64, layers=2, heads=4, seed=2),
+        LoraConfig(
+            r=4,
+            lora_alpha=8,
+            task_type="CAUSAL_LM",
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "down_proj"],
+        ),
+    )
     with torch.no_grad():
         for n, p in model.named_parameters():
             if "lora_B" in n:
@@ -106,6 +112,8 @@ def test_a_lora_model_gives_the_same_logits_and_adapter_gradients():
     gb = torch.autograd.grad((want @ w).sum(), adapters)
     for a, b in zip(ga, gb, strict=True):
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-3)
-    dropout = get_peft_model(build_model(tok, hidden=64, layers=2, heads=4, seed=2),
-                             LoraConfig(r=4, lora_dropout=0.1, task_type="CAUSAL_LM", target_modules=["q_proj"]))
+    dropout = get_peft_model(
+        build_model(tok, hidden=64, layers=2, heads=4, seed=2),
+        LoraConfig(r=4, lora_dropout=0.1, task_type="CAUSAL_LM", target_modules=["q_proj"]),
+    )
     assert not supports(dropout, lora=True)  # with dropout no merged weight is the same

@@ -77,9 +77,19 @@ def test_a_model_for_sampling_is_found_however_the_user_names_it(tmp_path):
     from rlvr.models.load import load_for_inference, model_source
 
     run = tmp_path / "run"
-    cfg = load_config(None, [f"run.out_dir={run}", "run.steps=2", "run.save_every=1", "run.eval_every=0",
-                             "rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=8",
-                             "optim.lr=1e-2"])
+    cfg = load_config(
+        None,
+        [
+            f"run.out_dir={run}",
+            "run.steps=2",
+            "run.save_every=1",
+            "run.eval_every=0",
+            "rollout.prompts_per_step=2",
+            "rollout.group_size=2",
+            "rollout.max_new_tokens=8",
+            "optim.lr=1e-2",
+        ],
+    )
     GRPOTrainer(cfg).train()
     final, _, what = load_for_inference(str(run))
     assert "final model" in what

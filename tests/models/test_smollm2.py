@@ -17,8 +17,14 @@ from rlvr.models.load import CONVERSION, _converted, load_model, materialize_nam
 
 pytestmark = pytest.mark.slow
 ROWS = [Sample([{"role": "user", "content": "What is 2+3? Answer with a number."}], "5", "math", "q")]
-SMALL = ["model.name=smollm2-135m", "rollout.prompts_per_step=1", "rollout.group_size=2", "rollout.max_new_tokens=6",
-         "run.eval_every=0", "rewards.weights={accuracy: 1.0, cosine: 1.0}"]
+SMALL = [
+    "model.name=smollm2-135m",
+    "rollout.prompts_per_step=1",
+    "rollout.group_size=2",
+    "rollout.max_new_tokens=6",
+    "run.eval_every=0",
+    "rewards.weights={accuracy: 1.0, cosine: 1.0}",
+]
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +86,18 @@ def test_trl_fine_tunes_it_through_rlvr_train(cache, tmp_path):
     from rlvr.integrations.trl.from_config import train_trl
 
     out = tmp_path / "trl"
-    cfg = load_config(None, [*SMALL, "engine=trl", "rollout.group_size=2", "run.steps=1", "run.save_every=1",
-                             "data.eval_size=2", f"run.out_dir={out}"])
+    cfg = load_config(
+        None,
+        [
+            *SMALL,
+            "engine=trl",
+            "rollout.group_size=2",
+            "run.steps=1",
+            "run.save_every=1",
+            "data.eval_size=2",
+            f"run.out_dir={out}",
+        ],
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = train_trl(cfg)
@@ -98,19 +114,65 @@ def test_r1_stages_on_the_real_model_sft_on_traces_then_sample_from_it(cache, tm
 
     runner = CliRunner()
     traces = tmp_path / "traces.jsonl"
-    traces.write_text("".join(json.dumps({"prompt_id": f"p{a}", "prompt": [{"role": "user", "content": f"{a}+1?"}],
-                                          "gold": str(a + 1), "completion": f"<answer>{a + 1}</answer>",
-                                          "kept": True}) + "\n" for a in range(6)))
+    traces.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "prompt_id": f"p{a}",
+                    "prompt": [{"role": "user", "content": f"{a}+1?"}],
+                    "gold": str(a + 1),
+                    "completion": f"<answer>{a + 1}</answer>",
+                    "kept": True,
+                }
+            )
+            + "\n"
+            for a in range(6)
+        )
+    )
     out = tmp_path / "sft"
-    r = runner.invoke(app, ["sft", str(out), "--model", "smollm2-135m", "--data", str(traces), "--steps", "2",
-                            "--batch-size", "2", "--lora-r", "4", "--eval-share", "0.2", "--eval-tokens", "8"])
+    r = runner.invoke(
+        app,
+        [
+            "sft",
+            str(out),
+            "--model",
+            "smollm2-135m",
+            "--data",
+            str(traces),
+            "--steps",
+            "2",
+            "--batch-size",
+            "2",
+            "--lora-r",
+            "4",
+            "--eval-share",
+            "0.2",
+            "--eval-tokens",
+            "8",
+        ],
+    )
     assert r.exit_code == 0, r.output
     record = json.loads((out / "sft.json").read_text())
     assert record["finished"] and record["held_out"] == 1 and record["after"]["n"] == 1
     assert "base_model_name_or_path" not in json.loads((out / "config.json").read_text())  # merged
     sampled = tmp_path / "sampled.jsonl"
-    r = runner.invoke(app, ["sample", str(out), "--data", str(traces), "--out", str(sampled), "-k", "2",
-                            "--max-new-tokens", "8", "--limit", "2"])
+    r = runner.invoke(
+        app,
+        [
+            "sample",
+            str(out),
+            "--data",
+            str(traces),
+            "--out",
+            str(sampled),
+            "-k",
+            "2",
+            "--max-new-tokens",
+            "8",
+            "--limit",
+            "2",
+        ],
+    )
     assert r.exit_code == 0, r.output
     rows = [json.loads(x) for x in sampled.read_text().splitlines()]
     assert len(rows) == 4 and all(r["verdict"] is not None and "accuracy" in r["components"] for r in rows)

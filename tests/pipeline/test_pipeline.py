@@ -17,8 +17,15 @@ from rlvr.pipeline.stages import command
 
 runner = CliRunner()
 EVAL = "task:addition?split=test&size=8&max_operand=9"
-GRPO_SET = ["data.task_options={max_operand: 9}", "data.eval_size=8", "rollout.prompts_per_step=2",
-            "rollout.group_size=4", "rollout.max_new_tokens=32", "run.eval_every=0", "run.save_every=1000"]
+GRPO_SET = [
+    "data.task_options={max_operand: 9}",
+    "data.eval_size=8",
+    "rollout.prompts_per_step=2",
+    "rollout.group_size=4",
+    "rollout.max_new_tokens=32",
+    "run.eval_every=0",
+    "run.save_every=1000",
+]
 
 
 def _write(tmp_path: Path, tree: dict) -> Path:
@@ -28,35 +35,69 @@ def _write(tmp_path: Path, tree: dict) -> Path:
 
 
 def _tiny_pipeline(tmp_path: Path, zero_model: Path | str = "tiny") -> dict:
-    return {"out_dir": str(tmp_path / "run"), "eval": {"data": EVAL, "max_new_tokens": 32, "constrain": "full",
-                                                      "answer": "integer"},
-            "stages": [
-                {"name": "zero", "kind": "grpo", "set": [f"model.name={zero_model}", "decoding.constrain=full",
-                                                          "decoding.answer=integer", "run.steps=3", *GRPO_SET],
-                 "weights": {"accuracy": 1.0}},
-                {"name": "traces", "kind": "sample", "model": "zero", "data": "task:addition?size=6&max_operand=9",
-                 "args": {"per_prompt": 4, "max_new_tokens": 32, "constrain": "full", "answer": "integer",
-                          "complete_only": True}},
-                {"name": "cold", "kind": "sft", "model": "tiny", "data": "traces",
-                 "args": {"steps": 2, "batch_size": 4, "eval_share": 0.0}},
-                {"name": "rl", "kind": "grpo", "model": "cold", "set": ["run.steps=2", *GRPO_SET],
-                 "weights": {"accuracy": 1.0, "format": [[0, 0.5], [1, 0.1]]}},
-            ]}
+    return {
+        "out_dir": str(tmp_path / "run"),
+        "eval": {"data": EVAL, "max_new_tokens": 32, "constrain": "full", "answer": "integer"},
+        "stages": [
+            {
+                "name": "zero",
+                "kind": "grpo",
+                "set": [
+                    f"model.name={zero_model}",
+                    "decoding.constrain=full",
+                    "decoding.answer=integer",
+                    "run.steps=3",
+                    *GRPO_SET,
+                ],
+                "weights": {"accuracy": 1.0},
+            },
+            {
+                "name": "traces",
+                "kind": "sample",
+                "model": "zero",
+                "data": "task:addition?size=6&max_operand=9",
+                "args": {
+                    "per_prompt": 4,
+                    "max_new_tokens": 32,
+                    "constrain": "full",
+                    "answer": "integer",
+                    "complete_only": True,
+                },
+            },
+            {
+                "name": "cold",
+                "kind": "sft",
+                "model": "tiny",
+                "data": "traces",
+                "args": {"steps": 2, "batch_size": 4, "eval_share": 0.0},
+            },
+            {
+                "name": "rl",
+                "kind": "grpo",
+                "model": "cold",
+                "set": ["run.steps=2", *GRPO_SET],
+                "weights": {"accuracy": 1.0, "format": [[0, 0.5], [1, 0.1]]},
+            },
+        ],
+    }
 
 
-@pytest.mark.parametrize("change,why", [
-    (lambda t: t["stages"].append(dict(t["stages"][0])), "two stages are named 'zero'"),
-    (lambda t: t["stages"][1].update(model="cold"), "model 'cold' is a later stage"),
-    (lambda t: t["stages"][2].update(data="zero"), "data 'zero' is a grpo stage"),
-    (lambda t: t["stages"][3].update(model="traces"), "model 'traces' is a sample stage"),
-    (lambda t: t["stages"][1].pop("data"), "needs model and data"),
-    (lambda t: t["stages"][0]["set"].append("optim.lr=-1"), "stage 'zero': invalid config"),
-    (lambda t: t["stages"][0].update(weights={"acuracy": 1.0}), "stage 'zero'"),
-    (lambda t: t["stages"][0].update(kind="rl"), "stages.0.kind"),
-    (lambda t: t["stages"][2].update(model="runs/nowhere"), "stage 'cold': model 'runs/nowhere' is neither"),
-    (lambda t: t["stages"][2].update(data="missing.jsonl"), "stage 'cold': data 'missing.jsonl' is neither"),
-    (lambda t: t["eval"].update(data="reasoning-gym:no_such_set"), "eval.data: reasoning-gym has no dataset"),
-])
+@pytest.mark.parametrize(
+    "change,why",
+    [
+        (lambda t: t["stages"].append(dict(t["stages"][0])), "two stages are named 'zero'"),
+        (lambda t: t["stages"][1].update(model="cold"), "model 'cold' is a later stage"),
+        (lambda t: t["stages"][2].update(data="zero"), "data 'zero' is a grpo stage"),
+        (lambda t: t["stages"][3].update(model="traces"), "model 'traces' is a sample stage"),
+        (lambda t: t["stages"][1].pop("data"), "needs model and data"),
+        (lambda t: t["stages"][0]["set"].append("optim.lr=-1"), "stage 'zero': invalid config"),
+        (lambda t: t["stages"][0].update(weights={"acuracy": 1.0}), "stage 'zero'"),
+        (lambda t: t["stages"][0].update(kind="rl"), "stages.0.kind"),
+        (lambda t: t["stages"][2].update(model="runs/nowhere"), "stage 'cold': model 'runs/nowhere' is neither"),
+        (lambda t: t["stages"][2].update(data="missing.jsonl"), "stage 'cold': data 'missing.jsonl' is neither"),
+        (lambda t: t["eval"].update(data="reasoning-gym:no_such_set"), "eval.data: reasoning-gym has no dataset"),
+    ],
+)
 def test_a_bad_pipeline_is_refused_naming_the_stage_before_anything_runs(tmp_path: Path, change, why: str) -> None:
     tree = _tiny_pipeline(tmp_path)
     change(tree)
@@ -72,7 +113,7 @@ def test_stage_commands_chain_the_folders(tmp_path: Path) -> None:
     assert zero[0] == "train" and f"run.out_dir={run / 'zero'}" in zero
     assert 'rewards.weights={"accuracy": 1.0}' in zero and "rewards.options={}" in zero  # options follow weights
     assert traces[:2] == ["sample", str(run / "zero" / "model")] and str(run / "traces" / "traces.jsonl") in traces
-    assert "--complete-only" in traces and traces[traces.index("--per-prompt"):][:2] == ["--per-prompt", "4"]
+    assert "--complete-only" in traces and traces[traces.index("--per-prompt") :][:2] == ["--per-prompt", "4"]
     assert cold[:6] == ["sft", str(run / "cold"), "--model", "tiny", "--data", str(run / "traces" / "traces.jsonl")]
     assert f"model.name={run / 'cold'}" in rl
     assert 'rewards.options={"format": {"think_tag": null}}' in rl  # the weighted format keeps its options

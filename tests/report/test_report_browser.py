@@ -16,8 +16,17 @@ from rlvr.engine.trainer import GRPOTrainer
 from rlvr.report import build_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-TINY = ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=2", "rollout.group_size=4",
-        "rollout.max_new_tokens=16", "run.eval_every=2", "data.eval_size=4", "run.steps=3"]
+TINY = [
+    "model.hidden=32",
+    "model.layers=1",
+    "model.heads=2",
+    "rollout.prompts_per_step=2",
+    "rollout.group_size=4",
+    "rollout.max_new_tokens=16",
+    "run.eval_every=2",
+    "data.eval_size=4",
+    "run.steps=3",
+]
 
 
 @pytest.fixture(scope="module")

@@ -15,26 +15,78 @@ def write_run(d: Path, *, torn: bool = False) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     lines = [{"step": 0, "eval/accuracy": 0.25}]
     for s in range(1, 5):
-        lines.append({"step": s, "reward/total/mean": 0.1 * s, "reward/accuracy/mean": 0.1 * s,
-                      "reward/accuracy/std": 0.05, "reward/format/mean": 1.0, "reward/format/std": None,
-                      "causes/no_answer": 0.5 - 0.1 * s, "causes/wrong": 0.3, "causes/truncated": 0.1,
-                      "causes/invalid": 0.0, "completions/mean_length": 10.0 + s, "completions/p90_length": 20.0,
-                      "loss/clipfrac": 0.01 * s, "loss/approx_kl": None, "grad_norm": 1.0,
-                      "failure/cold_start_ended": 1.0 if s == 3 else 0.0, "alarms/multiple_answers": 0.0})
+        lines.append(
+            {
+                "step": s,
+                "reward/total/mean": 0.1 * s,
+                "reward/accuracy/mean": 0.1 * s,
+                "reward/accuracy/std": 0.05,
+                "reward/format/mean": 1.0,
+                "reward/format/std": None,
+                "causes/no_answer": 0.5 - 0.1 * s,
+                "causes/wrong": 0.3,
+                "causes/truncated": 0.1,
+                "causes/invalid": 0.0,
+                "completions/mean_length": 10.0 + s,
+                "completions/p90_length": 20.0,
+                "loss/clipfrac": 0.01 * s,
+                "loss/approx_kl": None,
+                "grad_norm": 1.0,
+                "failure/cold_start_ended": 1.0 if s == 3 else 0.0,
+                "alarms/multiple_answers": 0.0,
+            }
+        )
     lines.append({"step": 4, "eval/accuracy": 0.5})
     text = "\n".join(json.dumps(x) for x in lines) + "\n"
     if torn:
         text += '{"step": 5, "reward/to'
     (d / "metrics.jsonl").write_text(text)
     rollouts = [
-        {"step": 1, "prompt_id": "p1", "task": "math", "prompt": "1+1", "gold": "2", "completion": "it is 3, so 3.",
-         "cause": "wrong", "verdict": {"status": "wrong", "extracted": "3", "reason": "'3' differs"}, "total": 0.0},
-        {"step": 2, "prompt_id": "p2", "task": "math", "prompt": "2+2", "gold": "4", "completion": "no idea",
-         "cause": "no_answer", "verdict": {"status": "no_answer", "extracted": "", "reason": "nothing"}, "total": 0.0},
-        {"step": 2, "prompt_id": "p2", "task": "code", "prompt": "f", "gold": "{}", "completion": "x",
-         "cause": "correct", "verdict": {"status": "correct", "extracted": "x"}, "total": 1.0},
-        {"step": 2, "prompt_id": "p3", "task": "math", "prompt": "3+3", "gold": "6", "completion": "<answer>5",
-         "cause": "truncated", "verdict": {"status": "wrong", "extracted": "5"}, "total": 0.0, "replaced": True},
+        {
+            "step": 1,
+            "prompt_id": "p1",
+            "task": "math",
+            "prompt": "1+1",
+            "gold": "2",
+            "completion": "it is 3, so 3.",
+            "cause": "wrong",
+            "verdict": {"status": "wrong", "extracted": "3", "reason": "'3' differs"},
+            "total": 0.0,
+        },
+        {
+            "step": 2,
+            "prompt_id": "p2",
+            "task": "math",
+            "prompt": "2+2",
+            "gold": "4",
+            "completion": "no idea",
+            "cause": "no_answer",
+            "verdict": {"status": "no_answer", "extracted": "", "reason": "nothing"},
+            "total": 0.0,
+        },
+        {
+            "step": 2,
+            "prompt_id": "p2",
+            "task": "code",
+            "prompt": "f",
+            "gold": "{}",
+            "completion": "x",
+            "cause": "correct",
+            "verdict": {"status": "correct", "extracted": "x"},
+            "total": 1.0,
+        },
+        {
+            "step": 2,
+            "prompt_id": "p3",
+            "task": "math",
+            "prompt": "3+3",
+            "gold": "6",
+            "completion": "<answer>5",
+            "cause": "truncated",
+            "verdict": {"status": "wrong", "extracted": "5"},
+            "total": 0.0,
+            "replaced": True,
+        },
     ]
     (d / "rollouts.jsonl").write_text("\n".join(json.dumps(r) for r in rollouts) + "\n")
     (d / "quarantine.jsonl").write_text(json.dumps({"prompt_id": "p2", "step": 2, "reason": "3 dead groups"}) + "\n")
@@ -81,10 +133,14 @@ def test_reward_components_have_mean_and_band_with_total_first(tmp_path: Path) -
 def test_bands_stay_inside_what_a_reward_can_take() -> None:
     from rlvr.diagnostics.stats import reward_stats
 
-    run = data.RunData(name="r", path=Path("."), steps=[
-        {"step": 1, **reward_stats("accuracy", [1.0] * 60 + [0.0] * 4), **reward_stats("cosine", [0.9, -0.5, 0.8])},
-        {"step": 2, **reward_stats("accuracy", [0.0] * 64), **reward_stats("cosine", [-0.5, -0.4])},
-    ])
+    run = data.RunData(
+        name="r",
+        path=Path("."),
+        steps=[
+            {"step": 1, **reward_stats("accuracy", [1.0] * 60 + [0.0] * 4), **reward_stats("cosine", [0.9, -0.5, 0.8])},
+            {"step": 2, **reward_stats("accuracy", [0.0] * 64), **reward_stats("cosine", [-0.5, -0.4])},
+        ],
+    )
     comps = data.reward_components(run)
     _, mean, lo, hi = comps["accuracy"]
     assert mean == pytest.approx([60 / 64, 0.0])
@@ -112,8 +168,13 @@ def test_cause_table_alarms_and_samples(tmp_path: Path) -> None:
     run = load_run(write_run(tmp_path / "r"))
     table = data.causes_by_task(run)
     assert table is not None and table.by_task["math"]["wrong"] == 1 and table.by_task["all"]["correct"] == 1
-    assert [a[0] for a in data.alarms(run)] == ["multiple_answers", "answer_in_reasoning", "format_without_accuracy",
-                                              "code_tamper", "grader_talk"]
+    assert [a[0] for a in data.alarms(run)] == [
+        "multiple_answers",
+        "answer_in_reasoning",
+        "format_without_accuracy",
+        "code_tamper",
+        "grader_talk",
+    ]
     samples = data.failed_samples(run)
     assert set(samples) == {"wrong", "no_answer"}  # replaced rollouts are not shown as the run's failures
     wrong = samples["wrong"][0]

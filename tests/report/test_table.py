@@ -10,14 +10,25 @@ from rlvr.runs import read_rollouts
 
 
 def _row(step, pid, cause, task="math"):
-    return {"step": step, "prompt_id": pid, "task": task, "prompt": f"q {pid}", "gold": "1", "cause": cause,
-            "completion": f"out {pid} {step}", "finish": "eos", "total": 0.0,
-            "verdict": {"status": cause, "extracted": "2", "reason": "r", "gold": "1"}}
+    return {
+        "step": step,
+        "prompt_id": pid,
+        "task": task,
+        "prompt": f"q {pid}",
+        "gold": "1",
+        "cause": cause,
+        "completion": f"out {pid} {step}",
+        "finish": "eos",
+        "total": 0.0,
+        "verdict": {"status": cause, "extracted": "2", "reason": "r", "gold": "1"},
+    }
 
 
-ROWS = ([_row(1, "a", "no_answer"), _row(1, "a", "wrong"), _row(1, "b", "correct")]
-        + [_row(2, "a", "no_answer"), _row(2, "b", "wrong"), _row(2, "c", "correct", task="countdown")]
-        + [_row(3, "a", "wrong"), _row(3, "b", "correct"), _row(3, "c", "truncated", task="countdown")])
+ROWS = (
+    [_row(1, "a", "no_answer"), _row(1, "a", "wrong"), _row(1, "b", "correct")]
+    + [_row(2, "a", "no_answer"), _row(2, "b", "wrong"), _row(2, "c", "correct", task="countdown")]
+    + [_row(3, "a", "wrong"), _row(3, "b", "correct"), _row(3, "c", "truncated", task="countdown")]
+)
 
 
 def test_counts_phases_and_deadliest():
@@ -25,8 +36,11 @@ def test_counts_phases_and_deadliest():
     assert t.rows == 9 and t.steps == 3
     assert t.by_task["all"] == {"no_answer": 2, "wrong": 3, "correct": 3, "truncated": 1}
     assert t.by_task["countdown"] == {"correct": 1, "truncated": 1}
-    assert [(p[0], p[3], p[4]) for p in t.phases] == [("start", 1 / 3, 1 / 3), ("middle", 1 / 3, 1 / 3),
-                                                       ("end", 0.0, 1 / 3)]
+    assert [(p[0], p[3], p[4]) for p in t.phases] == [
+        ("start", 1 / 3, 1 / 3),
+        ("middle", 1 / 3, 1 / 3),
+        ("end", 0.0, 1 / 3),
+    ]
     assert t.deadliest[0] == ("a", 4, 4, "q a")
 
 
@@ -51,13 +65,27 @@ def test_missing_log_is_a_clear_error(tmp_path):
 def test_alarm_lines_from_metrics():
     from rlvr.report.table import alarm_lines
 
-    metrics = [{"step": 1, "alarms/multiple_answers": 0.0, "alarms/answer_in_reasoning": 0.5,
-                "alarms/format_without_accuracy": 0.0},
-               {"step": 2, "alarms/multiple_answers": 0.2, "alarms/answer_in_reasoning": 0.01,
-                "alarms/format_without_accuracy": 1.0}]
-    assert alarm_lines(metrics) == [("multiple_answers", 1, 2, 0.2), ("answer_in_reasoning", 1, 1, 0.5),
-                                    ("format_without_accuracy", 1, 2, 1.0), ("code_tamper", 0, None, 0.0),
-                                    ("grader_talk", 0, None, 0.0)]
+    metrics = [
+        {
+            "step": 1,
+            "alarms/multiple_answers": 0.0,
+            "alarms/answer_in_reasoning": 0.5,
+            "alarms/format_without_accuracy": 0.0,
+        },
+        {
+            "step": 2,
+            "alarms/multiple_answers": 0.2,
+            "alarms/answer_in_reasoning": 0.01,
+            "alarms/format_without_accuracy": 1.0,
+        },
+    ]
+    assert alarm_lines(metrics) == [
+        ("multiple_answers", 1, 2, 0.2),
+        ("answer_in_reasoning", 1, 1, 0.5),
+        ("format_without_accuracy", 1, 2, 1.0),
+        ("code_tamper", 0, None, 0.0),
+        ("grader_talk", 0, None, 0.0),
+    ]
 
 
 def test_a_tamper_attempt_fires_the_code_alarm_in_rlvr_causes(tmp_path):
@@ -71,8 +99,12 @@ def test_a_tamper_attempt_fires_the_code_alarm_in_rlvr_causes(tmp_path):
     share = code_tamper([honest, forger, None])
     assert share == 0.5 and code_tamper([None]) is None  # no code rollout: no figure at all
     (tmp_path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 1, "alarms/code_tamper": share}) + "\n"
-                                            + json.dumps({"step": 2, "alarms/code_tamper": None}) + "\n")
+    (tmp_path / "metrics.jsonl").write_text(
+        json.dumps({"step": 1, "alarms/code_tamper": share})
+        + "\n"
+        + json.dumps({"step": 2, "alarms/code_tamper": None})
+        + "\n"
+    )
     r = CliRunner().invoke(app, ["causes", str(tmp_path)])
     assert r.exit_code == 0, r.output
     line = next(ln for ln in r.output.splitlines() if "code_tamper" in ln)

@@ -67,11 +67,16 @@ def test_format_table(completion, expected, problem):
 
 def test_format_options():
     assert build_reward("format", think_tag="reasoning", answer_tag="final")(
-        ["<reasoning>r</reasoning><final>2</final>"]) == [1.0]
+        ["<reasoning>r</reasoning><final>2</final>"]
+    ) == [1.0]
     assert build_reward("format", prefilled_think=True)(["r</think><answer>2</answer>"]) == [1.0]
     tags = build_reward("tag_count")
     assert tags(["<think>a</think><answer>1</answer>", "<think>a</think>", "<think><think>", "none"]) == [
-        1.0, 0.5, 0.0, 0.0]
+        1.0,
+        0.5,
+        0.0,
+        0.0,
+    ]
     assert tags.__name__ == "tag_count"
     with pytest.raises(ConfigError, match="mode"):
         build_reward("format", mode="loose")

@@ -17,8 +17,11 @@ def test_default_total_is_seed_alpha_beta():
     assert total(rows, answer=["4"] * 4) == pytest.approx([1.1, 1.0, 0.1, 0.0])
     b = total.breakdown(rows, answer=["4"] * 4)
     assert [x.components for x in b] == [
-        {"format": 1.0, "accuracy": 1.0}, {"format": 0.0, "accuracy": 1.0},
-        {"format": 1.0, "accuracy": 0.0}, {"format": 0.0, "accuracy": 0.0}]
+        {"format": 1.0, "accuracy": 1.0},
+        {"format": 0.0, "accuracy": 1.0},
+        {"format": 1.0, "accuracy": 0.0},
+        {"format": 0.0, "accuracy": 0.0},
+    ]
     assert [x.verdict.status for x in b] == [Status.CORRECT, Status.CORRECT, Status.WRONG, Status.NO_ANSWER]
     assert b[0].weights == {"format": 0.1, "accuracy": 1.0}
 
@@ -48,8 +51,12 @@ def test_schedule_follows_trainer_step_and_logs_weights():
         global_step = 50
 
     logged = {}
-    values = total(["Step 1: a\nStep 2: b\nStep 3: c. The answer is 3."], answer=["3"], trainer_state=State(),
-                   log_metric=lambda name, v: logged.__setitem__(name, v))
+    values = total(
+        ["Step 1: a\nStep 2: b\nStep 3: c. The answer is 3."],
+        answer=["3"],
+        trainer_state=State(),
+        log_metric=lambda name, v: logged.__setitem__(name, v),
+    )
     assert values == [pytest.approx(1.0 + 0.5 * 1.0)]
     assert logged == {"weights/accuracy": 1.0, "weights/reasoning_steps": 0.5}
 
@@ -85,13 +92,46 @@ def test_jobs_gives_the_same_breakdown_as_in_process():
     assert [b.to_dict() for b in serial] == [b.to_dict() for b in parallel]
 
 
-ALL = {"accuracy": 1.0, "format": 0.1, "reasoning_steps": 0.3, "cosine": 0.7, "repetition": 1.0,
-       "language_consistency": 0.2, "process": 0.5}
-BOUNDS = {"accuracy": (0, 1), "format": (0, 1), "reasoning_steps": (0, 1), "cosine": (-0.5, 1.0),
-          "repetition": (-0.1, 0), "language_consistency": (0, 1), "process": (-0.6, 1.0)}
+ALL = {
+    "accuracy": 1.0,
+    "format": 0.1,
+    "reasoning_steps": 0.3,
+    "cosine": 0.7,
+    "repetition": 1.0,
+    "language_consistency": 0.2,
+    "process": 0.5,
+}
+BOUNDS = {
+    "accuracy": (0, 1),
+    "format": (0, 1),
+    "reasoning_steps": (0, 1),
+    "cosine": (-0.5, 1.0),
+    "repetition": (-0.1, 0),
+    "language_consistency": (0, 1),
+    "process": (-0.6, 1.0),
+}
 
-pieces = st.sampled_from(["<think>", "</think>", "<answer>", "</answer>", r"\boxed{", "}", "Step 1:", "\n- ",
-                          "First,", " 3 ", "= 4", "2+2", "答案", "the the the", " x ", "48/2 = 24", "$"])
+pieces = st.sampled_from(
+    [
+        "<think>",
+        "</think>",
+        "<answer>",
+        "</answer>",
+        r"\boxed{",
+        "}",
+        "Step 1:",
+        "\n- ",
+        "First,",
+        " 3 ",
+        "= 4",
+        "2+2",
+        "答案",
+        "the the the",
+        " x ",
+        "48/2 = 24",
+        "$",
+    ]
+)
 texts = st.lists(st.one_of(pieces, st.text(max_size=8)), max_size=12).map("".join)
 golds = st.sampled_from(["4", "24", r"\frac{1}{2}", r"\frac{", "x=2", "Natalia sold 48/2 = <<48/2=24>>24.\n#### 24"])
 

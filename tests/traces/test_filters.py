@@ -7,13 +7,22 @@ from rlvr.traces import KeepRules, keep_flags, summarize
 
 
 def row(text: str, status: str = "correct", finish: str = "eos", **components: float) -> dict:
-    return {"completion": text, "verdict": {"status": status}, "finish": finish,
-            "components": {"accuracy": float(status == "correct"), **components}, "task": "math"}
+    return {
+        "completion": text,
+        "verdict": {"status": status},
+        "finish": finish,
+        "components": {"accuracy": float(status == "correct"), **components},
+        "task": "math",
+    }
 
 
 def test_only_correct_finished_rows_are_kept_and_the_reason_is_given() -> None:
-    rows = [row("<answer>4</answer>"), row("<answer>5</answer>", "wrong"), row("4", "no_answer"),
-            row("<answer>4</ans", finish="length")]
+    rows = [
+        row("<answer>4</answer>"),
+        row("<answer>5</answer>", "wrong"),
+        row("4", "no_answer"),
+        row("<answer>4</ans", finish="length"),
+    ]
     assert keep_flags(rows, KeepRules()) == [None, "not correct (wrong)", "not correct (no_answer)", "truncated"]
     assert keep_flags(rows, KeepRules(complete_only=False))[3] is None
 
@@ -23,7 +32,11 @@ def test_duplicates_and_the_cap_keep_the_shortest() -> None:
     flags = keep_flags(rows, KeepRules(max_per_prompt=2))
     assert flags == ["over the cap of 2 per prompt", None, "duplicate", None]
     assert keep_flags(rows, KeepRules(max_per_prompt=2, shortest_first=False)) == [
-        None, None, "duplicate", "over the cap of 2 per prompt"]
+        None,
+        None,
+        "duplicate",
+        "over the cap of 2 per prompt",
+    ]
     assert keep_flags(rows, KeepRules(dedup=False)) == [None, None, None, None]
 
 

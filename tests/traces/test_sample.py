@@ -11,21 +11,42 @@ from typer.testing import CliRunner
 from rlvr.cli.app import app
 
 runner = CliRunner()
-PROMPTS = [{"question": f"{a}+{b}", "answer": str(a + b)} for a, b in [(1, 2), (3, 4), (2, 2), (5, 1), (0, 7),
-                                                                        (4, 4), (6, 2), (1, 1), (3, 3), (2, 5)]]
+PROMPTS = [
+    {"question": f"{a}+{b}", "answer": str(a + b)}
+    for a, b in [(1, 2), (3, 4), (2, 2), (5, 1), (0, 7), (4, 4), (6, 2), (1, 1), (3, 3), (2, 5)]
+]
 
 
 def _data(tmp_path: Path) -> Path:
-    lines = [json.dumps(r) for r in PROMPTS[:4]] + ["{not json", json.dumps({"question": "no gold"})] + [
-        json.dumps(r) for r in PROMPTS[4:]]
+    lines = (
+        [json.dumps(r) for r in PROMPTS[:4]]
+        + ["{not json", json.dumps({"question": "no gold"})]
+        + [json.dumps(r) for r in PROMPTS[4:]]
+    )
     p = tmp_path / "prompts.jsonl"
     p.write_text("\n".join(lines) + "\n")
     return p
 
 
 def _sample(model: Path, data: Path, out: Path, *extra: str):
-    return runner.invoke(app, ["sample", str(model), "--data", str(data), "--out", str(out), "-k", "4",
-                               "--max-new-tokens", "20", "--batch-prompts", "3", *extra])
+    return runner.invoke(
+        app,
+        [
+            "sample",
+            str(model),
+            "--data",
+            str(data),
+            "--out",
+            str(out),
+            "-k",
+            "4",
+            "--max-new-tokens",
+            "20",
+            "--batch-prompts",
+            "3",
+            *extra,
+        ],
+    )
 
 
 def _rows(p: Path) -> list[dict]:
@@ -90,8 +111,9 @@ def test_a_bad_model_or_data_is_a_clear_error(tmp_path: Path, warm_tiny: Path) -
 @pytest.mark.parametrize("spec", ["task:addition?size=6&seed=3&max_operand=9"])
 def test_synthetic_task_prompts(warm_tiny: Path, tmp_path: Path, spec: str) -> None:
     out = tmp_path / "t.jsonl"
-    r = runner.invoke(app, ["sample", str(warm_tiny), "--data", spec, "--out", str(out), "-k", "2",
-                            "--max-new-tokens", "8"])
+    r = runner.invoke(
+        app, ["sample", str(warm_tiny), "--data", spec, "--out", str(out), "-k", "2", "--max-new-tokens", "8"]
+    )
     assert r.exit_code == 0, r.output
     rows = _rows(out)
     assert len(rows) == 12 and all(int(r["gold"]) <= 18 for r in rows)

@@ -20,10 +20,26 @@ def _traces(tmp_path: Path, n: int = 60) -> Path:
     for i in range(n):
         a, b = i % 10, (i * 7) % 10
         prompt = [{"role": "user", "content": f"{a}+{b}"}]
-        rows.append({"prompt_id": f"p{i}", "prompt": prompt, "gold": str(a + b), "task": "math",
-                     "completion": f"<answer>{a + b}</answer>", "kept": True})
-        rows.append({"prompt_id": f"p{i}", "prompt": prompt, "gold": str(a + b), "task": "math",
-                     "completion": f"<answer>{a + b + 1}</answer>", "kept": False})
+        rows.append(
+            {
+                "prompt_id": f"p{i}",
+                "prompt": prompt,
+                "gold": str(a + b),
+                "task": "math",
+                "completion": f"<answer>{a + b}</answer>",
+                "kept": True,
+            }
+        )
+        rows.append(
+            {
+                "prompt_id": f"p{i}",
+                "prompt": prompt,
+                "gold": str(a + b),
+                "task": "math",
+                "completion": f"<answer>{a + b + 1}</answer>",
+                "kept": False,
+            }
+        )
     p = tmp_path / "traces.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return p
@@ -31,8 +47,25 @@ def _traces(tmp_path: Path, n: int = 60) -> Path:
 
 def test_sft_on_traces_learns_the_kept_completions_and_reports_held_out_accuracy(tmp_path: Path) -> None:
     out = tmp_path / "sft"
-    r = runner.invoke(app, ["sft", str(out), "--model", "tiny", "--data", str(_traces(tmp_path)), "--steps", "120",
-                            "--batch-size", "16", "--eval-share", "0.2", "--eval-tokens", "20"])
+    r = runner.invoke(
+        app,
+        [
+            "sft",
+            str(out),
+            "--model",
+            "tiny",
+            "--data",
+            str(_traces(tmp_path)),
+            "--steps",
+            "120",
+            "--batch-size",
+            "16",
+            "--eval-share",
+            "0.2",
+            "--eval-tokens",
+            "20",
+        ],
+    )
     assert r.exit_code == 0, r.output
     record = json.loads((out / "sft.json").read_text())
     assert record["finished"] and record["train_rows"] == 48 and record["held_out"] == 12  # whole prompts held out
@@ -56,8 +89,24 @@ def test_lora_checkpoints_and_resume(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     data = _traces(tmp_path, 20)
     out = tmp_path / "lora"
-    args = ["sft", str(out), "--model", "tiny", "--data", str(data), "--steps", "6", "--batch-size", "4",
-            "--lora-r", "4", "--save-every", "3", "--eval-share", "0"]
+    args = [
+        "sft",
+        str(out),
+        "--model",
+        "tiny",
+        "--data",
+        str(data),
+        "--steps",
+        "6",
+        "--batch-size",
+        "4",
+        "--lora-r",
+        "4",
+        "--save-every",
+        "3",
+        "--eval-share",
+        "0",
+    ]
     saves: list[dict] = []
     real_save = torch.save
 
@@ -86,12 +135,15 @@ def test_lora_checkpoints_and_resume(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert r.exit_code == 0 and "finished already" in _flat(r.output)
 
 
-@pytest.mark.parametrize("extra,why", [
-    (["--model", "tiny"], "--model and --data go together"),
-    (["--model", "tiny", "--data", "missing.jsonl"], "missing.jsonl"),
-    (["--model", "no/such-model", "--data", "TRACES"], "no/such-model"),
-    (["--model", "tiny", "--data", "TRACES", "--dtype", "bfloat16"], "model settings"),
-])
+@pytest.mark.parametrize(
+    "extra,why",
+    [
+        (["--model", "tiny"], "--model and --data go together"),
+        (["--model", "tiny", "--data", "missing.jsonl"], "missing.jsonl"),
+        (["--model", "no/such-model", "--data", "TRACES"], "no/such-model"),
+        (["--model", "tiny", "--data", "TRACES", "--dtype", "bfloat16"], "model settings"),
+    ],
+)
 def test_refusals_before_any_training(tmp_path: Path, extra: list[str], why: str) -> None:
     data = str(_traces(tmp_path, 4))
     r = runner.invoke(app, ["sft", str(tmp_path / "o"), *[data if x == "TRACES" else x for x in extra]])

@@ -27,8 +27,12 @@ def _maybe_hang(item: int, **_: object) -> int:
 def test_hung_and_crashed_workers_are_replaced() -> None:
     t = time.monotonic()
     out = run_batch(
-        _maybe_hang, [1, -1, 2, 99, 3, -2, 4], jobs=2, timeout=0.5,
-        on_timeout=lambda item: "timeout", on_crash=lambda item, why: f"crash: {why}",
+        _maybe_hang,
+        [1, -1, 2, 99, 3, -2, 4],
+        jobs=2,
+        timeout=0.5,
+        on_timeout=lambda item: "timeout",
+        on_crash=lambda item, why: f"crash: {why}",
     )
     assert out[0] == 2 and out[2] == 4 and out[4] == 6 and out[6] == 8
     assert out[1] == out[5] == "timeout"

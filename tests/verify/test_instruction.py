@@ -9,17 +9,25 @@ from rlvr.types import Method, Status
 from rlvr.verify.instruction import extract_json, verify_instruction
 from rlvr.verify.registry import verify
 
-PERSON = {"schema": {"type": "object", "required": ["name", "age"],
-                     "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}}}}
+PERSON = {
+    "schema": {
+        "type": "object",
+        "required": ["name", "age"],
+        "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
+    }
+}
 
 
-@pytest.mark.parametrize("text, value", [
-    ('{"a": 1}', {"a": 1}),
-    ('Sure:\n```json\n{"a": 2}\n```\nHope it helps', {"a": 2}),
-    ('The result is {"a": 3} and then {"b": [1, 2]} done.', {"b": [1, 2]}),
-    ("[1, 2, 3]", [1, 2, 3]),
-    ("prefix {broken {\"ok\": true}", {"ok": True}),
-])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ('{"a": 1}', {"a": 1}),
+        ('Sure:\n```json\n{"a": 2}\n```\nHope it helps', {"a": 2}),
+        ('The result is {"a": 3} and then {"b": [1, 2]} done.', {"b": [1, 2]}),
+        ("[1, 2, 3]", [1, 2, 3]),
+        ('prefix {broken {"ok": true}', {"ok": True}),
+    ],
+)
 def test_json_is_found_fenced_bare_or_embedded(text: str, value: object) -> None:
     assert extract_json(text) == (True, value)
 
@@ -54,8 +62,9 @@ def test_word_counts_treat_cjk_characters_as_words() -> None:
     assert verify_instruction("<answer>你好世界</answer>", {"min_words": 4, "max_lines": 1}).status is Status.CORRECT
 
 
-@pytest.mark.parametrize("bad", [{}, {"colour": "red"}, {"regex": "("}, {"schema": {"type": "nonsense"}},
-                                 {"max_words": -1}, "{oops"])
+@pytest.mark.parametrize(
+    "bad", [{}, {"colour": "red"}, {"regex": "("}, {"schema": {"type": "nonsense"}}, {"max_words": -1}, "{oops"]
+)
 def test_bad_constraints_are_bad_gold(bad: object) -> None:
     assert verify_instruction("<answer>x</answer>", bad).status is Status.BAD_GOLD
 

@@ -62,15 +62,24 @@ class FakeJudge:
                 answer = user.rsplit("Candidate's final answer:\n", 1)[1].strip()
                 gold = user.split("Reference answer:\n", 1)[1].split("\n\n", 1)[0].strip()
                 content = {
-                    "ok": reply("correct" if (hit := gold.lower() in answer.lower()) else "wrong",
-                                f"The candidate answer {answer} {'matches' if hit else 'does not match'} "
-                                f"the reference {gold}.", answer),
+                    "ok": reply(
+                        "correct" if (hit := gold.lower() in answer.lower()) else "wrong",
+                        f"The candidate answer {answer} {'matches' if hit else 'does not match'} the reference {gold}.",
+                        answer,
+                    ),
                     "malformed": "Sure! The answer is correct.",
                     "contradict": reply("correct", f"The answer {answer} is wrong, it does not match {gold}.", answer),
                 }[outer.mode]
-                data = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
-                                   "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                                "finish_reason": "stop"}]}).encode()
+                data = json.dumps(
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "model": body["model"],
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                        ],
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -198,17 +207,20 @@ def test_no_judge_configured_means_uncertain_not_zero() -> None:
 GOOD = JudgeReply("correct", "The candidate answer 42 matches the reference 42 exactly.", "42")
 
 
-@pytest.mark.parametrize("crafted, check", [
-    (JudgeReply("correct", "The answer 42 is incorrect; the reference is 41.", "42"), "contradiction"),
-    (JudgeReply("wrong", "The candidate answer 42 matches the reference and is correct.", "42"), "contradiction"),
-    (JudgeReply("correct", "Maybe 42 is right, the reference says 42.", "42"), "hedging"),
-    (JudgeReply("correct", "It is probably equivalent to 42 in the reference.", "42"), "hedging"),
-    (JudgeReply("correct", "42 matches the reference, however the working is off.", "42"), "hedging"),
-    (JudgeReply("correct", "The candidate answer 42 matches the reference 42.", "41"), "final_answer"),
-    (JudgeReply("correct", "The last digit 2 matches the reference.", "42"), "last_token"),
-    (JudgeReply("correct", "The answer ends with 2, like the reference.", "42"), "last_token"),
-    (JudgeReply("correct", "Correct.", "42"), "empty_reason"),
-])
+@pytest.mark.parametrize(
+    "crafted, check",
+    [
+        (JudgeReply("correct", "The answer 42 is incorrect; the reference is 41.", "42"), "contradiction"),
+        (JudgeReply("wrong", "The candidate answer 42 matches the reference and is correct.", "42"), "contradiction"),
+        (JudgeReply("correct", "Maybe 42 is right, the reference says 42.", "42"), "hedging"),
+        (JudgeReply("correct", "It is probably equivalent to 42 in the reference.", "42"), "hedging"),
+        (JudgeReply("correct", "42 matches the reference, however the working is off.", "42"), "hedging"),
+        (JudgeReply("correct", "The candidate answer 42 matches the reference 42.", "41"), "final_answer"),
+        (JudgeReply("correct", "The last digit 2 matches the reference.", "42"), "last_token"),
+        (JudgeReply("correct", "The answer ends with 2, like the reference.", "42"), "last_token"),
+        (JudgeReply("correct", "Correct.", "42"), "empty_reason"),
+    ],
+)
 def test_every_crafted_gaming_reply_is_demoted(crafted: JudgeReply, check: str) -> None:
     problems = check_reply(crafted, "42")
     assert any(p.startswith(check) for p in problems), problems
@@ -227,10 +239,17 @@ def test_an_honest_reply_passes_and_equal_spellings_of_the_answer_count_as_the_s
     assert check_reply(half, "0.5") == []
 
 
-@pytest.mark.parametrize("text", [
-    "", "yes", "[1, 2]", '{"verdict": "correct"}', '{"verdict": "maybe", "reason": "x", "final_answer": "1"}',
-    '{"verdict": "correct", "reason": "ok ok ok", "final_answer": "1", "extra": 1}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "yes",
+        "[1, 2]",
+        '{"verdict": "correct"}',
+        '{"verdict": "maybe", "reason": "x", "final_answer": "1"}',
+        '{"verdict": "correct", "reason": "ok ok ok", "final_answer": "1", "extra": 1}',
+    ],
+)
 def test_replies_are_parsed_strictly(text: str) -> None:
     with pytest.raises(ReplyError):
         parse_reply(text)

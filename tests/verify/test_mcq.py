@@ -74,19 +74,23 @@ def test_the_reasons_say_why_a_choice_does_not_count() -> None:
 PROMPT = "What is 3 x 4?\nA) 10\nB) 12\nC) 14\nD) 16"
 
 
-@pytest.mark.parametrize("prediction, gold, options, prompt, equal", [
-    (r"\boxed{B}", "12", None, PROMPT, True),  # the gold is the option's text: its letter is the answer
-    (r"\boxed{B}", "12", ["10", "12", "14"], None, True),
-    (r"\boxed{A}", "12", ["10", "12", "14"], None, False),
-    ("The answer is 12.", "B", None, PROMPT, True),  # the option's text instead of its letter
-    (r"\boxed{12.0}", "B", None, PROMPT, True),  # the option's value, not its string
-    (r"\boxed{3 \times 4}", "B", None, PROMPT, False),  # the question restated is no option's value
-    (r"\boxed{\frac{24}{2}}", "B", None, PROMPT, False),  # nor is a division left undone
-    (r"\boxed{C}", "14", {"A": "10", "B": "12", "C": "14"}, None, True),
-    ("Answer: (B) 12", "12", None, "Pick one: (A) 10 (B) 12 (C) 14", True),
-])
-def test_options_from_the_prompt_or_a_column(prediction: str, gold: str, options: object, prompt: str | None,
-                                             equal: bool) -> None:
+@pytest.mark.parametrize(
+    "prediction, gold, options, prompt, equal",
+    [
+        (r"\boxed{B}", "12", None, PROMPT, True),  # the gold is the option's text: its letter is the answer
+        (r"\boxed{B}", "12", ["10", "12", "14"], None, True),
+        (r"\boxed{A}", "12", ["10", "12", "14"], None, False),
+        ("The answer is 12.", "B", None, PROMPT, True),  # the option's text instead of its letter
+        (r"\boxed{12.0}", "B", None, PROMPT, True),  # the option's value, not its string
+        (r"\boxed{3 \times 4}", "B", None, PROMPT, False),  # the question restated is no option's value
+        (r"\boxed{\frac{24}{2}}", "B", None, PROMPT, False),  # nor is a division left undone
+        (r"\boxed{C}", "14", {"A": "10", "B": "12", "C": "14"}, None, True),
+        ("Answer: (B) 12", "12", None, "Pick one: (A) 10 (B) 12 (C) 14", True),
+    ],
+)
+def test_options_from_the_prompt_or_a_column(
+    prediction: str, gold: str, options: object, prompt: str | None, equal: bool
+) -> None:
     v = verify_mcq(prediction, gold, options=options, prompt=prompt)
     assert v.correct is equal, v
 
@@ -102,8 +106,15 @@ def test_options_parse_from_lists_mappings_and_prompts() -> None:
     assert parse_options(PROMPT) == {"A": "10", "B": "12", "C": "14", "D": "16"}
     assert parse_options('["p", "q", "r"]') == {"A": "p", "B": "q", "C": "r"}
     assert parse_options("I. Introduction: nothing here") == {}
-    assert [gold_letter(g) for g in ("B", "(b)", "C.", "option D", "BC", "x", "10")] == ["B", "B", "C", "D",
-                                                                                      None, None, None]
+    assert [gold_letter(g) for g in ("B", "(b)", "C.", "option D", "BC", "x", "10")] == [
+        "B",
+        "B",
+        "C",
+        "D",
+        None,
+        None,
+        None,
+    ]
 
 
 def test_the_accuracy_reward_reads_options_from_the_rows() -> None:

@@ -28,8 +28,7 @@ def test_an_outage_hits_its_rate_of_rows_the_same_way_every_time() -> None:
 
 
 def test_the_total_from_a_config_injects_it_into_every_component() -> None:
-    cfg = RewardsConfig(weights={"accuracy": 1.0}, outage=0.5, outage_seed=1,
-                        options={"accuracy": {"undecided": 0.0}})
+    cfg = RewardsConfig(weights={"accuracy": 1.0}, outage=0.5, outage_seed=1, options={"accuracy": {"undecided": 0.0}})
     total = Total.from_config(cfg)
     texts = [f"<answer>{i}</answer>" for i in range(200)]
     rows = total.breakdown(texts, gold=[str(i) for i in range(200)], task=["math"] * 200)
@@ -66,10 +65,12 @@ def test_a_bad_gold_breaks_every_rollout_of_its_golds_for_the_whole_run() -> Non
     ok = next(x for x in golds if not out.gold_is_bad(x))
     assert out.apply([Verdict(Status.CORRECT)], ["<answer>1</answer>"], [ok])[0].status is Status.CORRECT
     assert {x for x in golds if Outage(0.0, seed=3, bad_gold=0.25).gold_is_bad(x)} != set(bad)  # seeded
-    cfg = RewardsConfig(weights={"accuracy": 1.0}, bad_gold=0.25, outage_seed=2,
-                        options={"accuracy": {"bad_gold": 0.0}})
-    rows = Total.from_config(cfg).breakdown([f"<answer>{g}</answer>" for g in golds[:200]], gold=golds[:200],
-                                            task=["math"] * 200)
+    cfg = RewardsConfig(
+        weights={"accuracy": 1.0}, bad_gold=0.25, outage_seed=2, options={"accuracy": {"bad_gold": 0.0}}
+    )
+    rows = Total.from_config(cfg).breakdown(
+        [f"<answer>{g}</answer>" for g in golds[:200]], gold=golds[:200], task=["math"] * 200
+    )
     assert [b.verdict.status is Status.BAD_GOLD for b in rows] == [x in bad for x in golds[:200]]
     assert all(b.total == 1.0 for b in rows if b.verdict.status is Status.CORRECT)
     with pytest.raises(ValueError, match="bad_gold"):
@@ -90,7 +91,9 @@ def test_a_prompt_whose_gold_is_broken_is_quarantined_by_default() -> None:
     fa = FailureAware(FailureConfig(), group_size=4)
     for step in range(1, 4):  # each step's fresh rollouts (made by the policy of version step - 1)
         bad = [RolloutView("broken", Verdict(Status.BAD_GOLD), 0.0, text="x", version=step - 1) for _ in range(4)]
-        fine = [RolloutView("fine", Verdict(s), t, text="x", version=step - 1)
-                for s, t in zip([Status.CORRECT, Status.WRONG] * 2, [1.0, 0.0] * 2)]
+        fine = [
+            RolloutView("fine", Verdict(s), t, text="x", version=step - 1)
+            for s, t in zip([Status.CORRECT, Status.WRONG] * 2, [1.0, 0.0] * 2)
+        ]
         fa.decide(bad + fine, step)
     assert fa.skip("broken") and not fa.skip("fine")

@@ -21,8 +21,10 @@ def _batch(scores: list[float], uids: list[str], mask_rows: list[bool], width: i
     mask[~torch.tensor(mask_rows)] = 0.0
     rewards = torch.zeros(n, width)
     rewards[torch.arange(n), lengths - 1] = torch.tensor(scores)
-    data = DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask},
-                               non_tensors={"uid": np.array(uids, dtype=object)})
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": rewards, "response_mask": mask},
+        non_tensors={"uid": np.array(uids, dtype=object)},
+    )
     return data
 
 
@@ -40,10 +42,15 @@ def test_with_every_row_admitted_it_is_verls_grpo():
     scores, uids = [1.0, 0.0, 1.0, 0.2, 0.5, 0.9], ["a", "b", "a", "b", "a", "b"]  # groups interleaved
     mine = core_algos.get_adv_estimator_fn("rlvr_grpo")
     data = _batch(scores, uids, [True] * 6)
-    ours, _ = mine(token_level_rewards=data.batch["token_level_rewards"], response_mask=data.batch["response_mask"],
-                   index=data.non_tensor_batch["uid"], config=None)
-    theirs, _ = core_algos.compute_grpo_outcome_advantage(data.batch["token_level_rewards"],
-                                                          data.batch["response_mask"], data.non_tensor_batch["uid"])
+    ours, _ = mine(
+        token_level_rewards=data.batch["token_level_rewards"],
+        response_mask=data.batch["response_mask"],
+        index=data.non_tensor_batch["uid"],
+        config=None,
+    )
+    theirs, _ = core_algos.compute_grpo_outcome_advantage(
+        data.batch["token_level_rewards"], data.batch["response_mask"], data.non_tensor_batch["uid"]
+    )
     torch.testing.assert_close(ours, theirs)
 
 
@@ -51,8 +58,9 @@ def test_excluded_rows_leave_the_baseline_through_verls_advantage_path():
     scores, uids = [1.0, 0.0, 0.0, 1.0, 0.0, 1.0], ["a", "a", "a", "b", "b", "b"]
     admitted = [True, True, False, True, True, True]  # row 2: excluded by rlvr (all-zero response mask)
     data = _batch(scores, uids, admitted)
-    out = compute_advantage_for_multi_trajectories(data, batch_keys=_keys(uids), adv_estimator="rlvr_grpo",
-                                                   config=AlgoConfig(adv_estimator="rlvr_grpo"))
+    out = compute_advantage_for_multi_trajectories(
+        data, batch_keys=_keys(uids), adv_estimator="rlvr_grpo", config=AlgoConfig(adv_estimator="rlvr_grpo")
+    )
     adv = out.batch["advantages"]
     assert float(adv[2].abs().sum()) == 0.0
     row_adv = [float(adv[i][out.batch["response_mask"][i] > 0][0]) for i in (0, 1)]
@@ -64,8 +72,11 @@ def test_excluded_rows_leave_the_baseline_through_verls_advantage_path():
 def test_dr_grpo_and_the_clip_set_by_rlvrs_trainer():
     data = _batch([3.0, 0.0, 0.0, 0.0], ["a"] * 4, [True] * 4)
     fn = core_algos.get_adv_estimator_fn("rlvr_grpo")
-    kw = {"token_level_rewards": data.batch["token_level_rewards"], "response_mask": data.batch["response_mask"],
-          "index": data.non_tensor_batch["uid"]}
+    kw = {
+        "token_level_rewards": data.batch["token_level_rewards"],
+        "response_mask": data.batch["response_mask"],
+        "index": data.non_tensor_batch["uid"],
+    }
     raw, _ = fn(**kw, config=AlgoConfig(norm_adv_by_std_in_grpo=False))
     first = raw[0][data.batch["response_mask"][0] > 0][0]
     assert float(first) == pytest.approx(2.25)  # 3 - mean 0.75, no std scaling

@@ -42,11 +42,15 @@ def put_group(uid: str, index: int | None, texts: list[str], gold: str = "4", st
     fields, tags, keys = [], [], []
     for s, text in enumerate(texts):
         row = score_row(TOTAL, text, gold)
-        fields.append({"response_mask": torch.ones(6, dtype=torch.int64),
-                       "extra_fields": {"reward_extra_info": row.extra, "min_global_steps": step},
-                       "extra_info": {"index": index} if index is not None else {"split": "train"},
-                       "data_source": "openai/gsm8k",
-                       "reward_model": {"ground_truth": gold}})
+        fields.append(
+            {
+                "response_mask": torch.ones(6, dtype=torch.int64),
+                "extra_fields": {"reward_extra_info": row.extra, "min_global_steps": step},
+                "extra_info": {"index": index} if index is not None else {"split": "train"},
+                "data_source": "openai/gsm8k",
+                "reward_model": {"ground_truth": gold},
+            }
+        )
         tags.append({"status": "success", "global_steps": step, "min_global_steps": step, "max_global_steps": step})
         keys.append(f"{uid}_{s}_0")
     tq.kv_batch_put(keys=keys, partition_id="train", fields=list_of_dict_to_tensordict(fields), tags=tags)
@@ -54,11 +58,20 @@ def put_group(uid: str, index: int | None, texts: list[str], gold: str = "4", st
 
 
 def buffer(tmp_path, refill, redraw_groups: bool = False, **failure) -> RlvrReplayBuffer:
-    return RlvrReplayBuffer(trainer_mode="sync", trainer_config={}, max_off_policy_threshold=None,
-                            max_off_policy_strategy="drop", redraw_groups=redraw_groups,
-                            sampler_kwargs={"rlvr": {"failure": {"quarantine": True, **failure}}},
-                            poll_interval=0.01, refill_fn=refill, sync_refill_failed_groups=True, gen_batch_size=1,
-                            train_batch_size=2, run_dir=tmp_path)
+    return RlvrReplayBuffer(
+        trainer_mode="sync",
+        trainer_config={},
+        max_off_policy_threshold=None,
+        max_off_policy_strategy="drop",
+        redraw_groups=redraw_groups,
+        sampler_kwargs={"rlvr": {"failure": {"quarantine": True, **failure}}},
+        poll_interval=0.01,
+        refill_fn=refill,
+        sync_refill_failed_groups=True,
+        gen_batch_size=1,
+        train_batch_size=2,
+        run_dir=tmp_path,
+    )
 
 
 def test_excluded_rows_lose_their_response_mask_and_the_step_logs_causes(tmp_path):
@@ -112,6 +125,7 @@ def test_trajectories_without_a_prompt_id_are_refused_while_quarantine_counts_by
 def _redrawing(rb_box: list, index: dict[str, int], attempts: dict[str, list[list[str]]]):
     """verl's trainer's refill as rlvr's trainer makes it: a queued redraw submits the same prompt
     again under a fresh uid (here: generated at once with the given texts)."""
+
     def refill(n: int) -> int:
         rb = rb_box[0]
         for _ in range(n):
@@ -123,14 +137,16 @@ def _redrawing(rb_box: list, index: dict[str, int], attempts: dict[str, list[lis
             index[new] = index[uid]
             put_group(new, index[uid], attempts[root][attempt - 1])
         return n
+
     return refill
 
 
 def test_a_group_with_a_row_to_resample_is_generated_again_for_its_prompt(tmp_path):
     index = {"u1": 1, "u2": 2}
     box: list = []
-    rb = buffer(tmp_path, _redrawing(box, index, {"u1": [["<answer>4</answer>", "<answer>5</answer>"]]}),
-                redraw_groups=True)
+    rb = buffer(
+        tmp_path, _redrawing(box, index, {"u1": [["<answer>4</answer>", "<answer>5</answer>"]]}), redraw_groups=True
+    )
     box.append(rb)
     put_group("u1", 1, ["<answer>4</answer>", ""])  # one empty (invalid) row
     put_group("u2", 2, ["<answer>4</answer>", "<answer>3</answer>"])
@@ -150,8 +166,13 @@ def test_a_group_with_a_row_to_resample_is_generated_again_for_its_prompt(tmp_pa
 def test_redraws_stop_after_the_tries_and_quarantine_judges_the_first_attempt(tmp_path):
     index = {"d1": 9, "ok": 3}
     box: list = []
-    rb = buffer(tmp_path, _redrawing(box, index, {"d1": [["<answer>4</answer>", ""]]}), redraw_groups=True,
-                resample_tries=1, quarantine_consecutive=1)
+    rb = buffer(
+        tmp_path,
+        _redrawing(box, index, {"d1": [["<answer>4</answer>", ""]]}),
+        redraw_groups=True,
+        resample_tries=1,
+        quarantine_consecutive=1,
+    )
     box.append(rb)
     put_group("d1", 9, ["", ""])  # the prompt's group died: redrawn once, still one invalid row
     put_group("ok", 3, ["<answer>4</answer>", "<answer>2</answer>"])

@@ -21,12 +21,18 @@ GOLD = "42"
 
 
 def config(manager: str = "rlvr", **extra) -> object:
-    return OmegaConf.create({
-        "reward": {"reward_manager": {"source": "register", "name": manager, "module": {"path": None}},
-                   "custom_reward_function": extra.pop("custom", {}), "sandbox_fusion": None,
-                   "reward_model": {"enable": False}},
-        "rlvr": extra.pop("rlvr", {"rewards": {"weights": {"accuracy": 1.0, "format": 0.2}}}),
-        **extra})
+    return OmegaConf.create(
+        {
+            "reward": {
+                "reward_manager": {"source": "register", "name": manager, "module": {"path": None}},
+                "custom_reward_function": extra.pop("custom", {}),
+                "sandbox_fusion": None,
+                "reward_model": {"enable": False},
+            },
+            "rlvr": extra.pop("rlvr", {"rewards": {"weights": {"accuracy": 1.0, "format": 0.2}}}),
+            **extra,
+        }
+    )
 
 
 def trajectory(text: str, *, width: int = 24, gold: str = GOLD, ended: bool = True) -> DataProto:
@@ -38,9 +44,12 @@ def trajectory(text: str, *, width: int = 24, gold: str = GOLD, ended: bool = Tr
     attention = torch.cat([torch.ones(1, len(prompt)), (torch.arange(width) < len(resp)).float()[None]], 1).long()
     return DataProto.from_dict(
         tensors={"prompts": torch.tensor([prompt]), "responses": responses, "attention_mask": attention},
-        non_tensors={"data_source": np.array(["openai/gsm8k"], dtype=object),
-                     "reward_model": np.array([{"ground_truth": gold}], dtype=object),
-                     "extra_info": np.array([{"index": 7}], dtype=object)})
+        non_tensors={
+            "data_source": np.array(["openai/gsm8k"], dtype=object),
+            "reward_model": np.array([{"ground_truth": gold}], dtype=object),
+            "extra_info": np.array([{"index": 7}], dtype=object),
+        },
+    )
 
 
 def run(manager, data: DataProto) -> dict:
@@ -60,22 +69,26 @@ def test_verl_builds_it_by_name_and_it_returns_causes_with_the_same_keys_on_ever
     # the same total as rlvr's compute_score under verl's naive manager (whose format reward asks for
     # a think block by default), which says nothing of causes
     weights = {"accuracy": 1.0, "format": 0.2}
-    think = load_reward_manager(config(rlvr={"rewards": {"weights": weights,
-                                                         "options": {"format": {"think_tag": "think"}}}}), TOK)
-    custom = {"path": "pkg://rlvr.integrations.verl.score", "name": "compute_score",
-              "reward_kwargs": {"weights": weights}}
+    think = load_reward_manager(
+        config(rlvr={"rewards": {"weights": weights, "options": {"format": {"think_tag": "think"}}}}), TOK
+    )
+    custom = {
+        "path": "pkg://rlvr.integrations.verl.score",
+        "name": "compute_score",
+        "reward_kwargs": {"weights": weights},
+    }
     naive = load_reward_manager(config("naive", custom=custom), TOK)
     for text in ("<think>40+2</think><answer>42</answer>", "<answer>42</answer>", "<answer>7</answer>"):
         want = run(think, trajectory(text))["reward_score"]
         assert run(naive, trajectory(text))["reward_score"] == pytest.approx(want)
     assert compute_score("openai/gsm8k", "<think>4</think><answer>42</answer>", GOLD, {"weights": weights})[
-        "score"] == pytest.approx(1.2)
+        "score"
+    ] == pytest.approx(1.2)
 
 
 def test_bad_input_is_named():
     with pytest.raises(ConfigError, match=r"custom_reward_function\.path"):
-        load_reward_manager(config(custom={"path": "pkg://rlvr.integrations.verl.score", "name": "compute_score"}),
-                            TOK)
+        load_reward_manager(config(custom={"path": "pkg://rlvr.integrations.verl.score", "name": "compute_score"}), TOK)
     with pytest.raises(ConfigError, match=r"rlvr\.rewards\.weights"):
         load_reward_manager(config(rlvr={"rewards": {"weights": "accuracy"}}), TOK)
     manager = load_reward_manager(config(), TOK)

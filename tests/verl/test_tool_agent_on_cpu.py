@@ -32,8 +32,13 @@ CALL = '<tool_call>{"name":"calculator","arguments":{"expression":"12*34"}}</too
 
 def example(*overrides: str):
     with initialize_config_dir(config_dir=str(EXAMPLES), version_base=None):
-        return compose(config_name="calculator_agent_rlvr", overrides=[
-            f"actor_rollout_ref.rollout.multi_turn.tool_config_path={EXAMPLES / 'rlvr_tools.yaml'}", *overrides])
+        return compose(
+            config_name="calculator_agent_rlvr",
+            overrides=[
+                f"actor_rollout_ref.rollout.multi_turn.tool_config_path={EXAMPLES / 'rlvr_tools.yaml'}",
+                *overrides,
+            ],
+        )
 
 
 class ScriptedServer:
@@ -43,8 +48,9 @@ class ScriptedServer:
         self.turns = list(turns)
         self.prompts: list[list[int]] = []
 
-    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any],
-                       **kwargs: Any) -> TokenOutput:
+    async def generate(
+        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **kwargs: Any
+    ) -> TokenOutput:
         self.prompts.append(list(prompt_ids))
         ids = TOK(self.turns.pop(0), add_special_tokens=False)["input_ids"]
         return TokenOutput(token_ids=ids, log_probs=[0.0] * len(ids))
@@ -57,9 +63,15 @@ def run(turns: list[str], *overrides: str, tools: list | None = None) -> tuple[A
     tool_list = tools if tools is not None else load_all_tools(mt.tool_config_path, None)
 
     async def episode() -> Any:  # built inside the running loop, as verl's workers build it
-        loop = RlvrToolAgentLoop(trainer_config=DictConfigWrap(config=cfg), server_manager=server, tokenizer=TOK,
-                                 processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data),
-                                 tools=ToolListWrap(tool_list))
+        loop = RlvrToolAgentLoop(
+            trainer_config=DictConfigWrap(config=cfg),
+            server_manager=server,
+            tokenizer=TOK,
+            processor=None,
+            dataset_cls=RLHFDataset,
+            data_config=DictConfigWrap(cfg.data),
+            tools=ToolListWrap(tool_list),
+        )
         return await loop.run({"temperature": 1.0}, raw_prompt=[{"role": "user", "content": "12*34"}])
 
     return asyncio.run(episode()), server
@@ -108,8 +120,19 @@ class Flaky:
 
         self.fails, self.name = fails, "calculator"
         self.tool_schema = OpenAIFunctionToolSchema.model_validate(
-            {"type": "function", "function": {"name": "calculator", "description": "d", "parameters": {
-                "type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}})
+            {
+                "type": "function",
+                "function": {
+                    "name": "calculator",
+                    "description": "d",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"expression": {"type": "string"}},
+                        "required": ["expression"],
+                    },
+                },
+            }
+        )
 
     async def create(self, create_kwargs=None):
         return "i", None
@@ -148,10 +171,13 @@ def _trajectory(extra_fields: dict, text: str) -> DataProto:
     attention = torch.cat([torch.ones(1, len(prompt)), (torch.arange(width) < len(resp)).float()[None]], 1).long()
     return DataProto.from_dict(
         tensors={"prompts": torch.tensor([prompt]), "responses": responses, "attention_mask": attention},
-        non_tensors={"data_source": np.array(["arith"], dtype=object),
-                     "reward_model": np.array([{"ground_truth": "408"}], dtype=object),
-                     "extra_info": np.array([{"index": 3}], dtype=object),
-                     "tool_extra_fields": np.array([extra_fields], dtype=object)})
+        non_tensors={
+            "data_source": np.array(["arith"], dtype=object),
+            "reward_model": np.array([{"ground_truth": "408"}], dtype=object),
+            "extra_info": np.array([{"index": 3}], dtype=object),
+            "tool_extra_fields": np.array([extra_fields], dtype=object),
+        },
+    )
 
 
 def test_the_reward_manager_reads_the_episode_with_a_fixed_key_set_and_judges_the_final_turn_only() -> None:
@@ -161,8 +187,9 @@ def test_the_reward_manager_reads_the_episode_with_a_fixed_key_set_and_judges_th
 
     good, _ = run([CALL, "<answer>408</answer><eos>"])
     faulted, _ = run([CALL, "<answer>408</answer><eos>"], tools=[Flaky(fails=5)])
-    datas = [_trajectory(out.extra_fields, TOK.decode(out.response_ids, skip_special_tokens=True))
-             for out in (good, faulted)]
+    datas = [
+        _trajectory(out.extra_fields, TOK.decode(out.response_ids, skip_special_tokens=True)) for out in (good, faulted)
+    ]
 
     async def score() -> list[dict]:
         manager = load_reward_manager(example(), TOK)

@@ -21,24 +21,40 @@ from rlvr.models.tiny import build_tokenizer
 def _trainer(tmp_path, rows: list[dict]) -> tuple[RlvrTrainer, FailureAware]:
     path = tmp_path / "train.parquet"
     pd.DataFrame(rows).to_parquet(path)
-    ds = RLHFDataset(data_files=[str(path)], tokenizer=build_tokenizer(),
-                     config=OmegaConf.create({"max_prompt_length": 256, "filter_overlong_prompts": False,
-                                              "cache_dir": str(tmp_path / "cache")}))
+    ds = RLHFDataset(
+        data_files=[str(path)],
+        tokenizer=build_tokenizer(),
+        config=OmegaConf.create(
+            {"max_prompt_length": 256, "filter_overlong_prompts": False, "cache_dir": str(tmp_path / "cache")}
+        ),
+    )
     t = RlvrTrainer.__new__(RlvrTrainer)  # only what _fetch_one_gen_batch uses: no workers, no Ray
     t.train_dataset = ds
     t.train_dataloader = StatefulDataLoader(ds, batch_size=1, shuffle=False, collate_fn=collate_fn)
     t.train_dataloader_it = None
     t.config = OmegaConf.create({"data": {"train_batch_size": 2}})
-    t.replay_buffer = RlvrReplayBuffer(trainer_mode="sync", trainer_config={}, max_off_policy_threshold=None,
-                                       max_off_policy_strategy="drop", sampler_kwargs={}, refill_fn=lambda n: n,
-                                       sync_refill_failed_groups=True, gen_batch_size=1, train_batch_size=2)
+    t.replay_buffer = RlvrReplayBuffer(
+        trainer_mode="sync",
+        trainer_config={},
+        max_off_policy_threshold=None,
+        max_off_policy_strategy="drop",
+        sampler_kwargs={},
+        refill_fn=lambda n: n,
+        sync_refill_failed_groups=True,
+        gen_batch_size=1,
+        train_batch_size=2,
+    )
     fa = t.replay_buffer.fa = FailureAware(FailureConfig(quarantine_consecutive=1), group_size=4)
     return t, fa
 
 
 def _row(i: int | None, q: str) -> dict:
-    return {"prompt": [{"role": "user", "content": q}], "data_source": "openai/gsm8k",
-            "reward_model": {"style": "rule", "ground_truth": "4"}, "extra_info": {"index": i}}
+    return {
+        "prompt": [{"role": "user", "content": q}],
+        "data_source": "openai/gsm8k",
+        "reward_model": {"style": "rule", "ground_truth": "4"},
+        "extra_info": {"index": i},
+    }
 
 
 def _pid(batch) -> str:

@@ -83,8 +83,9 @@ def group_advantages(
     return (adv * m).view(-1)
 
 
-def normalized_sum(values: torch.Tensor, weights: torch.Tensor, group_size: int,
-                   mask: torch.Tensor | None = None, eps: float = 1e-4) -> torch.Tensor:
+def normalized_sum(
+    values: torch.Tensor, weights: torch.Tensor, group_size: int, mask: torch.Tensor | None = None, eps: float = 1e-4
+) -> torch.Tensor:
     """GDPO's reward (TRL's ``multi_objective_aggregation="normalize_then_sum"``): each reward
     function's values ``[N, K]`` normalised within its group over the admitted rows (NaN: the
     function did not apply), then summed with ``weights [K]``: ``[N]`` (NaN where no function applied).
@@ -108,8 +109,9 @@ def normalized_sum(values: torch.Tensor, weights: torch.Tensor, group_size: int,
     return torch.where(present.any(1), total, torch.full_like(total, float("nan")))
 
 
-def flat_groups(rewards: torch.Tensor, group_size: int, mask: torch.Tensor | None = None,
-                tol: float = 1e-6) -> torch.Tensor:
+def flat_groups(
+    rewards: torch.Tensor, group_size: int, mask: torch.Tensor | None = None, tol: float = 1e-6
+) -> torch.Tensor:
     """``[P]`` bool: groups whose admitted rewards are all (nearly) equal, or that admit fewer than
     two rollouts. They carry no learning signal."""
     n = rewards.numel()
@@ -120,8 +122,9 @@ def flat_groups(rewards: torch.Tensor, group_size: int, mask: torch.Tensor | Non
     return (hi - lo <= tol) | (m.sum(1) < 2)
 
 
-def zero_std_fraction(rewards: torch.Tensor, group_size: int, mask: torch.Tensor | None = None,
-                      tol: float = 1e-6) -> float:
+def zero_std_fraction(
+    rewards: torch.Tensor, group_size: int, mask: torch.Tensor | None = None, tol: float = 1e-6
+) -> float:
     """Share of groups in :func:`flat_groups`."""
     return float(flat_groups(rewards, group_size, mask, tol).float().mean())
 

@@ -59,8 +59,7 @@ class Normalizer:
             >>> Normalizer.of(torch.tensor([[1, 1, 0], [0, 0, 0], [1, 0, 0]]), max_len=8)
             Normalizer(sequences=2, tokens=3, max_len=8)
         """
-        return cls(sequences=max(int((mask.sum(1) > 0).sum()), 1), tokens=max(int(mask.sum()), 1),
-                   max_len=max_len)
+        return cls(sequences=max(int((mask.sum(1) > 0).sum()), 1), tokens=max(int(mask.sum()), 1), max_len=max_len)
 
 
 def _grpo(per_token: torch.Tensor, mask: torch.Tensor, norm: Normalizer) -> torch.Tensor:

@@ -24,5 +24,11 @@ def abort(message: str, code: int = 2) -> NoReturn:
 
 def progress(total: int, start: int = 0) -> Any:
     """A progress bar on stderr: description, bar, done of total, time left, and a free ``info`` field."""
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    TextColumn("{task.fields[info]}"), console=err_console)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[info]}"),
+        console=err_console,
+    )

@@ -31,8 +31,14 @@ def demo(
 
     from rlvr.demo import run_demo
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[info]}"), console=err_console) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[info]}"),
+        console=err_console,
+    ) as bar:
         t_sft = bar.add_task("sft warm-up", total=1000, info="")
         t_grpo = bar.add_task(f"grpo (<= {minutes:g} min)", total=steps, info="")
 
@@ -42,21 +48,36 @@ def demo(
                 info += f"  held-out {m['eval/accuracy']:.3f}"
             bar.update(t_grpo, completed=step, info=info)
 
-        res = run_demo(out, grpo_steps=steps, grpo_minutes=minutes, seed=seed, warm_target=warm_target, lr=lr,
-                       temperature=temperature,
-                       on_sft=lambda s, acc, loss: bar.update(t_sft, completed=s, info=f"held-out {acc:.3f}"),
-                       on_step=on_step)
+        res = run_demo(
+            out,
+            grpo_steps=steps,
+            grpo_minutes=minutes,
+            seed=seed,
+            warm_target=warm_target,
+            lr=lr,
+            temperature=temperature,
+            on_sft=lambda s, acc, loss: bar.update(t_sft, completed=s, info=f"held-out {acc:.3f}"),
+            on_step=on_step,
+        )
     table = Table(title="held-out greedy accuracy and rollout deaths (share of the step's rollouts)")
     for col in ("step", "held-out acc", "format death", "verification death", "reward"):
         table.add_column(col, justify="right")
     for m in res["metrics"]:
         if "eval/accuracy" in m and "verify/wrong" in m:
-            table.add_row(str(m["step"]), f"{m['eval/accuracy']:.3f}", f"{m['verify/no_answer']:.3f}",
-                          f"{m['verify/wrong']:.3f}", f"{m['reward/total/mean']:.3f}")
+            table.add_row(
+                str(m["step"]),
+                f"{m['eval/accuracy']:.3f}",
+                f"{m['verify/no_answer']:.3f}",
+                f"{m['verify/wrong']:.3f}",
+                f"{m['reward/total/mean']:.3f}",
+            )
     console.print(table)
     gain = res["after"] - res["before"]
-    console.print(f"SFT warm-up: {res['sft']['steps']} steps, {res['sft']['seconds']:.0f} s -> "
-                  f"held-out {res['before']:.3f}")
-    console.print(f"GRPO: {res['steps']} steps, {res['grpo_seconds']:.0f} s -> held-out {res['after']:.3f} "
-                  f"([bold]{gain * 100:+.1f} points[/])")
+    console.print(
+        f"SFT warm-up: {res['sft']['steps']} steps, {res['sft']['seconds']:.0f} s -> held-out {res['before']:.3f}"
+    )
+    console.print(
+        f"GRPO: {res['steps']} steps, {res['grpo_seconds']:.0f} s -> held-out {res['after']:.3f} "
+        f"([bold]{gain * 100:+.1f} points[/])"
+    )
     console.print(f"plot: {res['plot']}   report: {res['report']}   metrics: {out / 'grpo' / 'metrics.jsonl'}")

@@ -23,8 +23,9 @@ def pipeline(
 
     try:
         cfg = load_pipeline(config)  # every stage's config checked before the first one runs
-        records = run_pipeline(cfg, echo=lambda line: console.print(f"[bold]{line}[/]", soft_wrap=True,
-                                                                      highlight=False))
+        records = run_pipeline(
+            cfg, echo=lambda line: console.print(f"[bold]{line}[/]", soft_wrap=True, highlight=False)
+        )
     except (ConfigError, DataError, StageFailed) as e:
         abort(str(e))
     console.print(table(records, f"{config}: held-out figures per stage ({cfg.eval.data}, greedy)"))

@@ -23,8 +23,9 @@ def quarantine(
     if readmit:
         back = q.readmit(run_dir, readmit)
         missing = sorted(set(readmit) - set(back))
-        console.print(f"readmitted: {', '.join(back) or 'none'}" + (f"; not quarantined: {', '.join(missing)}"
-                                                                    if missing else ""))
+        console.print(
+            f"readmitted: {', '.join(back) or 'none'}" + (f"; not quarantined: {', '.join(missing)}" if missing else "")
+        )
         return
     entries = q.read(run_dir)
     table = Table(title=f"{len(entries)} quarantined prompt(s) in {run_dir}")
@@ -32,6 +33,10 @@ def quarantine(
         table.add_column(col, overflow="fold", max_width=50 if col == "last failure" else None)
     for e in entries:
         last = e["failures"][-1] if e.get("failures") else {}
-        table.add_row(e["prompt_id"], str(e["step"]), e["reason"],
-                      f"{last.get('cause', '')}: {last.get('completion', '')[:80]!r}" if last else "")
+        table.add_row(
+            e["prompt_id"],
+            str(e["step"]),
+            e["reason"],
+            f"{last.get('cause', '')}: {last.get('completion', '')[:80]!r}" if last else "",
+        )
     console.print(table)

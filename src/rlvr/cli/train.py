@@ -13,10 +13,12 @@ from rlvr.cli.console import abort, console, progress
 def train(
     config: Annotated[Path | None, typer.Argument(help="YAML config (defaults: the tiny addition demo).")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Override: key.sub=value (repeatable).")] = [],  # noqa: B006
-    resume: Annotated[Path | None, typer.Option(
-        help="Continue the run in this folder from its last checkpoint.")] = None,
-    processes: Annotated[int | None, typer.Option(
-        min=1, help="Processes (engine trl): torchrun starts them, gloo on CPU, one per GPU.")] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="Continue the run in this folder from its last checkpoint.")
+    ] = None,
+    processes: Annotated[
+        int | None, typer.Option(min=1, help="Processes (engine trl): torchrun starts them, gloo on CPU, one per GPU.")
+    ] = None,
 ) -> None:
     """Train with GRPO (engine rlvr or trl). Metrics go to RUN_DIR/metrics.jsonl, rollouts to rollouts.jsonl."""
     import os
@@ -63,8 +65,17 @@ def _launch(n: int, config: Path | None, overrides: list[str], resume: Path | No
     with socket.socket() as s:  # a free port for the rendezvous
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={n}", "--master_addr=127.0.0.1",
-           f"--master_port={port}", "-m", "rlvr", "train"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc_per_node={n}",
+        "--master_addr=127.0.0.1",
+        f"--master_port={port}",
+        "-m",
+        "rlvr",
+        "train",
+    ]
     if config is not None:
         cmd.append(str(config))
     for o in overrides:
@@ -105,7 +116,8 @@ def _train_trl(cfg: Any, resume: bool) -> dict[str, Any]:
 def _info(m: dict[str, Any]) -> str:
     acc = m.get("reward/accuracy/mean")
     info = (f"reward {m['reward/total/mean']:.3f}" if m.get("reward/total/mean") is not None else "") + (
-        f"  acc {acc:.2f}" if acc is not None else "")
+        f"  acc {acc:.2f}" if acc is not None else ""
+    )
     if m.get("verify/no_answer") is not None:
         info += f"  no_answer {m['verify/no_answer']:.2f}  wrong {m['verify/wrong']:.2f}"
     if "eval/accuracy" in m:

@@ -18,9 +18,17 @@ _STYLE = {Status.CORRECT: "green", Status.WRONG: "red", Status.NO_ANSWER: "yello
 
 def verify(
     completion: Annotated[str, typer.Argument(help="The model output, or '-' to read it from stdin.")] = "-",
-    gold: Annotated[str, typer.Option("--gold", "-g", help=(
-        "The gold answer; for code and instruction tasks a test spec / constraint set as JSON, "
-        "or @FILE to read it from a file."))] = ...,  # type: ignore[assignment]
+    gold: Annotated[
+        str,
+        typer.Option(
+            "--gold",
+            "-g",
+            help=(
+                "The gold answer; for code and instruction tasks a test spec / constraint set as JSON, "
+                "or @FILE to read it from a file."
+            ),
+        ),
+    ] = ...,  # type: ignore[assignment]
     task: Annotated[str, typer.Option(help="Which verifier: math, countdown, code, instruction.")] = "math",
     strict: Annotated[bool, typer.Option(help="No last-number fallback.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds before the verdict is 'timeout'.", min=0.01)] = 5.0,

@@ -33,11 +33,15 @@ LAYOUTS: list[tuple[frozenset[str], Layout]] = [
     (frozenset({"problem", "answer"}), ("math500", lambda r: r["problem"], lambda r: str(r["answer"]))),
     (frozenset({"problem", "solution"}), ("math", lambda r: r["problem"], lambda r: r["solution"])),
     (frozenset({"question", "answer"}), ("gsm8k", lambda r: r["question"], lambda r: str(r["answer"]))),
-    (frozenset({"Body", "Question", "Answer"}),
-     ("svamp", lambda r: f"{r['Body'].strip()} {r['Question'].strip()}", lambda r: str(r["Answer"]))),
+    (
+        frozenset({"Body", "Question", "Answer"}),
+        ("svamp", lambda r: f"{r['Body'].strip()} {r['Question'].strip()}", lambda r: str(r["Answer"])),
+    ),
     (frozenset({"input", "target"}), ("mawps", lambda r: r["input"], lambda r: str(r["target"]))),
-    (frozenset({"body", "question", "answer"}),
-     ("asdiv", lambda r: f"{r['body'].strip()} {r['question'].strip()}", lambda r: str(r["answer"]))),
+    (
+        frozenset({"body", "question", "answer"}),
+        ("asdiv", lambda r: f"{r['body'].strip()} {r['question'].strip()}", lambda r: str(r["answer"])),
+    ),
 ]
 #: Columns a gold answer is read from, in this order.
 GOLD_FIELDS = ("gold", "answer", "solution", "ground_truth", "target")
@@ -53,13 +57,21 @@ def detect_layout(row: dict[str, Any]) -> Layout:
         gold = next((f for f in GOLD_FIELDS if f in keys), None)
         if gold is not None:
             return ("generic", lambda r: r["prompt"], lambda r, g=gold: str(r[g]))
-    raise DataError(f"unknown row layout with fields {sorted(keys)}: expected one of "
-                    "GSM8K/MATH/MATH-500/SVAMP/MAWPS/ASDiv, or prompt + gold")
+    raise DataError(
+        f"unknown row layout with fields {sorted(keys)}: expected one of "
+        "GSM8K/MATH/MATH-500/SVAMP/MAWPS/ASDiv, or prompt + gold"
+    )
 
 
-def rows_to_samples(rows: Iterable[dict[str, Any]], *, source: str = "", task: str = "math",
-                    system_prompt: str | None = None, on_bad: Callable[[str], None] | None = None,
-                    lines: Sequence[int] | None = None) -> list[Sample]:
+def rows_to_samples(
+    rows: Iterable[dict[str, Any]],
+    *,
+    source: str = "",
+    task: str = "math",
+    system_prompt: str | None = None,
+    on_bad: Callable[[str], None] | None = None,
+    lines: Sequence[int] | None = None,
+) -> list[Sample]:
     """Turn raw rows into :class:`Sample` s (prompt as chat messages).
 
     ``on_bad``: rows that do not fit the layout are reported to it (``"FILE:LINE: why"``) and
@@ -81,12 +93,14 @@ def rows_to_samples(rows: Iterable[dict[str, Any]], *, source: str = "", task: s
             raise DataError(f"{where}: the row does not fit the {layout[0]} layout: {e}") from None
         if isinstance(prompt, str):
             msgs = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
-                {"role": "user", "content": prompt}]
+                {"role": "user", "content": prompt}
+            ]
         else:
             msgs = prompt
         extra: dict[str, Any] = {k: row[k] for k in ("steps", "language") if k in row}
-        out.append(Sample(msgs, gold, row.get("task", task), str(row.get("id", row.get("idx", f"{source}:{i}"))),
-                          extra))
+        out.append(
+            Sample(msgs, gold, row.get("task", task), str(row.get("id", row.get("idx", f"{source}:{i}"))), extra)
+        )
     return out
 
 

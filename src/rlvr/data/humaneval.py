@@ -72,10 +72,15 @@ def planted_bugs(problem: dict[str, Any]) -> dict[str, str]:
     for kind in BUGS:
         tree = ast.parse(solution_program(problem))
         fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == problem["entry_point"])
-        doc = fn.body[:1] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(
-            getattr(fn.body[0], "value", None), ast.Constant) and isinstance(
-            getattr(getattr(fn.body[0], "value", None), "value", None), str) else []
-        rest = fn.body[len(doc):]
+        doc = (
+            fn.body[:1]
+            if fn.body
+            and isinstance(fn.body[0], ast.Expr)
+            and isinstance(getattr(fn.body[0], "value", None), ast.Constant)
+            and isinstance(getattr(getattr(fn.body[0], "value", None), "value", None), str)
+            else []
+        )
+        rest = fn.body[len(doc) :]
         if kind == "wrong_constant":
             rest = [ast.parse("return '__planted_wrong_constant__'").body[0]]
         elif kind == "drop_last":

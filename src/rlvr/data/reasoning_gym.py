@@ -45,8 +45,9 @@ def _module() -> Any:
     try:
         import reasoning_gym
     except ImportError:
-        raise DataError("reasoning-gym sources need the reasoning-gym package: pip install 'rlvr[tasks]' "
-                        "(make test installs it)") from None
+        raise DataError(
+            "reasoning-gym sources need the reasoning-gym package: pip install 'rlvr[tasks]' (make test installs it)"
+        ) from None
     return reasoning_gym
 
 
@@ -84,8 +85,12 @@ def load(spec: str, *, system_prompt: str | None = None, **_: Any) -> list[Sampl
         for i in range(len(ds)):
             entry = ds[i]
             msgs = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
-                {"role": "user", "content": f"{entry['question']}\n\n{INSTRUCTION}"}]
-            rows.append(Sample(prompt=msgs, gold=gold_of(name, opts, entry), task=f"{TASK}/{name}",
-                               id=f"{name}-{opts['seed']}-{i}"))
+                {"role": "user", "content": f"{entry['question']}\n\n{INSTRUCTION}"}
+            ]
+            rows.append(
+                Sample(
+                    prompt=msgs, gold=gold_of(name, opts, entry), task=f"{TASK}/{name}", id=f"{name}-{opts['seed']}-{i}"
+                )
+            )
         per.append(rows)
     return [s for group in zip(*per, strict=True) for s in group]

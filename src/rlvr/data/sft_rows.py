@@ -28,9 +28,13 @@ from rlvr.errors import DataError
 def _messages(value: Any, where: str, what: str) -> list[dict[str, str]]:
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
-    if isinstance(value, list) and value and all(
-            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-            for m in value):
+    if (
+        isinstance(value, list)
+        and value
+        and all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in value
+        )
+    ):
         return [{"role": m["role"], "content": m["content"]} for m in value]
     raise DataError(f"{where}: {what} must be a string or a list of {{role, content}} messages")
 
@@ -59,9 +63,13 @@ def row_to_sample(row: Any, where: str) -> Sample:
     if kept and not completion.strip():
         raise DataError(f"{where}: the completion is empty")
     gold = next((row[k] for k in GOLD_FIELDS if row.get(k) is not None), None)
-    return Sample(prompt=prompt, gold="" if gold is None else str(gold), task=str(row.get("task") or "math"),
-                  id=str(row.get("prompt_id") or row.get("id") or where),
-                  extra={"completion": completion, "has_gold": gold is not None, "kept": kept})
+    return Sample(
+        prompt=prompt,
+        gold="" if gold is None else str(gold),
+        task=str(row.get("task") or "math"),
+        id=str(row.get("prompt_id") or row.get("id") or where),
+        extra={"completion": completion, "has_gold": gold is not None, "kept": kept},
+    )
 
 
 def load_sft_rows(path: str | Path) -> list[Sample]:

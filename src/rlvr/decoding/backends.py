@@ -27,8 +27,11 @@ def xgrammar_grammar(spec: GrammarSpec) -> Any:
     parts = []
     if spec.head:
         parts.append(xgr.Grammar.from_ebnf(spec.head.replace(" <ANSWER>", "")))
-    parts.append(xgr.Grammar.from_json_schema(json.dumps(spec.json_schema)) if spec.json_schema
-                 else xgr.Grammar.builtin_json_grammar())
+    parts.append(
+        xgr.Grammar.from_json_schema(json.dumps(spec.json_schema))
+        if spec.json_schema
+        else xgr.Grammar.builtin_json_grammar()
+    )
     parts.append(xgr.Grammar.from_ebnf(f"root ::= {ebnf_literal(spec.close)}"))
     return xgr.Grammar.concat(*parts)
 
@@ -88,8 +91,9 @@ class _TokenList:
         self.eos_token_id = tokenizer.eos_token_id
         self.bos_token_id = tokenizer.bos_token_id
         self.special_token_ids = sorted(special)
-        self.tokens = [b"" if i in special or i >= len(tokenizer) else tokenizer.decode([i]).encode()
-                       for i in range(vocab)]
+        self.tokens = [
+            b"" if i in special or i >= len(tokenizer) else tokenizer.decode([i]).encode() for i in range(vocab)
+        ]
         self._tok = tokenizer
 
     def __call__(self, text: str | bytes) -> list[int]:
@@ -116,17 +120,22 @@ class LLGuidanceBackend:
         if "think ::=" in spec.head:
             # llguidance lexes the reasoning as one greedy lexeme and then refuses a closing tag forced
             # into it; xgrammar does not
-            raise ConfigError("a constrained reasoning segment (decoding.constrain: full with a think tag) needs "
-                              "xgrammar; with llguidance use decoding.constrain: answer")
+            raise ConfigError(
+                "a constrained reasoning segment (decoding.constrain: full with a think tag) needs "
+                "xgrammar; with llguidance use decoding.constrain: answer"
+            )
         if spec.body is not None:
             self.grammar = llguidance.grammar_from("gbnf", spec.ebnf())
         elif spec.head:
-            raise ConfigError("JSON answers after a fixed opening (decoding.constrain: full) need xgrammar; "
-                              "with llguidance use decoding.constrain: answer")
+            raise ConfigError(
+                "JSON answers after a fixed opening (decoding.constrain: full) need xgrammar; "
+                "with llguidance use decoding.constrain: answer"
+            )
         else:
             schema = json.dumps(spec.json_schema or {})
             self.grammar = llguidance.LLMatcher.grammar_from_lark(
-                f"start: json_body {ebnf_literal(spec.close)}\njson_body: %json {schema}")
+                f"start: json_body {ebnf_literal(spec.close)}\njson_body: %json {schema}"
+            )
         self.stop_ids = [tokenizer.eos_token_id]
         self.executor = llguidance.LLExecutor(1)  # one worker thread: the CPU is shared with torch
         # built once (and refused here, not mid-rollout); each row gets a copy: ~1 ms to build, ~2 us to copy
@@ -178,21 +187,28 @@ def make_backend(name: str, tokenizer: Any, vocab: int, spec: GrammarSpec) -> An
     if name == "auto":
         name = next((n for n in BACKENDS if importlib.util.find_spec(n) is not None), "")
         if not name:
-            raise ConfigError("constrained decoding needs xgrammar (pip install --no-deps xgrammar apache-tvm-ffi) "
-                              "or llguidance")
+            raise ConfigError(
+                "constrained decoding needs xgrammar (pip install --no-deps xgrammar apache-tvm-ffi) or llguidance"
+            )
     if name not in BACKENDS:
         raise ConfigError(f"unknown grammar backend {name!r}; choose auto, xgrammar or llguidance")
     return BACKENDS[name](tokenizer, vocab, spec)
 
 
-def answer_grammar(kind: AnswerKind, close: str, *, schema: dict[str, Any] | None = None,
-                   max_chars: int = 200) -> Any:
+def answer_grammar(kind: AnswerKind, close: str, *, schema: dict[str, Any] | None = None, max_chars: int = 200) -> Any:
     """The xgrammar ``Grammar`` of an answer segment (see :func:`answer_spec`)."""
     return xgrammar_grammar(answer_spec(kind, close, schema=schema, max_chars=max_chars))
 
 
-def full_grammar(kind: AnswerKind, *, answer_tag: str = "answer", think_tag: str | None = "think",
-                 schema: dict[str, Any] | None = None, max_chars: int = 200) -> Any:
+def full_grammar(
+    kind: AnswerKind,
+    *,
+    answer_tag: str = "answer",
+    think_tag: str | None = "think",
+    schema: dict[str, Any] | None = None,
+    max_chars: int = 200,
+) -> Any:
     """The xgrammar ``Grammar`` of the whole output (see :func:`full_spec`)."""
-    return xgrammar_grammar(full_spec(kind, answer_tag=answer_tag, think_tag=think_tag, schema=schema,
-                                      max_chars=max_chars))
+    return xgrammar_grammar(
+        full_spec(kind, answer_tag=answer_tag, think_tag=think_tag, schema=schema, max_chars=max_chars)
+    )

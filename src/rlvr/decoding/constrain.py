@@ -57,9 +57,9 @@ from rlvr.decoding.grammars import AnswerKind, answer_spec, full_spec
 Mode = Literal["none", "answer", "full"]
 
 FREE, ANSWER, END, BROKEN = 0, 1, 2, 3
-_CLOSERS = "})]\""
+_CLOSERS = '})]"'
 #: Characters an open answer may still take near the limit: none of them can lengthen its ending.
-_WINDOW_SAFE = set("0123456789 })]\"")
+_WINDOW_SAFE = set('0123456789 })]"')
 
 
 def _rank(ch: str) -> int:
@@ -146,8 +146,13 @@ class Constrainer:
             raise ValueError(f"constrain mode must be answer or full, got {self.mode!r}")
         self.open, self.close = f"<{self.answer_tag}>", f"</{self.answer_tag}>"
         if self.mode == "full":
-            spec = full_spec(self.answer, answer_tag=self.answer_tag, think_tag=self.think_tag, schema=self.schema,
-                             max_chars=self.max_chars)
+            spec = full_spec(
+                self.answer,
+                answer_tag=self.answer_tag,
+                think_tag=self.think_tag,
+                schema=self.schema,
+                max_chars=self.max_chars,
+            )
         else:
             spec = answer_spec(self.answer, self.close, schema=self.schema, max_chars=self.max_chars)
         self._engine = make_backend(self.backend, self.tokenizer, self.vocab_size, spec)
@@ -161,19 +166,29 @@ class Constrainer:
         self.words = (self.vocab_size + 31) // 32
         # an open answer's ending is looked for once this few tokens are left
         self.horizon = 2 * self.closing_tokens + len(self.close_ids) + 1
-        self.reserve = (len(self.think_close_ids) + len(self.open_ids) + self.answer_tokens + self.closing_tokens
-                        + len(self.close_ids) + 1)
+        self.reserve = (
+            len(self.think_close_ids)
+            + len(self.open_ids)
+            + self.answer_tokens
+            + self.closing_tokens
+            + len(self.close_ids)
+            + 1
+        )
         special = set(getattr(self.tokenizer, "all_special_ids", []) or [])
         # single-character tokens (the ending search moves one of them at a time), closers first
         singles = [(p, i) for i, p in enumerate(self.pieces) if len(p) == 1 and i not in special]
         self.single = dict(sorted(singles, key=lambda pi: (_rank(pi[0]), pi[1])))
         self.char_ids = dict(self.single.items())
         # near the limit an open answer may only take these (they cannot lengthen its ending)
-        safe = [i for i, p in enumerate(self.pieces) if p and i not in special
-                and (set(p) <= _WINDOW_SAFE or self.close.startswith(p))]
+        safe = [
+            i
+            for i, p in enumerate(self.pieces)
+            if p and i not in special and (set(p) <= _WINDOW_SAFE or self.close.startswith(p))
+        ]
         self.safe = pack_bits(self.words, safe) if self.answer != "text" else None
-        self.close_suffix_ids = [self.close_ids] + [self.tokenizer.encode(self.close[j:], add_special_tokens=False)
-                                                    for j in range(1, len(self.close))]
+        self.close_suffix_ids = [self.close_ids] + [
+            self.tokenizer.encode(self.close[j:], add_special_tokens=False) for j in range(1, len(self.close))
+        ]
 
     def completion(self, matcher: Any, tail: str | None = None) -> list[int] | None:
         """Tokens that end an open answer: the closing tag (or the rest of a half-written one), after
@@ -352,12 +367,21 @@ class ConstrainedBatch:
             ph = phase[i]
             if not queue[i]:
                 left = self.max_new - tt[i]
-                if (not opened[i] and (ph == FREE or (ph == ANSWER and self.in_think[i]))
-                        and (left <= c.reserve or (c.reasoning_budget is not None and tt[i] >= c.reasoning_budget))):
+                if (
+                    not opened[i]
+                    and (ph == FREE or (ph == ANSWER and self.in_think[i]))
+                    and (left <= c.reserve or (c.reasoning_budget is not None and tt[i] >= c.reasoning_budget))
+                ):
                     queue[i] = self._open_answer(i)  # close the reasoning, open the answer
                     self.stats.budget_forced += 1
-                elif (ph == ANSWER and opened[i] and left <= c.horizon and not self.closing[i]
-                      and self._close_answer(i, left) and c.safe is not None):
+                elif (
+                    ph == ANSWER
+                    and opened[i]
+                    and left <= c.horizon
+                    and not self.closing[i]
+                    and self._close_answer(i, left)
+                    and c.safe is not None
+                ):
                     window.append(i)  # finishing the open answer before the limit: only safe tokens now
             if queue[i]:
                 queued.append(i)
@@ -494,7 +518,7 @@ class ConstrainedBatch:
                 answering.append(i)
                 answer_toks.append(tok)
                 if self.opened[i]:
-                    self.atail[i] = (self.atail[i] + (c.pieces[tok] if tok < len(c.pieces) else ""))[-len(c.close):]
+                    self.atail[i] = (self.atail[i] + (c.pieces[tok] if tok < len(c.pieces) else ""))[-len(c.close) :]
             if ph == FREE or (track_all and not self.opened[i]):
                 piece = c.pieces[tok] if tok < len(c.pieces) else ""
                 tail = (self.tails[i] + piece)[-64:]
@@ -511,7 +535,7 @@ class ConstrainedBatch:
                     self.opened[i] = True
                     if ph == FREE:  # the lazy trigger: the answer starts here
                         m = self.engine.matcher()
-                        rest = tail[k + len(c.open):]
+                        rest = tail[k + len(c.open) :]
                         if rest and not self.engine.accept_string(m, rest):
                             self.phase[i] = BROKEN
                             self.stats.broken += 1
@@ -554,14 +578,31 @@ def from_config(decoding: Any, tokenizer: Any, vocab_size: int, rewards: Any = N
     think = getattr(fmt, "think_tag", None) if fmt is not None else None
     # the whole shape is forced in `full` mode, and in `answer` mode when the format is the answer alone
     forced = d.constrain == "full" or think is None
-    if forced and rewards is not None and "format" in rewards.schedules and any(
-            rewards.weights_at(s).get("format") for s in (0, 10**9)):
-        warnings.warn("decoding.constrain forces the output format, so the format reward is constant: it is "
-                      "dropped from the advantage (weight 0) and still logged", stacklevel=3)
+    if (
+        forced
+        and rewards is not None
+        and "format" in rewards.schedules
+        and any(rewards.weights_at(s).get("format") for s in (0, 10**9))
+    ):
+        warnings.warn(
+            "decoding.constrain forces the output format, so the format reward is constant: it is "
+            "dropped from the advantage (weight 0) and still logged",
+            stacklevel=3,
+        )
         rewards.schedules["format"] = Schedule.parse(0.0)
-    return Constrainer(tokenizer, vocab_size, mode=d.constrain, answer=d.answer, schema=d.json_schema, think_tag=think,
-                       answer_tag=getattr(fmt, "answer_tag", "answer"), reasoning_budget=d.reasoning_budget,
-                       answer_tokens=d.answer_tokens, max_chars=d.max_chars, backend=d.backend)
+    return Constrainer(
+        tokenizer,
+        vocab_size,
+        mode=d.constrain,
+        answer=d.answer,
+        schema=d.json_schema,
+        think_tag=think,
+        answer_tag=getattr(fmt, "answer_tag", "answer"),
+        reasoning_budget=d.reasoning_budget,
+        answer_tokens=d.answer_tokens,
+        max_chars=d.max_chars,
+        backend=d.backend,
+    )
 
 
 class GrammarLogitsProcessor(LogitsProcessor):
@@ -599,8 +640,9 @@ class GrammarLogitsProcessor(LogitsProcessor):
         return scores
 
 
-def masked_logprobs(logp: torch.Tensor, logits: torch.Tensor, tokens: torch.Tensor, bits: torch.Tensor | None,
-                    temperature: float = 1.0) -> torch.Tensor:
+def masked_logprobs(
+    logp: torch.Tensor, logits: torch.Tensor, tokens: torch.Tensor, bits: torch.Tensor | None, temperature: float = 1.0
+) -> torch.Tensor:
     """``logp [N, T]`` with every masked position recomputed under its sampling mask.
 
     ``bits [N, T, W]`` are the packed masks kept with the rollouts (-1: unmasked). The

@@ -74,8 +74,9 @@ class GrammarSpec:
         return self.head.replace("<ANSWER>", "answer_root") + "\n" + body
 
 
-def answer_spec(kind: AnswerKind, close: str, *, schema: dict[str, Any] | None = None,
-                max_chars: int = 200, head: str = "") -> GrammarSpec:
+def answer_spec(
+    kind: AnswerKind, close: str, *, schema: dict[str, Any] | None = None, max_chars: int = 200, head: str = ""
+) -> GrammarSpec:
     """The answer segment of ``kind`` followed by the closing tag ``close`` (after ``head``, if any)."""
     if kind == "math":
         return GrammarSpec(head, f"root ::= answer {ebnf_literal(close)}\n{MATH_EBNF}")
@@ -88,8 +89,14 @@ def answer_spec(kind: AnswerKind, close: str, *, schema: dict[str, Any] | None =
     raise ValueError(f"unknown answer kind {kind!r}; choose math, integer, json or text")
 
 
-def full_spec(kind: AnswerKind, *, answer_tag: str = "answer", think_tag: str | None = "think",
-              schema: dict[str, Any] | None = None, max_chars: int = 200) -> GrammarSpec:
+def full_spec(
+    kind: AnswerKind,
+    *,
+    answer_tag: str = "answer",
+    think_tag: str | None = "think",
+    schema: dict[str, Any] | None = None,
+    max_chars: int = 200,
+) -> GrammarSpec:
     """The whole output: ``<think>...</think>`` (when ``think_tag``) then ``<answer>...</answer>``.
 
     The reasoning is free except that it cannot contain ``</`` (so it cannot close a tag early).
@@ -97,7 +104,7 @@ def full_spec(kind: AnswerKind, *, answer_tag: str = "answer", think_tag: str | 
     head = f"{ebnf_literal(f'<{think_tag}>')} think {ebnf_literal(f'</{think_tag}>')} [ \\n]* " if think_tag else ""
     rules = f"root ::= {head}{ebnf_literal(f'<{answer_tag}>')} <ANSWER>"
     if think_tag:
-        rules += "\nthink ::= ([^<] | \"<\" [^/])*"
+        rules += '\nthink ::= ([^<] | "<" [^/])*'
     return answer_spec(kind, f"</{answer_tag}>", schema=schema, max_chars=max_chars, head=rules)
 
 
@@ -105,8 +112,9 @@ def full_spec(kind: AnswerKind, *, answer_tag: str = "answer", think_tag: str | 
 MATH_REGEX = r" ?-?[0-9a-z\\{}()\[\],.^/*+=% -]{1,80}"
 
 
-def output_regex(kind: AnswerKind, *, think_tag: str | None = "think", answer_tag: str = "answer",
-                 max_chars: int = 200) -> str:
+def output_regex(
+    kind: AnswerKind, *, think_tag: str | None = "think", answer_tag: str = "answer", max_chars: int = 200
+) -> str:
     """The whole output as one regular expression, for engines whose structured output takes a regex
     (vLLM through TRL's ``vllm_structured_outputs_regex``): reasoning free of ``<``, then the answer.
 
@@ -116,7 +124,11 @@ def output_regex(kind: AnswerKind, *, think_tag: str | None = "think", answer_ta
     """
     import re
 
-    answer = {"math": MATH_REGEX, "integer": "-?[0-9]{1,18}", "text": f"[^<]{{0,{max_chars}}}",
-              "json": f"[^<]{{1,{max_chars}}}"}[kind]
+    answer = {
+        "math": MATH_REGEX,
+        "integer": "-?[0-9]{1,18}",
+        "text": f"[^<]{{0,{max_chars}}}",
+        "json": f"[^<]{{1,{max_chars}}}",
+    }[kind]
     head = f"{re.escape(f'<{think_tag}>')}[^<]*{re.escape(f'</{think_tag}>')}\\s*" if think_tag else ""
     return f"{head}{re.escape(f'<{answer_tag}>')}{answer}{re.escape(f'</{answer_tag}>')}"

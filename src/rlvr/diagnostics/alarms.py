@@ -40,7 +40,7 @@ def answer_only_in_reasoning(text: str, think_tag: str = "think", answer_tag: st
     m = re.search(rf"<{think_tag}>(.*?)(?:</{think_tag}>|$)", text, re.DOTALL)
     if not m:
         return False
-    blocks = re.findall(rf"<{answer_tag}>(.*?)</{answer_tag}>", text[m.end():], re.DOTALL)
+    blocks = re.findall(rf"<{answer_tag}>(.*?)</{answer_tag}>", text[m.end() :], re.DOTALL)
     if any(b.strip() for b in blocks):
         return False
     inner = m.group(1)

@@ -77,8 +77,7 @@ class Cause(str, Enum):
 
 
 #: The causes before episodes (every rollout's metrics list these; episode causes when they occur).
-SINGLE_TURN = (Cause.CORRECT, Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cause.INVALID, Cause.STALE,
-               Cause.BAD_GOLD)
+SINGLE_TURN = (Cause.CORRECT, Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cause.INVALID, Cause.STALE, Cause.BAD_GOLD)
 #: Every cause a rollout can have whatever its engine (episode causes are the rest).
 ROLLOUT = (*SINGLE_TURN, Cause.SCORED)
 #: Episode causes the environment owns by default.
@@ -130,7 +129,10 @@ def cause_of(
             return episode
         return Cause.TRUNCATED if finish == "length" else Cause.SCORED
     if (text is not None and not text.strip() and episode is None) or status in (
-            Status.TIMEOUT, Status.ERROR, Status.UNCERTAIN):
+        Status.TIMEOUT,
+        Status.ERROR,
+        Status.UNCERTAIN,
+    ):
         return Cause.INVALID
     if status is Status.BAD_GOLD:
         return Cause.BAD_GOLD

@@ -36,8 +36,9 @@ class Quarantine:
     def __contains__(self, prompt_id: str) -> bool:
         return prompt_id in self.entries
 
-    def observe(self, prompt_id: str, causes: Sequence[Cause], step: int,
-                failures: Sequence[dict[str, Any]] = ()) -> bool:
+    def observe(
+        self, prompt_id: str, causes: Sequence[Cause], step: int, failures: Sequence[dict[str, Any]] = ()
+    ) -> bool:
         """Record one group of ``prompt_id``; True when this quarantines it."""
         if prompt_id in self.entries:
             return False
@@ -50,8 +51,12 @@ class Quarantine:
         s, d = self.streak[prompt_id], self.dead[prompt_id]
         if s >= self.consecutive or d >= self.total:
             why = f"{s} dead groups in a row" if s >= self.consecutive else f"{d} dead groups in total"
-            self.entries[prompt_id] = {"prompt_id": prompt_id, "step": step, "reason": why,
-                                       "failures": list(failures)[:8]}
+            self.entries[prompt_id] = {
+                "prompt_id": prompt_id,
+                "step": step,
+                "reason": why,
+                "failures": list(failures)[:8],
+            }
             return True
         return False
 

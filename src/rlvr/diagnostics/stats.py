@@ -12,6 +12,11 @@ def reward_stats(name: str, values: list[float]) -> dict[str, float | None]:
     if not values:
         return {f"{key}/mean": None, f"{key}/std": None}
     t = torch.tensor(values, dtype=torch.float64)
-    return {f"{key}/mean": float(t.mean()), f"{key}/std": float(t.std()) if len(values) > 1 else None,
-            f"{key}/min": float(t.min()), f"{key}/max": float(t.max()), f"{key}/n": float(len(values)),
-            f"{key}/binary": float(bool(((t == 0) | (t == 1)).all()))}
+    return {
+        f"{key}/mean": float(t.mean()),
+        f"{key}/std": float(t.std()) if len(values) > 1 else None,
+        f"{key}/min": float(t.min()),
+        f"{key}/max": float(t.max()),
+        f"{key}/n": float(len(values)),
+        f"{key}/binary": float(bool(((t == 0) | (t == 1)).all())),
+    }

@@ -122,8 +122,9 @@ def informative(views: Sequence[RolloutView], group_size: int, out: Iterable[Cau
     gone = frozenset(out)
     out_: list[bool] = []
     for k in range(len(views) // group_size):
-        rows = [v for v in views[k * group_size : (k + 1) * group_size]
-                if not (v.episode is not None and v.episode in gone)]
+        rows = [
+            v for v in views[k * group_size : (k + 1) * group_size] if not (v.episode is not None and v.episode in gone)
+        ]
         if any(v.verdict is not None for v in rows):
             out_.append(len({v.verdict is not None and v.verdict.correct for v in rows}) > 1)
         else:
@@ -152,11 +153,19 @@ class FailureAware:
             engine only the main process writes).
     """
 
-    def __init__(self, failure: FailureConfig, *, group_size: int, scale_rewards: bool | Scale = True,
-                 advantage_clip: float | None = None, think_tag: str = "think", answer_tag: str = "answer",
-                 run_dir: str | Path | None = None,
-                 objective: Literal["sum_then_normalize", "normalize_then_sum"] = "sum_then_normalize",
-                 weights: Sequence[float] = ()) -> None:
+    def __init__(
+        self,
+        failure: FailureConfig,
+        *,
+        group_size: int,
+        scale_rewards: bool | Scale = True,
+        advantage_clip: float | None = None,
+        think_tag: str = "think",
+        answer_tag: str = "answer",
+        run_dir: str | Path | None = None,
+        objective: Literal["sum_then_normalize", "normalize_then_sum"] = "sum_then_normalize",
+        weights: Sequence[float] = (),
+    ) -> None:
         self.cfg, self.group_size = failure, group_size
         self.scale_rewards, self.advantage_clip = scale_of(scale_rewards), advantage_clip
         self.objective, self.weights = objective, tuple(weights)
@@ -164,8 +173,11 @@ class FailureAware:
         self.run_dir = Path(run_dir) if run_dir is not None else None
         f = failure
         self.cold_start = ColdStart(f.cold_start_threshold, f.cold_start_window) if f.cold_start else None
-        self.quarantine = (Quarantine(f.quarantine_consecutive, f.quarantine_total,
-                                      frozenset(Cause(c) for c in f.quarantine_causes)) if f.quarantine else None)
+        self.quarantine = (
+            Quarantine(f.quarantine_consecutive, f.quarantine_total, frozenset(Cause(c) for c in f.quarantine_causes))
+            if f.quarantine
+            else None
+        )
         self.format_alarm = FormatWithoutAccuracy()
         self.env_faults = frozenset(Cause(c) for c in f.env_faults)
         self.penalties = {Cause(k): v for k, v in f.policy_penalties.items()}
@@ -175,17 +187,30 @@ class FailureAware:
         """One cause per rollout of ``step`` (1-based: the policy that sampled a fresh rollout is
         version ``step - 1``, the number of updates made so far)."""
         ms, env = self.cfg.max_staleness, self.env_faults
-        return [(v.episode if v.episode in env else Cause.INVALID) if _unscorable(v)
-                else cause_of(v.verdict.status if v.verdict is not None else None, v.finish, text=v.text,
-                              version=v.version, current_version=step - 1, max_staleness=ms, episode=v.episode,
-                              env_faults=env)
-                for v in views]
+        return [
+            (v.episode if v.episode in env else Cause.INVALID)
+            if _unscorable(v)
+            else cause_of(
+                v.verdict.status if v.verdict is not None else None,
+                v.finish,
+                text=v.text,
+                version=v.version,
+                current_version=step - 1,
+                max_staleness=ms,
+                episode=v.episode,
+                env_faults=env,
+            )
+            for v in views
+        ]
 
     def to_resample(self, causes: Sequence[Cause]) -> list[int]:
         """Rows to redraw for the same prompt: ``invalid`` ones (and ``truncated`` with
         ``exclude_truncated``); the engine keeps the originals as ``replaced`` in its log."""
-        redo = ({Cause.INVALID} if self.cfg.verifier_failures == "exclude" else set()) | self.left_out() | (
-            {Cause.TRUNCATED} if self.cfg.exclude_truncated else set())
+        redo = (
+            ({Cause.INVALID} if self.cfg.verifier_failures == "exclude" else set())
+            | self.left_out()
+            | ({Cause.TRUNCATED} if self.cfg.exclude_truncated else set())
+        )
         return [i for i, c in enumerate(causes) if c in redo]
 
     def left_out(self) -> frozenset[Cause]:
@@ -196,8 +221,14 @@ class FailureAware:
         """True for a quarantined prompt (engines leave it out of their prompt stream)."""
         return self.quarantine is not None and prompt_id in self.quarantine
 
-    def decide(self, views: Sequence[RolloutView], step: int, *, first_causes: Sequence[Cause] | None = None,
-               drop_uninformative: bool = False) -> Decision:
+    def decide(
+        self,
+        views: Sequence[RolloutView],
+        step: int,
+        *,
+        first_causes: Sequence[Cause] | None = None,
+        drop_uninformative: bool = False,
+    ) -> Decision:
         """The step's decision over all of its rollouts (gathered from every process first).
 
         ``first_causes``: the causes before any resampling (quarantine judges what the model
@@ -209,8 +240,13 @@ class FailureAware:
         if len(views) % g:
             raise ValueError(f"{len(views)} rollouts do not split into groups of {g}")
         causes = self.causes(views, step)
-        totals = torch.tensor([v.total - sum(self.penalties.get(e, 0.0) for e in v.events) if v.total is not None
-                               else float("nan") for v in views], dtype=torch.float32)
+        totals = torch.tensor(
+            [
+                v.total - sum(self.penalties.get(e, 0.0) for e in v.events) if v.total is not None else float("nan")
+                for v in views
+            ],
+            dtype=torch.float32,
+        )
         format_deaths = sum(c is Cause.NO_ANSWER for c in causes) / max(len(causes), 1)
         cold = self.cold_start.update(format_deaths, step) if self.cold_start is not None else False
         f = self.cfg
@@ -218,12 +254,20 @@ class FailureAware:
         faulted = torch.tensor([c in self.env_faults for c in causes], dtype=torch.bool)
         if f.env_fault_handling == "score_zero":  # the ablation: a failed episode is a reward of 0, trained on
             totals = torch.where(faulted, torch.zeros_like(totals), totals)
-        admit = admission(causes, totals, g, exclude_truncated=f.exclude_truncated, cold_start=cold,
-                          drop_flat_groups=f.drop_flat_groups,
-                          also_out=self.left_out())
+        admit = admission(
+            causes,
+            totals,
+            g,
+            exclude_truncated=f.exclude_truncated,
+            cold_start=cold,
+            drop_flat_groups=f.drop_flat_groups,
+            also_out=self.left_out(),
+        )
         if f.verifier_failures == "score":  # plain GRPO: a failed verification is scored like any verdict
-            undecided = torch.tensor([v.verdict is not None and v.verdict.status in _SCORED and not v.unscored
-                                      for v in views], dtype=torch.bool)
+            undecided = torch.tensor(
+                [v.verdict is not None and v.verdict.status in _SCORED and not v.unscored for v in views],
+                dtype=torch.bool,
+            )
             admit = admit | (undecided & ~torch.isnan(totals))
         flat = 0
         if drop_uninformative:  # last: a group left out stays out, whatever its rows' verdicts
@@ -236,8 +280,9 @@ class FailureAware:
             admit = admit & ~faulted
             adv = adv.masked_fill(faulted, 0.0)
         elif self.objective == "normalize_then_sum":
-            values = torch.tensor([[float("nan") if x is None else x for x in v.values] for v in views],
-                                  dtype=torch.float32)
+            values = torch.tensor(
+                [[float("nan") if x is None else x for x in v.values] for v in views], dtype=torch.float32
+            )
             summed = normalized_sum(values, torch.tensor(self.weights), g, admit)
             # as TRL does for it whatever scale_rewards says: scaled by the batch's std
             adv = group_advantages(torch.nan_to_num(summed), g, admit & ~torch.isnan(summed), scale="batch")
@@ -261,16 +306,29 @@ class FailureAware:
         g, newly = self.group_size, []
         for k in range(len(views) // g):
             rows = range(k * g, (k + 1) * g)
-            fails = [{"completion": views[i].text[:500], "cause": causes[i].value,
-                      "reason": getattr(views[i].verdict, "reason", "")} for i in rows]
+            fails = [
+                {
+                    "completion": views[i].text[:500],
+                    "cause": causes[i].value,
+                    "reason": getattr(views[i].verdict, "reason", ""),
+                }
+                for i in rows
+            ]
             if self.quarantine.observe(views[k * g].prompt_id, [first[i] for i in rows], step, fails):
                 newly.append(views[k * g].prompt_id)
         if newly and self.run_dir is not None:
             self.quarantine.write(self.run_dir)
         return newly
 
-    def _metrics(self, views: Sequence[RolloutView], causes: list[Cause], totals: torch.Tensor,
-                 admit: torch.Tensor, cold: bool, step: int) -> dict[str, Any]:
+    def _metrics(
+        self,
+        views: Sequence[RolloutView],
+        causes: list[Cause],
+        totals: torch.Tensor,
+        admit: torch.Tensor,
+        cold: bool,
+        step: int,
+    ) -> dict[str, Any]:
         n, g = len(views), self.group_size
         m: dict[str, Any] = {}
         names = sorted({k for v in views for k in v.components})
@@ -292,26 +350,30 @@ class FailureAware:
         if any(v.episode is not None or v.events for v in views):  # episodes: how often the environment failed
             faulted = [c in self.env_faults for c in causes]
             m["env/fault_rate"] = sum(faulted) / n
-            m["episodes/partial_groups"] = sum(0 < sum(faulted[k:k + g]) < g for k in range(0, n, g)) / max(n // g, 1)
+            m["episodes/partial_groups"] = sum(0 < sum(faulted[k : k + g]) < g for k in range(0, n, g)) / max(n // g, 1)
         if self.quarantine is not None:
             m["quarantine/size"] = float(len(self.quarantine.entries))
         texts = [v.text for v in views]
         m["alarms/multiple_answers"] = share(texts, lambda t: answer_blocks(t, self.answer_tag) > 1)
         m["alarms/answer_in_reasoning"] = share(
-            texts, lambda t: answer_only_in_reasoning(t, self.think_tag, self.answer_tag))
+            texts, lambda t: answer_only_in_reasoning(t, self.think_tag, self.answer_tag)
+        )
         m["alarms/code_tamper"] = code_tamper([v.verdict for v in views])
         m["alarms/grader_talk"] = grader_talk([v.verdict for v in views])
-        m["alarms/format_without_accuracy"] = float(self.format_alarm.update(m.get("reward/format/mean"),
-                                                                             m.get("reward/accuracy/mean")))
+        m["alarms/format_without_accuracy"] = float(
+            self.format_alarm.update(m.get("reward/format/mean"), m.get("reward/accuracy/mean"))
+        )
         return m
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
         """The checkpointable state (the quarantined set itself lives in ``quarantine.jsonl``)."""
         fa = self.format_alarm
-        return {"cold_start": self.cold_start.state() if self.cold_start is not None else None,
-                "quarantine": self.quarantine.state() if self.quarantine is not None else None,
-                "format_alarm": {"fmt": list(fa.fmt), "acc": list(fa.acc)}}
+        return {
+            "cold_start": self.cold_start.state() if self.cold_start is not None else None,
+            "quarantine": self.quarantine.state() if self.quarantine is not None else None,
+            "format_alarm": {"fmt": list(fa.fmt), "acc": list(fa.acc)},
+        }
 
     def load_state_dict(self, state: dict[str, Any], run_dir: str | Path | None, step: int) -> None:
         """Back to a checkpoint taken at ``step`` (quarantine entries read from ``run_dir`` up to it)."""
@@ -324,9 +386,18 @@ class FailureAware:
         self.format_alarm.acc.extend(alarm.get("acc", []))
 
 
-def rollout_record(view: RolloutView, cause: Cause, sample: Any = None, *, prompt: Any = None, gold: Any = None,
-                   task: str | None = None, advantage: float = 0.0, admitted: bool = False,
-                   **extra: Any) -> dict[str, Any]:
+def rollout_record(
+    view: RolloutView,
+    cause: Cause,
+    sample: Any = None,
+    *,
+    prompt: Any = None,
+    gold: Any = None,
+    task: str | None = None,
+    advantage: float = 0.0,
+    admitted: bool = False,
+    **extra: Any,
+) -> dict[str, Any]:
     """One line of ``rollouts.jsonl``, the same for every engine (``rlvr causes`` and ``rlvr report``
     read it): prompt id, task, prompt, gold, completion, finish, policy version, cause, verdict,
     components, total, advantage, admitted, and what the engine adds (``rank``, ``replaced``...).
@@ -336,10 +407,22 @@ def rollout_record(view: RolloutView, cause: Cause, sample: Any = None, *, promp
     if sample is not None:
         prompt, gold, task = sample.prompt, sample.gold, sample.task
     v = view.verdict
-    return {"prompt_id": view.prompt_id, "task": task, "prompt": prompt_text(prompt), "gold": gold,
-            "completion": view.text, "finish": view.finish, "policy_version": view.version, "cause": cause.value,
-            "verdict": v.to_dict() if v is not None else None, "components": view.components, "total": view.total,
-            "advantage": advantage, "admitted": admitted, **extra}
+    return {
+        "prompt_id": view.prompt_id,
+        "task": task,
+        "prompt": prompt_text(prompt),
+        "gold": gold,
+        "completion": view.text,
+        "finish": view.finish,
+        "policy_version": view.version,
+        "cause": cause.value,
+        "verdict": v.to_dict() if v is not None else None,
+        "components": view.components,
+        "total": view.total,
+        "advantage": advantage,
+        "admitted": admitted,
+        **extra,
+    }
 
 
 @dataclass

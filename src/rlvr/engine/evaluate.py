@@ -12,10 +12,18 @@ from rlvr.engine.rollout import generate
 from rlvr.verify.registry import verify
 
 
-def greedy_eval(model: Any, tokenizer: Any, samples: Sequence[Sample], *, max_new_tokens: int = 32,
-                batch_size: int = 100, fast: bool = True, constrain: Any = None,
-                turns_for: Callable[[list[Sample]], tuple[Any, list[list[int]]]] | None = None,
-                examples: int = 0) -> dict[str, Any]:
+def greedy_eval(
+    model: Any,
+    tokenizer: Any,
+    samples: Sequence[Sample],
+    *,
+    max_new_tokens: int = 32,
+    batch_size: int = 100,
+    fast: bool = True,
+    constrain: Any = None,
+    turns_for: Callable[[list[Sample]], tuple[Any, list[list[int]]]] | None = None,
+    examples: int = 0,
+) -> dict[str, Any]:
     """``{"accuracy", "statuses": {status: share}, "truncated", "mean_tokens", "n"}`` on ``samples``
     (``constrain``: decode under that :class:`rlvr.decoding.constrain.Constrainer`).
 
@@ -32,10 +40,20 @@ def greedy_eval(model: Any, tokenizer: Any, samples: Sequence[Sample], *, max_ne
     kept: list[dict[str, str]] = []
     for i in range(0, len(samples), batch_size):
         chunk = list(samples[i : i + batch_size])
-        turns, prompts = turns_for(chunk) if turns_for is not None else (None, [encode(tokenizer, s.prompt)
-                                                                               for s in chunk])
-        batch = generate(model, tokenizer, prompts, group_size=1, max_new_tokens=max_new_tokens, temperature=0.0,
-                         fast=fast, constrain=constrain, turns=turns)
+        turns, prompts = (
+            turns_for(chunk) if turns_for is not None else (None, [encode(tokenizer, s.prompt) for s in chunk])
+        )
+        batch = generate(
+            model,
+            tokenizer,
+            prompts,
+            group_size=1,
+            max_new_tokens=max_new_tokens,
+            temperature=0.0,
+            fast=fast,
+            constrain=constrain,
+            turns=turns,
+        )
         tokens += int(batch.loss_mask.sum())
         for j, (s, text, fin) in enumerate(zip(chunk, batch.texts, batch.finish)):
             ep = batch.episodes[j] if batch.episodes is not None else None
@@ -54,11 +72,17 @@ def greedy_eval(model: Any, tokenizer: Any, samples: Sequence[Sample], *, max_ne
                 calls += len(ep.calls())
                 called += bool(ep.calls())
     n = max(len(samples), 1)
-    out = {"accuracy": statuses["correct"] / n, "statuses": {k: v / n for k, v in statuses.items()},
-           "truncated": truncated / n, "mean_tokens": tokens / n, "n": len(samples)}
+    out = {
+        "accuracy": statuses["correct"] / n,
+        "statuses": {k: v / n for k, v in statuses.items()},
+        "truncated": truncated / n,
+        "mean_tokens": tokens / n,
+        "n": len(samples),
+    }
     if examples:
         out["examples"] = kept
     if turns_for is not None:
-        out.update({"tool_calls": calls / n, "tool_rate": called / n,
-                    "episode_causes": {k: v / n for k, v in causes.items()}})
+        out.update(
+            {"tool_calls": calls / n, "tool_rate": called / n, "episode_causes": {k: v / n for k, v in causes.items()}}
+        )
     return out

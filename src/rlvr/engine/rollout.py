@@ -108,22 +108,46 @@ class RolloutBatch:
             ids[i, keep:], mask[i, keep:], lp[i, keep:] = pad, 0, 0.0
             finish[i] = "length"
             texts[i] = tokenizer.decode(ids[i, :keep].tolist(), skip_special_tokens=True)
-        return RolloutBatch(self.prompt_ids, self.prompt_mask, ids, mask, lp, finish, texts, self.policy_version,
-                            self.group_size, list(self.versions), self.bitmask, self.decode_stats, self.tool_mask,
-                            None, self.stop_ids)
+        return RolloutBatch(
+            self.prompt_ids,
+            self.prompt_mask,
+            ids,
+            mask,
+            lp,
+            finish,
+            texts,
+            self.policy_version,
+            self.group_size,
+            list(self.versions),
+            self.bitmask,
+            self.decode_stats,
+            self.tool_mask,
+            None,
+            self.stop_ids,
+        )
 
     def select_groups(self, groups: list[int]) -> RolloutBatch:
         """The batch restricted to the given groups (in that order)."""
         g = self.group_size
         rows = [k * g + j for k in groups for j in range(g)]
         idx = torch.tensor(rows, dtype=torch.long)
-        return RolloutBatch(self.prompt_ids[idx], self.prompt_mask[idx], self.completion_ids[idx],
-                            self.completion_mask[idx], self.logprobs[idx], [self.finish[i] for i in rows],
-                            [self.texts[i] for i in rows], self.policy_version, g,
-                            [self.versions[i] for i in rows],
-                            self.bitmask[idx] if self.bitmask is not None else None, self.decode_stats,
-                            self.tool_mask[idx] if self.tool_mask is not None else None,
-                            [self.episodes[i] for i in rows] if self.episodes is not None else None, self.stop_ids)
+        return RolloutBatch(
+            self.prompt_ids[idx],
+            self.prompt_mask[idx],
+            self.completion_ids[idx],
+            self.completion_mask[idx],
+            self.logprobs[idx],
+            [self.finish[i] for i in rows],
+            [self.texts[i] for i in rows],
+            self.policy_version,
+            g,
+            [self.versions[i] for i in rows],
+            self.bitmask[idx] if self.bitmask is not None else None,
+            self.decode_stats,
+            self.tool_mask[idx] if self.tool_mask is not None else None,
+            [self.episodes[i] for i in rows] if self.episodes is not None else None,
+            self.stop_ids,
+        )
 
     def concat(self, other: RolloutBatch, pad_id: int) -> RolloutBatch:
         """This batch's groups followed by ``other``'s (prompts re-padded on the left, completions on
@@ -147,9 +171,17 @@ class RolloutBatch:
             torch.cat([right(self.completion_ids, pad_id), right(other.completion_ids, pad_id)]),
             torch.cat([right(self.completion_mask, 0), right(other.completion_mask, 0)]),
             torch.cat([right(self.logprobs, 0.0), right(other.logprobs, 0.0)]),
-            self.finish + other.finish, self.texts + other.texts, max(self.policy_version, other.policy_version),
-            self.group_size, self.versions + other.versions, _cat_bits(self, other, tc), self.decode_stats,
-            _cat_tools(self, other, tc), _cat_episodes(self, other), self.stop_ids or other.stop_ids)
+            self.finish + other.finish,
+            self.texts + other.texts,
+            max(self.policy_version, other.policy_version),
+            self.group_size,
+            self.versions + other.versions,
+            _cat_bits(self, other, tc),
+            self.decode_stats,
+            _cat_tools(self, other, tc),
+            _cat_episodes(self, other),
+            self.stop_ids or other.stop_ids,
+        )
 
     def replace_rows(self, rows: list[int], new: RolloutBatch, pad_id: int) -> RolloutBatch:
         """A copy with ``rows`` taken from ``new`` (resampled rollouts of the same prompts, in order);
@@ -182,9 +214,23 @@ class RolloutBatch:
                 tools[i] = n_tools[j]
             if episodes is not None:
                 episodes[i] = new_episodes[j]
-        return RolloutBatch(self.prompt_ids, self.prompt_mask, ids, mask, lp, finish, texts, self.policy_version,
-                            self.group_size, versions, bits, self.decode_stats, tools, episodes,
-                            self.stop_ids or new.stop_ids)
+        return RolloutBatch(
+            self.prompt_ids,
+            self.prompt_mask,
+            ids,
+            mask,
+            lp,
+            finish,
+            texts,
+            self.policy_version,
+            self.group_size,
+            versions,
+            bits,
+            self.decode_stats,
+            tools,
+            episodes,
+            self.stop_ids or new.stop_ids,
+        )
 
 
 def _widen_bits(b: RolloutBatch, tc: int, words: int | None = None) -> torch.Tensor:
@@ -228,8 +274,9 @@ def _cat_bits(a: RolloutBatch, b: RolloutBatch, tc: int) -> torch.Tensor | None:
     return torch.cat([_widen_bits(a, tc, w), _widen_bits(b, tc, w)])
 
 
-def _sample(logits: torch.Tensor, temperature: float, top_p: float, u: torch.Tensor | None
-            ) -> tuple[torch.Tensor, torch.Tensor]:
+def _sample(
+    logits: torch.Tensor, temperature: float, top_p: float, u: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample one token per row; return it and its log-prob under the tempered distribution.
 
     ``u``: one uniform draw per row (``[B, 1]``); unused when greedy (``temperature <= 0``).
@@ -263,8 +310,11 @@ class _HFStepper:
 
         self.model = model
         p = next(model.parameters())
-        self.precision = (torch.autocast(p.device.type, dtype=dtype) if dtype is not None and dtype != p.dtype
-                          else contextlib.nullcontext())
+        self.precision = (
+            torch.autocast(p.device.type, dtype=dtype)
+            if dtype is not None and dtype != p.dtype
+            else contextlib.nullcontext()
+        )
         self.cache: Any = None
         self.mask: torch.Tensor | None = None
         self.next_pos: torch.Tensor | None = None
@@ -281,8 +331,9 @@ class _HFStepper:
         self.key = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
         pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
         with self.precision:
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
-                             **{self.key: self.cache})
+            out = self.model(
+                input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **{self.key: self.cache}
+            )
         self.mask, self.next_pos = mask, pos[:, -1:] + 1
         return out.logits[:, -1].float()
 
@@ -298,8 +349,13 @@ class _HFStepper:
         ahead = torch.arange(k, device=tokens.device)
         self.mask = torch.cat([self.mask, (ahead[None] < counts[:, None]).to(self.mask.dtype)], 1)
         with self.precision:
-            out = self.model(input_ids=tokens, attention_mask=self.mask, position_ids=self.next_pos + ahead,
-                             use_cache=True, **{self.key: self.cache})
+            out = self.model(
+                input_ids=tokens,
+                attention_mask=self.mask,
+                position_ids=self.next_pos + ahead,
+                use_cache=True,
+                **{self.key: self.cache},
+            )
         self.next_pos = self.next_pos + counts[:, None]
         return out.logits[torch.arange(len(tokens), device=tokens.device), counts - 1].float()
 
@@ -369,8 +425,10 @@ def generate(
     from rlvr.models.fast_decode import FastDecoder, supports
 
     if turns is not None and constrain is not None and constrain.mode != "answer":
-        raise ValueError("constrained decoding of multi-turn episodes constrains the final answer segment only "
-                         "(decoding.constrain: answer); full would have to admit tool calls from the first token")
+        raise ValueError(
+            "constrained decoding of multi-turn episodes constrains the final answer segment only "
+            "(decoding.constrain: answer); full would have to admit tool calls from the first token"
+        )
     with torch.inference_mode():
         was_training = model.training
         model.eval()
@@ -383,8 +441,8 @@ def generate(
         prompt_ids = torch.full((n, tp), pad, dtype=torch.long)
         prompt_mask = torch.zeros((n, tp), dtype=torch.long)
         for i, p in enumerate(rows):
-            prompt_ids[i, tp - len(p):] = torch.tensor(p)
-            prompt_mask[i, tp - len(p):] = 1
+            prompt_ids[i, tp - len(p) :] = torch.tensor(p)
+            prompt_mask[i, tp - len(p) :] = 1
         prompt_ids, prompt_mask = prompt_ids.to(device), prompt_mask.to(device)
         state: Any = None  # the constrainer's per-row grammar state
         lead: list[int] = []
@@ -461,8 +519,9 @@ def generate(
             start = pos.clone() if turns is not None or jumping else pos  # read only when rows moved ahead
             moved = False  # some row took tokens beyond its sampled one (forced, or a tool's result)
             if turns is not None:
-                moved = _turns_step(turns, rows_go, tok[go], done, pos, out_tok, tools, closers, stop_t,
-                                    max_new_tokens, state)
+                moved = _turns_step(
+                    turns, rows_go, tok[go], done, pos, out_tok, tools, closers, stop_t, max_new_tokens, state
+                )
             if jumping:  # tokens the masks force next are taken now and fed in the same forward
                 nxt = rows_go[~done[rows_go]]
                 run = state.jump(nxt.tolist(), (max_new_tokens - pos[nxt]).tolist()) if len(nxt) else []
@@ -510,21 +569,54 @@ def generate(
             texts = tokenizer.batch_decode(out_tok.masked_fill(mask == 0, pad), skip_special_tokens=True)
         if was_training:
             model.train()
-        b = RolloutBatch(prompt_ids, prompt_mask, out_tok, mask, out_lp * mask, finish, texts, policy_version,
-                         group_size, bitmask=bits[:, :steps] if bits is not None else None,
-                         decode_stats=state.stats if state is not None else None,
-                         tool_mask=tools[:, :steps] * mask if tools is not None else None,
-                         episodes=list(turns.episodes) if turns is not None else None, stop_ids=stops)
-    return RolloutBatch(b.prompt_ids.clone(), b.prompt_mask.clone(), b.completion_ids.clone(),
-                        b.completion_mask.clone(), b.logprobs.clone(), b.finish, b.texts, b.policy_version,
-                        b.group_size, b.versions, b.bitmask.clone() if b.bitmask is not None else None,
-                        b.decode_stats, b.tool_mask.clone() if b.tool_mask is not None else None, b.episodes,
-                        b.stop_ids)
+        b = RolloutBatch(
+            prompt_ids,
+            prompt_mask,
+            out_tok,
+            mask,
+            out_lp * mask,
+            finish,
+            texts,
+            policy_version,
+            group_size,
+            bitmask=bits[:, :steps] if bits is not None else None,
+            decode_stats=state.stats if state is not None else None,
+            tool_mask=tools[:, :steps] * mask if tools is not None else None,
+            episodes=list(turns.episodes) if turns is not None else None,
+            stop_ids=stops,
+        )
+    return RolloutBatch(
+        b.prompt_ids.clone(),
+        b.prompt_mask.clone(),
+        b.completion_ids.clone(),
+        b.completion_mask.clone(),
+        b.logprobs.clone(),
+        b.finish,
+        b.texts,
+        b.policy_version,
+        b.group_size,
+        b.versions,
+        b.bitmask.clone() if b.bitmask is not None else None,
+        b.decode_stats,
+        b.tool_mask.clone() if b.tool_mask is not None else None,
+        b.episodes,
+        b.stop_ids,
+    )
 
 
-def _turns_step(turns: Any, rows: torch.Tensor, toks: torch.Tensor, done: torch.Tensor, pos: torch.Tensor,
-                out_tok: torch.Tensor, tools: torch.Tensor, closers: torch.Tensor, stops: torch.Tensor, limit: int,
-                state: Any = None) -> bool:
+def _turns_step(
+    turns: Any,
+    rows: torch.Tensor,
+    toks: torch.Tensor,
+    done: torch.Tensor,
+    pos: torch.Tensor,
+    out_tok: torch.Tensor,
+    tools: torch.Tensor,
+    closers: torch.Tensor,
+    stops: torch.Tensor,
+    limit: int,
+    state: Any = None,
+) -> bool:
     """After ``rows`` sampled ``toks``: rows whose turn is now a complete tool call get its result
     appended (or end their episode); rows that ended give their final answer. True when some row
     took result tokens (they are fed with the next forward). ``state``: the constrainer's, told
@@ -535,8 +627,11 @@ def _turns_step(turns: Any, rows: torch.Tensor, toks: torch.Tensor, done: torch.
     # under a constraint the answer's reserve is not the tool's to use (the answer must still fit)
     reserve = state.c.reserve if state is not None else 0
     closing = rows[~done[rows] & closers[toks]].tolist()
-    outcomes = turns.on_closes([(r, out_tok[r, : int(pos[r])].tolist(), limit - int(pos[r]) - reserve)
-                                for r in closing]) if closing else []
+    outcomes = (
+        turns.on_closes([(r, out_tok[r, : int(pos[r])].tolist(), limit - int(pos[r]) - reserve) for r in closing])
+        if closing
+        else []
+    )
     for r, (add, end) in zip(closing, outcomes):  # the rows' calls ran together
         at = int(pos[r])
         if end:
@@ -553,8 +648,15 @@ def _turns_step(turns: Any, rows: torch.Tensor, toks: torch.Tensor, done: torch.
     return moved
 
 
-def _end_turns(turns: Any, rows: torch.Tensor, toks: torch.Tensor, done: torch.Tensor, pos: torch.Tensor,
-               out_tok: torch.Tensor, stops: torch.Tensor) -> None:
+def _end_turns(
+    turns: Any,
+    rows: torch.Tensor,
+    toks: torch.Tensor,
+    done: torch.Tensor,
+    pos: torch.Tensor,
+    out_tok: torch.Tensor,
+    stops: torch.Tensor,
+) -> None:
     """The rows of ``rows`` that ended on their last token (``toks``) give their episode's final answer."""
     ended = set(stops.tolist())
     for r, t in zip(rows[done[rows]].tolist(), toks[done[rows]].tolist()):

@@ -38,9 +38,12 @@ StepCallback = Callable[[int, dict[str, Any]], None]
 def _eval_metrics(ev: dict[str, Any]) -> dict[str, float]:
     """A held-out evaluation as metrics: ``eval/accuracy``, ``eval/truncated``, ``eval/<status>``
     (and ``eval/tool_calls``, ``eval/tool_rate`` for episodes)."""
-    return {"eval/accuracy": ev["accuracy"], "eval/truncated": ev["truncated"],
-            **{f"eval/{k}": v for k, v in ev["statuses"].items()},
-            **{f"eval/{k}": ev[k] for k in ("tool_calls", "tool_rate") if k in ev}}
+    return {
+        "eval/accuracy": ev["accuracy"],
+        "eval/truncated": ev["truncated"],
+        **{f"eval/{k}": v for k, v in ev["statuses"].items()},
+        **{f"eval/{k}": ev[k] for k in ("tool_calls", "tool_rate") if k in ev},
+    }
 
 
 def _with_observation(prompt: Any, observation: str) -> Any:
@@ -80,9 +83,16 @@ class GRPOTrainer:
         rewards: a ready :class:`Total` (default: built from ``cfg.rewards``).
     """
 
-    def __init__(self, cfg: TrainConfig, *, model: Any = None, tokenizer: Any = None,
-                 train_rows: list[Sample] | None = None, eval_rows: list[Sample] | None = None,
-                 rewards: Total | None = None) -> None:
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        *,
+        model: Any = None,
+        tokenizer: Any = None,
+        train_rows: list[Sample] | None = None,
+        eval_rows: list[Sample] | None = None,
+        rewards: Total | None = None,
+    ) -> None:
         setup_torch(cfg.run.threads, cfg.run.seed)
         self.cfg = cfg
         from rlvr.models.device import lean_paths, resolve_device
@@ -91,8 +101,13 @@ class GRPOTrainer:
         if self.device.type == "cpu":  # bfloat16 without the CPU to run it: refused, with the timings
             from rlvr.runtime import check_cpu_precision
 
-            check_cpu_precision({"rollout.dtype": cfg.rollout.dtype, "model.dtype": cfg.model.dtype,
-                                 "model.autocast": cfg.model.autocast})
+            check_cpu_precision(
+                {
+                    "rollout.dtype": cfg.rollout.dtype,
+                    "model.dtype": cfg.model.dtype,
+                    "model.autocast": cfg.model.autocast,
+                }
+            )
         if model is None:
             from rlvr.models.load import load_model
 
@@ -131,16 +146,22 @@ class GRPOTrainer:
         self._rollout_log: RolloutLog | None = None
         fmt = self.rewards.rewards.get("format")
         # what decides each rollout's fate (causes, admission, advantages, quarantine): engine-neutral
-        self.fa = FailureAware(cfg.failure, group_size=cfg.rollout.group_size, scale_rewards=cfg.algo.scale_rewards,
-                               advantage_clip=cfg.algo.advantage_clip,
-                               think_tag=getattr(fmt, "think_tag", None) or "think",
-                               answer_tag=getattr(fmt, "answer_tag", "answer"), run_dir=self.run_dir)
+        self.fa = FailureAware(
+            cfg.failure,
+            group_size=cfg.rollout.group_size,
+            scale_rewards=cfg.algo.scale_rewards,
+            advantage_clip=cfg.algo.advantage_clip,
+            think_tag=getattr(fmt, "think_tag", None) or "think",
+            answer_tag=getattr(fmt, "answer_tag", "answer"),
+            run_dir=self.run_dir,
+        )
         self.ahead = DrawAhead(cfg.failure.max_staleness)  # groups dynamic sampling drew beyond a step's need
         self._buffer_stats = (0, 0)
         from rlvr.decoding.constrain import from_config as constrainer_for
 
-        self.constrainer = constrainer_for(cfg.decoding, self.tok, model.get_output_embeddings().weight.shape[0],
-                                       self.rewards)
+        self.constrainer = constrainer_for(
+            cfg.decoding, self.tok, model.get_output_embeddings().weight.shape[0], self.rewards
+        )
         self._prompt_cache: dict[str, list[int]] = {}
         self.env_cls: type | None = None
         if cfg.env is not None:  # episodes with tools: the environment is built and described once, up front
@@ -164,8 +185,9 @@ class GRPOTrainer:
             self._prompt_cache[key] = encode(self.tok, s.prompt)
         return self._prompt_cache[key]
 
-    def rollout(self, samples: list[Sample], group_size: int | None = None, draw: tuple[int, int] = (1, 0)
-                ) -> RolloutBatch:
+    def rollout(
+        self, samples: list[Sample], group_size: int | None = None, draw: tuple[int, int] = (1, 0)
+    ) -> RolloutBatch:
         """Sample ``group_size`` (default G) completions per prompt with the current policy.
 
         ``draw = (kind, n)`` names the draw within the step so that every draw has its own seed and a
@@ -182,10 +204,22 @@ class GRPOTrainer:
             turns, prompts = self._turns(samples, g, f"{self.step}:{draw[0]}.{draw[1]}", fault_free=False)
             max_new = self._episode_tokens()
         with self._autocast():
-            b = generate(self.model, self.tok, prompts, group_size=g, max_new_tokens=max_new,
-                         temperature=r.temperature, top_p=r.top_p, generator=gen, policy_version=self.step,
-                         fast=self.fast, constrain=self.constrainer, dtype=self.rollout_dtype,
-                         jump=self.cfg.decoding.jump_forward, turns=turns)
+            b = generate(
+                self.model,
+                self.tok,
+                prompts,
+                group_size=g,
+                max_new_tokens=max_new,
+                temperature=r.temperature,
+                top_p=r.top_p,
+                generator=gen,
+                policy_version=self.step,
+                fast=self.fast,
+                constrain=self.constrainer,
+                dtype=self.rollout_dtype,
+                jump=self.cfg.decoding.jump_forward,
+                turns=turns,
+            )
         if r.truncation:  # injected (tests, benchmarks): cut as a smaller budget would have
             from rlvr.decoding.truncation import Truncation
 
@@ -196,8 +230,9 @@ class GRPOTrainer:
         assert self.cfg.env is not None
         return self.cfg.env.max_tokens or self.cfg.rollout.max_new_tokens
 
-    def _turns(self, samples: list[Sample], group_size: int, draw: str, *,
-               fault_free: bool) -> tuple[Any, list[list[int]]]:
+    def _turns(
+        self, samples: list[Sample], group_size: int, draw: str, *, fault_free: bool
+    ) -> tuple[Any, list[list[int]]]:
         """The episodes of one draw (a fresh environment per row, reset from its sample) and the
         prompts' tokens, each with its environment's observation."""
         from rlvr.engine.turns import Turns
@@ -208,20 +243,29 @@ class GRPOTrainer:
         rows = [s for s in samples for _ in range(group_size)]
         rates = {str(k): v for k, v in env.faults.items()}
         faults = None if fault_free or not rates else Faults(rates, env.fault_seed)
-        turns = Turns(self.tok, self.env_cls, [{"prompt": s.prompt, "gold": s.gold, "task": s.task, "id": s.id,
-                                                 **s.extra} for s in rows],
-                      [f"{s.id}:{draw}:{i % group_size}" for i, s in enumerate(rows)],
-                      [prompt_text(s.prompt) for s in rows], max_turns=env.max_turns, timeout_s=env.tool_timeout_s,
-                      max_result_chars=env.max_result_chars, faults=faults, env_faults=self.fa.env_faults)
+        turns = Turns(
+            self.tok,
+            self.env_cls,
+            [{"prompt": s.prompt, "gold": s.gold, "task": s.task, "id": s.id, **s.extra} for s in rows],
+            [f"{s.id}:{draw}:{i % group_size}" for i, s in enumerate(rows)],
+            [prompt_text(s.prompt) for s in rows],
+            max_turns=env.max_turns,
+            timeout_s=env.tool_timeout_s,
+            max_result_chars=env.max_result_chars,
+            faults=faults,
+            env_faults=self.fa.env_faults,
+        )
         prompts = []
         for k, s in enumerate(samples):
             seen = {o for o in turns.observations[k * group_size : (k + 1) * group_size] if o}
             if len(seen) > 1:
                 from rlvr.errors import ConfigError
 
-                raise ConfigError(f"env: reset gave {len(seen)} different observations for prompt {s.id!r}; the "
-                                  f"{group_size} episodes of a group share their prompt (make reset depend on "
-                                  "the row only)")
+                raise ConfigError(
+                    f"env: reset gave {len(seen)} different observations for prompt {s.id!r}; the "
+                    f"{group_size} episodes of a group share their prompt (make reset depend on "
+                    "the row only)"
+                )
             if not seen:
                 prompts.append(self._encode(s))
                 continue
@@ -236,10 +280,12 @@ class GRPOTrainer:
         return self._score_rows([s for s in samples for _ in range(batch.group_size)], batch)
 
     def _score_rows(self, rows: list[Sample], batch: RolloutBatch) -> tuple[list[Any], torch.Tensor]:
-        cols: dict[str, Any] = {"gold": [s.gold for s in rows], "task": [s.task for s in rows],
-                                "prompt": [s.prompt for s in rows],
-                                "completion_ids": [ids[m.bool()].tolist() for ids, m in
-                                                   zip(batch.completion_ids, batch.loss_mask)]}
+        cols: dict[str, Any] = {
+            "gold": [s.gold for s in rows],
+            "task": [s.task for s in rows],
+            "prompt": [s.prompt for s in rows],
+            "completion_ids": [ids[m.bool()].tolist() for ids, m in zip(batch.completion_ids, batch.loss_mask)],
+        }
         for key in {k for s in rows for k in s.extra}:
             cols[key] = [s.extra.get(key) for s in rows]
         if self.judge is not None:
@@ -247,8 +293,10 @@ class GRPOTrainer:
             cols["verdicts"] = self.judge.verify_many(batch.texts, cols["gold"], questions, cols["task"])
         breakdowns = self.rewards.breakdown(batch.texts, step=self.step, **cols)
         if batch.episodes is not None:  # an environment's own reward replaces the verifier's accuracy
-            breakdowns = [env_scored(b, ep) if ep is not None and ep.reward is not None else b
-                          for b, ep in zip(breakdowns, batch.episodes)]
+            breakdowns = [
+                env_scored(b, ep) if ep is not None and ep.reward is not None else b
+                for b, ep in zip(breakdowns, batch.episodes)
+            ]
         totals = torch.tensor([b.total if b.total is not None else float("nan") for b in breakdowns])
         return breakdowns, totals
 
@@ -259,11 +307,21 @@ class GRPOTrainer:
     def _row_views(self, rows: list[Sample], batch: RolloutBatch, breakdowns: list[Any]) -> list[RolloutView]:
         episodes = batch.episodes or [None] * len(rows)
         owned = self.fa.env_faults
-        return [RolloutView(s.id, b.verdict, b.total, b.components, fin, text, v, b.weights,
-                            episode=ep.cause(owned) if ep is not None else None,
-                            events=tuple(e.cause for e in ep.events) if ep is not None else ())
-                for s, b, fin, text, v, ep in zip(rows, breakdowns, batch.finish, batch.texts, batch.versions,
-                                                  episodes)]
+        return [
+            RolloutView(
+                s.id,
+                b.verdict,
+                b.total,
+                b.components,
+                fin,
+                text,
+                v,
+                b.weights,
+                episode=ep.cause(owned) if ep is not None else None,
+                events=tuple(e.cause for e in ep.events) if ep is not None else (),
+            )
+            for s, b, fin, text, v, ep in zip(rows, breakdowns, batch.finish, batch.texts, batch.versions, episodes)
+        ]
 
     def _sample_groups(self) -> tuple[list[Sample], RolloutBatch, list[Any], torch.Tensor, int]:
         """Prompts for this step, their rollouts and scores. With ``failure.dynamic_sampling``, groups
@@ -287,29 +345,45 @@ class GRPOTrainer:
             pool = ([s_, *pool[0]], b_.concat(pool[1], self.tok.pad_token_id), bd_ + pool[2], torch.cat([t_, pool[3]]))
 
         def signal(pool: tuple[Any, ...]) -> list[bool]:  # read from the rows that stay in their group
-            return informative(self._row_views([s_ for s_ in pool[0] for _ in range(g)], pool[1], pool[2]), g,
-                               self.fa.left_out())
+            return informative(
+                self._row_views([s_ for s_ in pool[0] for _ in range(g)], pool[1], pool[2]), g, self.fa.left_out()
+            )
 
         while rounds < self.cfg.failure.dynamic_sampling and sum(signal(pool)) < p:
             rounds += 1
             more = self.data.take(p, skip=lambda s_: skip(s_.id)) if skip else self.data.take(p)
             more_batch = self.rollout(more, g, (37, rounds))
             more_bd, more_tot = self.score(more, more_batch)
-            pool = (pool[0] + more, pool[1].concat(more_batch, self.tok.pad_token_id), pool[2] + more_bd,
-                    torch.cat([pool[3], more_tot]))
+            pool = (
+                pool[0] + more,
+                pool[1].concat(more_batch, self.tok.pad_token_id),
+                pool[2] + more_bd,
+                torch.cat([pool[3], more_tot]),
+            )
         keep, later = DrawAhead.pick(signal(pool), p)
         for k in later:  # informative leftovers: kept for later steps
             rows = [k * g + j for j in range(g)]
-            self.ahead.put(min(pool[1].versions[i] for i in rows),
-                           (pool[0][k], pool[1].select_groups([k]), [pool[2][i] for i in rows],
-                            pool[3][torch.tensor(rows)]))
+            self.ahead.put(
+                min(pool[1].versions[i] for i in rows),
+                (pool[0][k], pool[1].select_groups([k]), [pool[2][i] for i in rows], pool[3][torch.tensor(rows)]),
+            )
         rows = [k * g + j for k in keep for j in range(g)]
-        return ([pool[0][k] for k in keep], pool[1].select_groups(keep), [pool[2][i] for i in rows],
-                pool[3][torch.tensor(rows)], rounds)
+        return (
+            [pool[0][k] for k in keep],
+            pool[1].select_groups(keep),
+            [pool[2][i] for i in rows],
+            pool[3][torch.tensor(rows)],
+            rounds,
+        )
 
-    def resample(self, samples: list[Sample], batch: RolloutBatch, breakdowns: list[Any], totals: torch.Tensor,
-                 causes: list[Cause]
-                 ) -> tuple[RolloutBatch, list[Any], torch.Tensor, list[Cause], list[dict[str, Any]]]:
+    def resample(
+        self,
+        samples: list[Sample],
+        batch: RolloutBatch,
+        breakdowns: list[Any],
+        totals: torch.Tensor,
+        causes: list[Cause],
+    ) -> tuple[RolloutBatch, list[Any], torch.Tensor, list[Cause], list[dict[str, Any]]]:
         """Redraw the rows :meth:`FailureAware.to_resample` names for the same prompts, at most
         ``failure.resample_tries`` rounds; returns the originals for the log."""
         g = batch.group_size
@@ -324,23 +398,38 @@ class GRPOTrainer:
             new_bd, new_tot = self._score_rows(rows, new)
             new_causes = self.fa.causes(self._row_views(rows, new, new_bd), self.step + 1)
             for j, i in enumerate(bad):
-                replaced.append({"row": i, "attempt": attempt, "completion": batch.texts[i],
-                                 "finish": batch.finish[i], "cause": causes[i].value, "breakdown": breakdowns[i],
-                                 "version": batch.versions[i],
-                                 "episode": batch.episodes[i] if batch.episodes is not None else None})
+                replaced.append(
+                    {
+                        "row": i,
+                        "attempt": attempt,
+                        "completion": batch.texts[i],
+                        "finish": batch.finish[i],
+                        "cause": causes[i].value,
+                        "breakdown": breakdowns[i],
+                        "version": batch.versions[i],
+                        "episode": batch.episodes[i] if batch.episodes is not None else None,
+                    }
+                )
                 breakdowns[i], totals[i], causes[i] = new_bd[j], new_tot[j], new_causes[j]
             batch = batch.replace_rows(bad, new, self.tok.pad_token_id)
         return batch, breakdowns, totals, causes, replaced
 
-    def _logprobs(self, model: Any, ids: torch.Tensor, mask: torch.Tensor, completion: torch.Tensor,
-                  bits: torch.Tensor | None = None) -> torch.Tensor:
+    def _logprobs(
+        self,
+        model: Any,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        completion: torch.Tensor,
+        bits: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         tc = completion.shape[1]
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=tc + 1).logits[:, :-1]
         return self._token_logprobs(logits, completion, bits)
 
-    def _token_logprobs(self, logits: torch.Tensor, completion: torch.Tensor,
-                        bits: torch.Tensor | None) -> torch.Tensor:
+    def _token_logprobs(
+        self, logits: torch.Tensor, completion: torch.Tensor, bits: torch.Tensor | None
+    ) -> torch.Tensor:
         """Log-probs of the sampled tokens; positions sampled under a constraint mask get it again."""
         from rlvr.decoding.constrain import masked_logprobs
 
@@ -375,8 +464,9 @@ class GRPOTrainer:
         rows = live.nonzero().squeeze(-1)
         return [(rows[i : i + mb], None) for i in range(0, len(rows), mb)]
 
-    def _forward(self, batch: RolloutBatch, sl: torch.Tensor, prompt_rows: torch.Tensor | None,
-                 model: Any = None) -> torch.Tensor:
+    def _forward(
+        self, batch: RolloutBatch, sl: torch.Tensor, prompt_rows: torch.Tensor | None, model: Any = None
+    ) -> torch.Tensor:
         """``[len(sl), Tc]`` log-probs of rows ``sl``'s sampled tokens under their sampling masks: the
         shared-prompt forward when ``prompt_rows`` names each group's first row, else the model's own."""
         from rlvr.models.grouped_forward import completion_logits
@@ -384,8 +474,14 @@ class GRPOTrainer:
         comp = batch.completion_ids[sl]
         bits = batch.bitmask[sl] if batch.bitmask is not None else None
         if prompt_rows is not None and model is None:
-            logits = completion_logits(self.model, batch.prompt_ids[prompt_rows], batch.prompt_mask[prompt_rows],
-                                       comp, batch.group_size, lengths=batch.completion_mask[sl].sum(1))
+            logits = completion_logits(
+                self.model,
+                batch.prompt_ids[prompt_rows],
+                batch.prompt_mask[prompt_rows],
+                comp,
+                batch.group_size,
+                lengths=batch.completion_mask[sl].sum(1),
+            )
             return self._token_logprobs(logits, comp, bits)
         ids = torch.cat([batch.prompt_ids[sl], comp], 1)
         mask = torch.cat([batch.prompt_mask[sl], batch.completion_mask[sl]], 1)
@@ -407,8 +503,9 @@ class GRPOTrainer:
             self.model.train(was)
         return out * batch.completion_mask.to(out.device)
 
-    def backward(self, batch: RolloutBatch, advantages: torch.Tensor, admit: torch.Tensor,
-                 gap: torch.Tensor | None = None) -> list[Any]:
+    def backward(
+        self, batch: RolloutBatch, advantages: torch.Tensor, admit: torch.Tensor, gap: torch.Tensor | None = None
+    ) -> list[Any]:
         """One pass over the batch: forward, loss and backward of every micro-batch (gradients add up
         in ``.grad``; nothing is stepped). Every micro-batch divides by the same whole-batch
         :class:`Normalizer`, so the split and the order of the rows change nothing
@@ -431,9 +528,18 @@ class GRPOTrainer:
                         ref = self._forward(batch, sl, None, self.ref)
             if gap is not None:
                 gap += ((logp.detach() - batch.logprobs[sl]).abs() * trained[sl]).sum()
-            loss, st = policy_loss(logp, batch.logprobs[sl], advantages[sl], trained[sl], norm,
-                                   aggregation=a.loss, epsilon=a.epsilon, epsilon_high=a.epsilon_high,
-                                   beta=a.beta, ref_logp=ref)
+            loss, st = policy_loss(
+                logp,
+                batch.logprobs[sl],
+                advantages[sl],
+                trained[sl],
+                norm,
+                aggregation=a.loss,
+                epsilon=a.epsilon,
+                epsilon_high=a.epsilon_high,
+                beta=a.beta,
+                ref_logp=ref,
+            )
             loss.backward()
             stats.append(st)
         return stats
@@ -460,28 +566,53 @@ class GRPOTrainer:
             self.opt.zero_grad(set_to_none=True)
             steps += 1
         if not stats:
-            return {"loss/policy": 0.0, "loss/clipfrac": 0.0, "loss/approx_kl": 0.0, "loss/kl": 0.0,
-                    "grad_norm": 0.0, "lr": lr, "train/rows": 0, "train/optimizer_steps": 0.0}
+            return {
+                "loss/policy": 0.0,
+                "loss/clipfrac": 0.0,
+                "loss/approx_kl": 0.0,
+                "loss/kl": 0.0,
+                "grad_norm": 0.0,
+                "lr": lr,
+                "train/rows": 0,
+                "train/optimizer_steps": 0.0,
+            }
         k = len(stats)
         rows = int((trained.sum(1) > 0).sum())
-        return {"loss/policy": sum(s.policy for s in stats) / steps, "train/rows": rows,
-                "train/tokens": float(trained.sum()), "train/optimizer_steps": float(steps),
-                "rollout/logprob_gap": float(gap) / max(float(trained.sum()), 1.0),
-                "loss/clipfrac": sum(s.clipfrac for s in stats) / k,
-                "loss/approx_kl": sum(s.approx_kl for s in stats) / k,
-                "loss/kl": sum(s.kl for s in stats) / k, "grad_norm": grad_norm, "lr": lr}
+        return {
+            "loss/policy": sum(s.policy for s in stats) / steps,
+            "train/rows": rows,
+            "train/tokens": float(trained.sum()),
+            "train/optimizer_steps": float(steps),
+            "rollout/logprob_gap": float(gap) / max(float(trained.sum()), 1.0),
+            "loss/clipfrac": sum(s.clipfrac for s in stats) / k,
+            "loss/approx_kl": sum(s.approx_kl for s in stats) / k,
+            "loss/kl": sum(s.kl for s in stats) / k,
+            "grad_norm": grad_norm,
+            "lr": lr,
+        }
 
     # ------------------------------------------------------------------ the loop
     def evaluate(self) -> dict[str, Any]:
         """Greedy held-out accuracy; episodes run in a fault-free environment (what the policy can do,
         not what the faults let through)."""
         if self.env_cls is not None:
-            return greedy_eval(self.model, self.tok, self.eval_rows, max_new_tokens=self._episode_tokens(),
-                               fast=self.fast, constrain=self.constrainer if self.cfg.decoding.in_eval else None,
-                               turns_for=lambda rows: self._turns(rows, 1, "eval", fault_free=True))
-        return greedy_eval(self.model, self.tok, self.eval_rows, max_new_tokens=self.cfg.rollout.max_new_tokens,
-                           fast=self.fast,
-                           constrain=self.constrainer if self.cfg.decoding.in_eval else None)
+            return greedy_eval(
+                self.model,
+                self.tok,
+                self.eval_rows,
+                max_new_tokens=self._episode_tokens(),
+                fast=self.fast,
+                constrain=self.constrainer if self.cfg.decoding.in_eval else None,
+                turns_for=lambda rows: self._turns(rows, 1, "eval", fault_free=True),
+            )
+        return greedy_eval(
+            self.model,
+            self.tok,
+            self.eval_rows,
+            max_new_tokens=self.cfg.rollout.max_new_tokens,
+            fast=self.fast,
+            constrain=self.constrainer if self.cfg.decoding.in_eval else None,
+        )
 
     def train_step(self) -> dict[str, Any]:
         """One GRPO step: sample, score, let the failure-aware step decide, update; returns its metrics."""
@@ -512,8 +643,14 @@ class GRPOTrainer:
         m["failure/buffer_used"], m["failure/stale_dropped"] = map(float, self._buffer_stats)
         return m
 
-    def _records(self, samples: list[Sample], batch: RolloutBatch, views: list[RolloutView], d: Any,
-                 replaced: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _records(
+        self,
+        samples: list[Sample],
+        batch: RolloutBatch,
+        views: list[RolloutView],
+        d: Any,
+        replaced: list[dict[str, Any]],
+    ) -> list[dict[str, Any]]:
         """``rollouts.jsonl`` lines: every rollout of the step, then the originals resampling replaced."""
         g = batch.group_size
         eps = batch.episodes or [None] * len(views)
@@ -521,16 +658,43 @@ class GRPOTrainer:
         def ep_of(ep: Any) -> dict[str, Any]:  # an episode's turns and events, where the rollout is one
             return {"episode": ep.record()} if ep is not None else {}
 
-        kept = [rollout_record(v, d.causes[i], samples[i // g], advantage=float(d.advantages[i]),
-                               admitted=bool(d.admit[i]), **ep_of(eps[i])) for i, v in enumerate(views)]
-        gone = [rollout_record(RolloutView(samples[o["row"] // g].id, o["breakdown"].verdict, o["breakdown"].total,
-                                           o["breakdown"].components, o["finish"], o["completion"], o["version"]),
-                               Cause(o["cause"]), samples[o["row"] // g], advantage=0.0, admitted=False,
-                               replaced=True, attempt=o["attempt"], **ep_of(o.get("episode"))) for o in replaced]
+        kept = [
+            rollout_record(
+                v,
+                d.causes[i],
+                samples[i // g],
+                advantage=float(d.advantages[i]),
+                admitted=bool(d.admit[i]),
+                **ep_of(eps[i]),
+            )
+            for i, v in enumerate(views)
+        ]
+        gone = [
+            rollout_record(
+                RolloutView(
+                    samples[o["row"] // g].id,
+                    o["breakdown"].verdict,
+                    o["breakdown"].total,
+                    o["breakdown"].components,
+                    o["finish"],
+                    o["completion"],
+                    o["version"],
+                ),
+                Cause(o["cause"]),
+                samples[o["row"] // g],
+                advantage=0.0,
+                admitted=False,
+                replaced=True,
+                attempt=o["attempt"],
+                **ep_of(o.get("episode")),
+            )
+            for o in replaced
+        ]
         return kept + gone
 
-    def _engine_metrics(self, batch: RolloutBatch, upd: dict[str, float],
-                        times: tuple[float, float, float, float]) -> dict[str, Any]:
+    def _engine_metrics(
+        self, batch: RolloutBatch, upd: dict[str, float], times: tuple[float, float, float, float]
+    ) -> dict[str, Any]:
         """What only this engine knows: the judge, the decoding masks, lengths, the update, timings."""
         t0, t_gen, t_score, t_end = times
         m: dict[str, Any] = {}
@@ -554,9 +718,16 @@ class GRPOTrainer:
         return m
 
     def state(self) -> dict[str, Any]:
-        return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
-                "scheduler": self.sched.state_dict(), "step": self.step, "position": self.data.position,
-                "config": dump_config(self.cfg), "failure": self.fa.state_dict(), "buffer": self.ahead.items}
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.opt.state_dict(),
+            "scheduler": self.sched.state_dict(),
+            "step": self.step,
+            "position": self.data.position,
+            "config": dump_config(self.cfg),
+            "failure": self.fa.state_dict(),
+            "buffer": self.ahead.items,
+        }
 
     def restore(self, state: dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
@@ -564,14 +735,19 @@ class GRPOTrainer:
         self.sched.load_state_dict(state["scheduler"])
         self.step = int(state["step"])
         self.data.skip_to(int(state["position"]))
-        failure = state.get("failure") or {"cold_start": state.get("cold_start"),  # checkpoints before the step
-                                           "quarantine": state.get("quarantine")}  # component kept them apart
+        failure = state.get("failure") or {
+            "cold_start": state.get("cold_start"),  # checkpoints before the step
+            "quarantine": state.get("quarantine"),
+        }  # component kept them apart
         self.fa.load_state_dict(failure, self.run_dir, self.step)  # the quarantined set from its file
-        self.ahead.items = [it if isinstance(it, tuple) and len(it) == 2 and isinstance(it[0], int)
-                            else (min(it[1].versions), it) for it in state.get("buffer") or []]
+        self.ahead.items = [
+            it if isinstance(it, tuple) and len(it) == 2 and isinstance(it[0], int) else (min(it[1].versions), it)
+            for it in state.get("buffer") or []
+        ]
 
-    def train(self, *, resume: bool = False, on_step: StepCallback | None = None,
-              on_eval: StepCallback | None = None) -> dict[str, Any]:
+    def train(
+        self, *, resume: bool = False, on_step: StepCallback | None = None, on_eval: StepCallback | None = None
+    ) -> dict[str, Any]:
         """Run to ``cfg.run.steps`` (continuing the latest checkpoint when ``resume``).
 
         Returns the held-out accuracy before (when starting fresh) and after.

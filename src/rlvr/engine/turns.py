@@ -62,11 +62,21 @@ class Turns:
             template passes what the template writes there (TRL's held-out episodes).
     """
 
-    def __init__(self, tokenizer: Any, make_env: Callable[[], object], rows: Sequence[dict[str, Any]],
-                 keys: Sequence[str], prompts: Sequence[str], *, max_turns: int = 4, timeout_s: float = 10.0,
-                 max_result_chars: int = 2000, faults: Faults | None = None,
-                 env_faults: Iterable[Cause] = ENVIRONMENT_FAULTS,
-                 render_result: Callable[[str, str], list[int]] | None = None) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        make_env: Callable[[], object],
+        rows: Sequence[dict[str, Any]],
+        keys: Sequence[str],
+        prompts: Sequence[str],
+        *,
+        max_turns: int = 4,
+        timeout_s: float = 10.0,
+        max_result_chars: int = 2000,
+        faults: Faults | None = None,
+        env_faults: Iterable[Cause] = ENVIRONMENT_FAULTS,
+        render_result: Callable[[str, str], list[int]] | None = None,
+    ) -> None:
         if max_turns < 1:
             raise ValueError("env.max_turns must be at least 1")
         if not len(rows) == len(keys) == len(prompts):
@@ -86,12 +96,14 @@ class Turns:
             try:
                 env = make_env()
                 obs = env.reset(self.rows[i])  # type: ignore[attr-defined]
-                self.guards[i] = Guard(env, key=key, timeout_s=timeout_s, max_result_chars=max_result_chars,
-                                       faults=faults)
+                self.guards[i] = Guard(
+                    env, key=key, timeout_s=timeout_s, max_result_chars=max_result_chars, faults=faults
+                )
                 self.envs[i], self.observations[i] = env, obs or None
             except Exception as e:  # the session could not be created: the environment's fault
-                self.episodes[i].stopped(Cause.ENV_CRASH, 0,
-                                         f"the environment could not start: {type(e).__name__}: {e}")
+                self.episodes[i].stopped(
+                    Cause.ENV_CRASH, 0, f"the environment could not start: {type(e).__name__}: {e}"
+                )
                 self.guards[i] = None
 
     # ------------------------------------------------------------------ what generate asks
@@ -119,18 +131,21 @@ class Turns:
         tool holds the batch for its own limit, not for the sum of every call's."""
         calls: list[tuple[int, Sequence[int], int, str, int, str]] = []
         for row, ids, room in closing:
-            seg = ids[self.seg_start[row]:]
+            seg = ids[self.seg_start[row] :]
             text = self._text(seg)
             if text.endswith(CALL_END):  # a closing tag without its opening: the guard records malformed_tool_call
                 calls.append((row, ids, room, text, len(seg), find_call(text) or text))
         outcomes = self._run_calls([(row, markup) for row, _, _, _, _, markup in calls])
-        done = {row: self._after_call(row, ids, room, text, n, out)
-                for (row, ids, room, text, n, _), out in zip(calls, outcomes)}
+        done = {
+            row: self._after_call(row, ids, room, text, n, out)
+            for (row, ids, room, text, n, _), out in zip(calls, outcomes)
+        }
         return [done.get(row, ([], False)) for row, _, _ in closing]
 
     def _run_calls(self, calls: Sequence[tuple[int, str]]) -> list[Any]:
         """Each ``(row, markup)`` through its row's guard; several at once on threads (the guards are
         per episode, and each times its own call)."""
+
         def one(row: int, markup: str) -> Any:
             guard = self.guards[row]
             assert guard is not None
@@ -143,8 +158,9 @@ class Turns:
         with ThreadPoolExecutor(min(len(calls), 16), thread_name_prefix="rlvr-calls") as pool:
             return list(pool.map(lambda c: one(*c), calls))
 
-    def _after_call(self, row: int, ids: Sequence[int], room: int, text: str, seg_len: int,
-                    out: Any) -> tuple[list[int], bool]:
+    def _after_call(
+        self, row: int, ids: Sequence[int], room: int, text: str, seg_len: int, out: Any
+    ) -> tuple[list[int], bool]:
         """What a call's outcome does to its episode: recorded; the episode ends (a fault, the turn
         limit, no room for the result) or the result's tokens are appended."""
         ep, turn = self.episodes[row], self.turn[row]
@@ -157,11 +173,15 @@ class Turns:
         if self.render_result is not None:
             result = self.render_result(out.result, out.call.name if out.call is not None else "")
         else:
-            result = self.tok(result_markup(out.result), add_special_tokens=False,
-                              split_special_tokens=True)["input_ids"]
+            result = self.tok(result_markup(out.result), add_special_tokens=False, split_special_tokens=True)[
+                "input_ids"
+            ]
         if len(result) >= room:  # no token would be left to answer with
-            ep.stopped(Cause.CONTEXT_OVERFLOW, turn, f"the tool result ({len(result)} tokens) leaves no room in the "
-                       f"episode's budget ({room} tokens left)")
+            ep.stopped(
+                Cause.CONTEXT_OVERFLOW,
+                turn,
+                f"the tool result ({len(result)} tokens) leaves no room in the episode's budget ({room} tokens left)",
+            )
             return [], True
         self.seg_start[row] = len(ids) + len(result)
         return list(result), False
@@ -171,7 +191,7 @@ class Turns:
         ep = self.episodes[row]
         if ep.finish in ("fault", "turn_limit", "context_overflow"):
             return
-        seg = ids[self.seg_start[row]:]
+        seg = ids[self.seg_start[row] :]
         text = self._text(seg)
         ep.answered(text, finish, len(seg))
         fn = getattr(self.envs[row], "reward", None)

@@ -51,8 +51,11 @@ def tools_of(env: object) -> dict[str, Callable[..., Any]]:
     listed = getattr(env, "tools", None)
     if isinstance(listed, Mapping):
         return dict(listed)
-    return {name: fn for name, fn in inspect.getmembers(env, callable)
-            if not name.startswith("_") and name not in _RESERVED and inspect.ismethod(fn)}
+    return {
+        name: fn
+        for name, fn in inspect.getmembers(env, callable)
+        if not name.startswith("_") and name not in _RESERVED and inspect.ismethod(fn)
+    }
 
 
 #: Schemas already described, by the function behind a tool and whether it is bound (the same
@@ -83,8 +86,10 @@ def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
         try:
             schema = get_json_schema(fn)
         except Exception as e:  # transformers' DocstringParsingException / TypeHintParsingException
-            raise ConfigError(f"tool {getattr(fn, '__name__', fn)!r} cannot be described to the policy: {e} (give "
-                              "it type hints and a Google-style docstring with an Args: line per argument)") from None
+            raise ConfigError(
+                f"tool {getattr(fn, '__name__', fn)!r} cannot be described to the policy: {e} (give "
+                "it type hints and a Google-style docstring with an Args: line per argument)"
+            ) from None
         if cacheable:
             _SCHEMAS[key] = schema
     return copy.deepcopy(schema)
@@ -128,6 +133,7 @@ def check_environment(cls: type) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"env: the environment {cls.__name__} cannot be built: {type(e).__name__}: {e}") from None
     tools = tools_of(env)
     if not tools:
-        raise ConfigError(f"env: the environment {cls.__name__} offers no tools (public methods other than "
-                          "reset, reward and close)")
+        raise ConfigError(
+            f"env: the environment {cls.__name__} offers no tools (public methods other than reset, reward and close)"
+        )
     return {name: tool_schema(fn) for name, fn in tools.items()}

@@ -19,8 +19,9 @@ from rlvr.diagnostics.causes import ENV_FAULTS, Cause
 #: the loss and is redrawn with a fresh environment (``env.fault_causes`` changes the table).
 ENVIRONMENT_FAULTS = ENV_FAULTS
 #: Causes of the policy's own making: they stay in the gradient with their reward.
-POLICY_FAULTS = frozenset({Cause.MALFORMED_TOOL_CALL, Cause.UNKNOWN_TOOL, Cause.BAD_ARGUMENTS, Cause.TURN_LIMIT,
-                           Cause.CONTEXT_OVERFLOW})
+POLICY_FAULTS = frozenset(
+    {Cause.MALFORMED_TOOL_CALL, Cause.UNKNOWN_TOOL, Cause.BAD_ARGUMENTS, Cause.TURN_LIMIT, Cause.CONTEXT_OVERFLOW}
+)
 #: Policy faults that end the episode (the others are answered with the error and the episode goes on).
 ENDING_POLICY_FAULTS = frozenset({Cause.TURN_LIMIT, Cause.CONTEXT_OVERFLOW})
 
@@ -70,7 +71,8 @@ def own_cause(causes: Sequence[Cause], owned: Iterable[Cause] = ENVIRONMENT_FAUL
     engine's record of an episode reads through it (an :class:`Episode`, verl's ``rlvr_episode``)."""
     owned = frozenset(owned)
     return next((c for c in causes if c in owned), None) or next(
-        (c for c in reversed(causes) if c in ENDING_POLICY_FAULTS), None)
+        (c for c in reversed(causes) if c in ENDING_POLICY_FAULTS), None
+    )
 
 
 @dataclass
@@ -128,10 +130,14 @@ class Episode:
 
     def record(self) -> dict[str, Any]:
         """The episode for ``rollouts.jsonl``: turns, events with their causes, the finish."""
-        return {"turns": [{k: v for k, v in asdict(t).items() if v not in (None, 0)} for t in self.turns],
-                "events": [{**asdict(e), "cause": e.cause.value} for e in self.events],
-                "finish": self.finish, "tokens": self.tokens, "tool_calls": len(self.calls()),
-                **({"reward": self.reward} if self.reward is not None else {})}
+        return {
+            "turns": [{k: v for k, v in asdict(t).items() if v not in (None, 0)} for t in self.turns],
+            "events": [{**asdict(e), "cause": e.cause.value} for e in self.events],
+            "finish": self.finish,
+            "tokens": self.tokens,
+            "tool_calls": len(self.calls()),
+            **({"reward": self.reward} if self.reward is not None else {}),
+        }
 
 
 def env_scored(scored: Any, episode: Episode) -> Any:
@@ -145,6 +151,9 @@ def env_scored(scored: Any, episode: Episode) -> Any:
     assert episode.reward is not None
     comps = {**scored.components, "accuracy": episode.reward}
     total = sum(scored.weights.get(k, 0.0) * v for k, v in comps.items() if v is not None)
-    verdict = Verdict(Status.CORRECT if episode.reward > 0 else Status.WRONG, extracted=episode.answer[-200:],
-                      reason=f"the environment's reward: {episode.reward:g}")
+    verdict = Verdict(
+        Status.CORRECT if episode.reward > 0 else Status.WRONG,
+        extracted=episode.answer[-200:],
+        reason=f"the environment's reward: {episode.reward:g}",
+    )
     return dataclasses.replace(scored, components=comps, total=total, verdict=verdict)

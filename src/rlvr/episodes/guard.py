@@ -83,8 +83,10 @@ class Faults:
     def __post_init__(self) -> None:
         bad = [k for k in self.rates if k not in {c.value for c in FAULT_KINDS}]
         if bad or any(not 0 <= r <= 1 for r in self.rates.values()):
-            raise ValueError(f"env.faults: kinds are {', '.join(c.value for c in FAULT_KINDS)} with rates in "
-                             f"[0, 1]; got {dict(self.rates)}")
+            raise ValueError(
+                f"env.faults: kinds are {', '.join(c.value for c in FAULT_KINDS)} with rates in "
+                f"[0, 1]; got {dict(self.rates)}"
+            )
 
     def draw(self, key: str, call: int) -> Cause | None:
         """The fault injected into call ``call`` of episode ``key``, if any."""
@@ -130,8 +132,15 @@ class Guard:
     (an engine's own tool list: TRL's ``tools``, a verl tool).
     """
 
-    def __init__(self, env: object | Mapping[str, Callable[..., Any]], *, key: str = "", timeout_s: float = 10.0,
-                 max_result_chars: int = 2000, faults: Faults | None = None) -> None:
+    def __init__(
+        self,
+        env: object | Mapping[str, Callable[..., Any]],
+        *,
+        key: str = "",
+        timeout_s: float = 10.0,
+        max_result_chars: int = 2000,
+        faults: Faults | None = None,
+    ) -> None:
         self.env, self.key, self.timeout_s, self.max_result_chars = env, key, timeout_s, max_result_chars
         self.faults = faults or Faults()
         self.tools = dict(env) if isinstance(env, Mapping) else tools_of(env)
@@ -157,8 +166,9 @@ class Guard:
             return self._policy(Cause.BAD_ARGUMENTS, turn, why, call=ToolCall(name, {"_": args}))
         call = ToolCall(name, args)
         if name not in self.tools:
-            return self._policy(Cause.UNKNOWN_TOOL, turn, f"no tool {name!r}; tools: {', '.join(self.tools)}",
-                                call=call)
+            return self._policy(
+                Cause.UNKNOWN_TOOL, turn, f"no tool {name!r}; tools: {', '.join(self.tools)}", call=call
+            )
         if (why := bad_arguments(name, args, self.schemas[name]["function"].get("parameters"))) is not None:
             return self._policy(Cause.BAD_ARGUMENTS, turn, why, call=call)
         return self._run(call, turn)
@@ -187,8 +197,9 @@ class Guard:
         latency = time.monotonic() - start
         if worker.is_alive():  # left to finish on its own: a daemon thread holds no process or file of ours
             why = f"{call.name} ran past {self.timeout_s:g}s"
-            return Outcome(f"error: {why}", call, Event(Cause.ENV_TIMEOUT, turn, why, call.name, latency),
-                           latency_s=latency)
+            return Outcome(
+                f"error: {why}", call, Event(Cause.ENV_TIMEOUT, turn, why, call.name, latency), latency_s=latency
+            )
         if "error" in box:
             e = box["error"]
             cause = Cause.ENV_CRASH if isinstance(e, EnvCrash) else Cause.TOOL_ERROR

@@ -28,8 +28,10 @@ def tool_metrics(episodes: Sequence[Episode]) -> dict[str, Any]:
             if t.role == "tool" and before.call is not None and t.latency_s:
                 latency[before.call.name].append(t.latency_s)
     turns = sum(t.role == "assistant" for ep in episodes for t in ep.turns)
-    m: dict[str, Any] = {"tools/calls_per_episode": sum(calls.values()) / len(episodes),
-                         "episodes/turns": turns / len(episodes)}
+    m: dict[str, Any] = {
+        "tools/calls_per_episode": sum(calls.values()) / len(episodes),
+        "episodes/turns": turns / len(episodes),
+    }
     for name in sorted(calls):
         m[f"tools/{name}/calls"] = calls[name]
         m[f"tools/{name}/failures"] = failures[name]

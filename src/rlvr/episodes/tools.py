@@ -22,9 +22,15 @@ class EnvCrash(RuntimeError):
     """The environment's session or sandbox died or could not be created (``env_crash``)."""
 
 
-_BIN: dict[type, Any] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-                         ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-                         ast.Pow: operator.pow}
+_BIN: dict[type, Any] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
 _UN: dict[type, Any] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _MAX_DIGITS = 1000
 
@@ -54,10 +60,13 @@ def evaluate(expression: str) -> Fraction:
         if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
             a, b = ev(node.left), ev(node.right)
             if isinstance(node.op, ast.Pow):
-                if b.denominator != 1 or abs(b.numerator) > 10_000 or (
-                        abs(a) > 1 and abs(b.numerator) * len(str(abs(a.numerator))) > _MAX_DIGITS):
+                if (
+                    b.denominator != 1
+                    or abs(b.numerator) > 10_000
+                    or (abs(a) > 1 and abs(b.numerator) * len(str(abs(a.numerator))) > _MAX_DIGITS)
+                ):
                     raise ValueError("the power is too large to compute exactly")
-                return a ** b.numerator
+                return a**b.numerator
             if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod) and b == 0:
                 raise ValueError("division by zero")
             return Fraction(_BIN[type(node.op)](a, b))
@@ -95,8 +104,11 @@ class PythonTool:
         from rlvr.verify.code import sandbox
         from rlvr.verify.code.languages import get_language
 
-        run = sandbox.run([get_language("python").run[0], "-I", "main.py"], {"main.py": code},
-                          limits=sandbox.Limits(wall_s=self.timeout_s))
+        run = sandbox.run(
+            [get_language("python").run[0], "-I", "main.py"],
+            {"main.py": code},
+            limits=sandbox.Limits(wall_s=self.timeout_s),
+        )
         if run.error:  # the sandbox itself could not run it: the environment's fault
             raise EnvCrash(run.error)
         if run.timed_out:
@@ -115,8 +127,10 @@ def toolbox(names: list[str]) -> type:
     """An environment class offering the named built-in tools (``reset`` does nothing)."""
     unknown = [n for n in names if n not in TOOLS]
     if unknown:
-        raise ConfigError(f"env.tools: unknown tool(s) {', '.join(map(repr, unknown))}; built in: "
-                          f"{', '.join(sorted(TOOLS))} (or env.environment: module:Class)")
+        raise ConfigError(
+            f"env.tools: unknown tool(s) {', '.join(map(repr, unknown))}; built in: "
+            f"{', '.join(sorted(TOOLS))} (or env.environment: module:Class)"
+        )
 
     def reset(self: Any, row: dict[str, Any]) -> None:
         return None

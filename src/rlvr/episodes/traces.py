@@ -23,8 +23,12 @@ def calculator_trace(expression: str, answer_tag: str = "answer", after_call: st
     """
     value = evaluate(expression)
     result = str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-    return (call_markup("calculator", {"expression": expression}) + after_call + result_markup(result)
-            + f"<{answer_tag}>{result}</{answer_tag}>")
+    return (
+        call_markup("calculator", {"expression": expression})
+        + after_call
+        + result_markup(result)
+        + f"<{answer_tag}>{result}</{answer_tag}>"
+    )
 
 
 def trace_of(sample: Any, after_call: str = "") -> str:

@@ -36,8 +36,9 @@ def resolve_device(spec: str = "auto") -> torch.device:
     dev = torch.device(spec)
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise ConfigError(f"run.device {spec!r}: torch {torch.__version__} sees no CUDA device here "
-                              "(use run.device=cpu or auto)")
+            raise ConfigError(
+                f"run.device {spec!r}: torch {torch.__version__} sees no CUDA device here (use run.device=cpu or auto)"
+            )
         if dev.index is not None and dev.index >= torch.cuda.device_count():
             raise ConfigError(f"run.device {spec!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     if dev.type == "mps" and not torch.backends.mps.is_available():

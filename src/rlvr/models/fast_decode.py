@@ -37,10 +37,13 @@ def core_model(model: Any) -> Any:
 def _plain_lora(module: Any) -> bool:
     """A peft LoRA linear whose effect is ``W + scale * B @ A``: no DoRA, no fan-in/fan-out flip, no
     dropout (with dropout the adapter's input differs from the base's and no merged weight is equal)."""
-    return (hasattr(module, "base_layer") and hasattr(module, "lora_A")
-            and not any(getattr(module, "use_dora", {}).values())
-            and not getattr(module, "fan_in_fan_out", False)
-            and all(isinstance(d, torch.nn.Identity) for d in getattr(module, "lora_dropout", {}).values()))
+    return (
+        hasattr(module, "base_layer")
+        and hasattr(module, "lora_A")
+        and not any(getattr(module, "use_dora", {}).values())
+        and not getattr(module, "fan_in_fan_out", False)
+        and all(isinstance(d, torch.nn.Identity) for d in getattr(module, "lora_dropout", {}).values())
+    )
 
 
 def effective_weight(linear: Any) -> torch.Tensor:
@@ -77,8 +80,11 @@ def supports(model: Any, *, lora: bool = False) -> bool:
     if not wrapped and not hasattr(model, "peft_config"):
         return True
     # adapters: only as merged weights, and only on the decoder layers' projections
-    return lora and all(map(_plain_lora, wrapped)) and not any(
-        hasattr(m, "lora_A") for m in (core.lm_head, core.model.embed_tokens))
+    return (
+        lora
+        and all(map(_plain_lora, wrapped))
+        and not any(hasattr(m, "lora_A") for m in (core.lm_head, core.model.embed_tokens))
+    )
 
 
 def _rms(x: torch.Tensor, eps: float) -> torch.Tensor:
@@ -167,17 +173,25 @@ class FastDecoder:
             self.b_out = self.b_out.to(self.dtype)
 
     @staticmethod
-    def _fold(layer: Any) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor | None, torch.Tensor,
-                                   torch.Tensor]:
+    def _fold(
+        layer: Any,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
         """A layer's projections fused (q/k/v, gate/up) with the preceding RMSNorm weights folded in:
         ``linear(norm(x) * w, W) == linear(norm(x), W * w)``."""
         w_qkv, b_qkv, w_gu = fused_projections(layer)
         attn = layer.self_attn
-        return (w_qkv * layer.input_layernorm.weight, b_qkv, effective_weight(attn.o_proj), attn.o_proj.bias,
-                w_gu * layer.post_attention_layernorm.weight, effective_weight(layer.mlp.down_proj))
+        return (
+            w_qkv * layer.input_layernorm.weight,
+            b_qkv,
+            effective_weight(attn.o_proj),
+            attn.o_proj.bias,
+            w_gu * layer.post_attention_layernorm.weight,
+            effective_weight(layer.mlp.down_proj),
+        )
 
-    def _qkv(self, i: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
-             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _qkv(
+        self, i: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Roped queries ``[..., nq, D]``, roped keys and values ``[..., nkv, D]`` for ``x [..., C]``."""
         nq, nkv, hd = self.n_heads, self.n_kv, self.head_dim
         w_qkv, b_qkv = self.weights[i][:2]
@@ -282,8 +296,9 @@ class FastDecoder:
         returns the logits after each row's last one; rows may then be at different positions.
         """
         if tokens.dim() == 2:
-            return self._step_many(tokens, counts if counts is not None else torch.full_like(tokens[:, 0],
-                                                                                             tokens.shape[1]))
+            return self._step_many(
+                tokens, counts if counts is not None else torch.full_like(tokens[:, 0], tokens.shape[1])
+            )
         b, nq, nkv, hd = self.batch, self.n_heads, self.n_kv, self.head_dim
         self._room(1)
         s = self.length

@@ -112,8 +112,15 @@ def completion_logits(
         """Rows run together, padded to their longest: the prompts, or a bucket of completions
         (``idx``: its rows in the batch, ``group``: their prompts, ``tc``: logits per row)."""
 
-        def __init__(self, ids: torch.Tensor, pos: torch.Tensor, bias: torch.Tensor,
-                     idx: torch.Tensor | None = None, group: torch.Tensor | None = None, tc: int = 0) -> None:
+        def __init__(
+            self,
+            ids: torch.Tensor,
+            pos: torch.Tensor,
+            bias: torch.Tensor,
+            idx: torch.Tensor | None = None,
+            group: torch.Tensor | None = None,
+            tc: int = 0,
+        ) -> None:
             self.ids, self.pos, self.bias, self.idx, self.group, self.tc = ids, pos, bias, idx, group, tc
             self.rows, self.len = ids.shape
             self.start = self.end = 0  # its tokens' span in the flat layout
@@ -124,8 +131,9 @@ def completion_logits(
 
     causal_p = torch.ones(tp, tp, dtype=torch.bool, device=dev).tril()
     # a padded prompt query may see only itself (an all-masked row gives NaN); its output is unused
-    prompts = Stream(prompt_ids, pos_p,
-                     per_head((causal_p & valid_p[:, None, :]) | torch.eye(tp, dtype=torch.bool, device=dev)))
+    prompts = Stream(
+        prompt_ids, pos_p, per_head((causal_p & valid_p[:, None, :]) | torch.eye(tp, dtype=torch.bool, device=dev))
+    )
 
     def completions(idx: torch.Tensor, tc: int) -> Stream:
         # The last completion token is never an input whose output is used (no later query reads
@@ -134,8 +142,14 @@ def completion_logits(
         group = torch.div(idx, g, rounding_mode="floor")
         causal = torch.ones(m, m, dtype=torch.bool, device=dev).tril()
         allowed = torch.cat([valid_p[group][:, None, :].expand(len(idx), m, tp), causal.expand(len(idx), m, m)], -1)
-        return Stream(completion_ids[idx, :m], pos_p[group, -1:] + 1 + torch.arange(m, device=dev),
-                      per_head(allowed), idx, group, tc)  # bias: [., Tc-1, Tp + Tc-1]
+        return Stream(
+            completion_ids[idx, :m],
+            pos_p[group, -1:] + 1 + torch.arange(m, device=dev),
+            per_head(allowed),
+            idx,
+            group,
+            tc,
+        )  # bias: [., Tc-1, Tp + Tc-1]
 
     if lengths is None:
         streams = [completions(torch.arange(n, device=dev), tc_all)]
@@ -170,10 +184,12 @@ def completion_logits(
             keys = torch.cat([kp.index_select(0, group), qc[:, :, nq:].transpose(1, 2)], 2)
             values = torch.cat([vp.index_select(0, group), st.view(v, nkv).transpose(1, 2)], 2)
             o.append(_attend(qc[:, :, :nq], keys, values, st.bias, scale))
-        x = x + F.linear(torch.cat([t.reshape(-1, nq * hd) for t in o]), effective_weight(attn.o_proj),
-                         attn.o_proj.bias)
-        gate, up = F.linear(F.rms_norm(x, (x.shape[-1],), layer.post_attention_layernorm.weight, eps),
-                            w_gu).chunk(2, -1)
+        x = x + F.linear(
+            torch.cat([t.reshape(-1, nq * hd) for t in o]), effective_weight(attn.o_proj), attn.o_proj.bias
+        )
+        gate, up = F.linear(F.rms_norm(x, (x.shape[-1],), layer.post_attention_layernorm.weight, eps), w_gu).chunk(
+            2, -1
+        )
         x = x + F.linear(F.silu(gate) * up, effective_weight(ff.down_proj))
     last = x[prompts.start : prompts.end].view(p, tp, -1)[:, -1:]  # each prompt's last position
     per_stream = []

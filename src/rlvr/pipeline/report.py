@@ -28,16 +28,30 @@ def table(records: list[dict[str, Any]], title: str) -> Any:
 
     t = Table(title=title)
     constrained = any("constrained_accuracy" in r for r in rows(records))
-    for col in ("stage", "kind", "held-out acc", "format deaths", "verification deaths", "truncated",
-                "mean tokens", *(["acc (constrained)"] if constrained else []), "wall", "notes"):
+    for col in (
+        "stage",
+        "kind",
+        "held-out acc",
+        "format deaths",
+        "verification deaths",
+        "truncated",
+        "mean tokens",
+        *(["acc (constrained)"] if constrained else []),
+        "wall",
+        "notes",
+    ):
         t.add_column(col, justify="left" if col in ("stage", "kind", "notes") else "right")
     for r in rows(records):
-        m = [f"{r[k]:.3f}" if k in r else "" for k in COLUMNS[:4]] + [f"{r['mean_tokens']:.1f}" if "mean_tokens" in r
-                                                                      else ""]
+        m = [f"{r[k]:.3f}" if k in r else "" for k in COLUMNS[:4]] + [
+            f"{r['mean_tokens']:.1f}" if "mean_tokens" in r else ""
+        ]
         wall = f"{r['seconds']:.0f} s" if r.get("seconds") is not None else ""
         s = r.get("sampled")
-        notes = (f"pass@1 {s['pass_at_1']:.3f}, pass@{s['k']} {s['pass_at_k']:.3f}, {s['kept']} kept of "
-                 f"{s['completions']}" if s else "")
+        notes = (
+            f"pass@1 {s['pass_at_1']:.3f}, pass@{s['k']} {s['pass_at_k']:.3f}, {s['kept']} kept of {s['completions']}"
+            if s
+            else ""
+        )
         extra = [f"{r['constrained_accuracy']:.3f}" if "constrained_accuracy" in r else ""] if constrained else []
         t.add_row(r["stage"], r["kind"], *m, *extra, wall, notes)
     return t
@@ -53,8 +67,11 @@ def plot(records: list[dict[str, Any]], path: Path) -> Path:
     measured = [r for r in rows(records) if "accuracy" in r]
     names = [r["stage"] for r in measured]
     fig, ax = plt.subplots(figsize=(3.6 + 1.5 * len(names), 3.6))
-    series = [("accuracy", "held-out accuracy"), ("format_deaths", "format deaths"),
-              ("verification_deaths", "verification deaths")]
+    series = [
+        ("accuracy", "held-out accuracy"),
+        ("format_deaths", "format deaths"),
+        ("verification_deaths", "verification deaths"),
+    ]
     if any("constrained_accuracy" in r for r in measured):
         series.append(("constrained_accuracy", "accuracy, constrained decoding"))
     width = 0.8 / len(series)

@@ -50,8 +50,11 @@ def measure_model(spec: str, cfg: PipelineConfig, held: list[Any]) -> dict[str, 
         from rlvr.config import DecodingConfig
         from rlvr.decoding.constrain import from_config
 
-        cons = from_config(DecodingConfig(constrain=cfg.eval.constrain, answer=cfg.eval.answer), tok,
-                           model.get_output_embeddings().weight.shape[0])
+        cons = from_config(
+            DecodingConfig(constrain=cfg.eval.constrain, answer=cfg.eval.answer),
+            tok,
+            model.get_output_embeddings().weight.shape[0],
+        )
         out["constrained"] = measure(model, tok, held, max_new_tokens=cfg.eval.max_new_tokens, constrain=cons)
     return out
 
@@ -66,14 +69,19 @@ def sampled(traces: Path, k: int | None) -> dict[str, Any]:
         groups[r.get("prompt_id", "")].append(r)
     per_task = summarize(groups.values()).values()
     prompts, n = sum(t.prompts for t in per_task), sum(t.completions for t in per_task)
-    return {"prompts": prompts, "completions": n, "k": k or (n // max(prompts, 1)),
-            "pass_at_1": sum(t.correct for t in per_task) / max(n, 1),
-            "pass_at_k": sum(t.solved_prompts for t in per_task) / max(prompts, 1),
-            "kept": sum(t.kept for t in per_task)}
+    return {
+        "prompts": prompts,
+        "completions": n,
+        "k": k or (n // max(prompts, 1)),
+        "pass_at_1": sum(t.correct for t in per_task) / max(n, 1),
+        "pass_at_k": sum(t.solved_prompts for t in per_task) / max(prompts, 1),
+        "kept": sum(t.kept for t in per_task),
+    }
 
 
-def run_pipeline(cfg: PipelineConfig, *, echo: Callable[[str], None] = print,
-                 python: str = sys.executable) -> list[dict[str, Any]]:
+def run_pipeline(
+    cfg: PipelineConfig, *, echo: Callable[[str], None] = print, python: str = sys.executable
+) -> list[dict[str, Any]]:
     """Run every stage not finished yet (in order), then write ``report.json`` and ``pipeline.png``.
 
     Returns one record per stage (and one for the starting model): what ran, its wall time, its
@@ -104,10 +112,16 @@ def run_pipeline(cfg: PipelineConfig, *, echo: Callable[[str], None] = print,
         t0 = time.perf_counter()
         rc = subprocess.call([python, "-m", "rlvr", *argv])
         if rc != 0:
-            raise StageFailed(f"stage {stage.name!r} failed (exit {rc}); run `rlvr pipeline` again to continue "
-                              f"from it, the stages before it are kept")
-        record: dict[str, Any] = {"stage": stage.name, "kind": stage.kind, "command": ["rlvr", *argv],
-                                  "seconds": time.perf_counter() - t0}
+            raise StageFailed(
+                f"stage {stage.name!r} failed (exit {rc}); run `rlvr pipeline` again to continue "
+                f"from it, the stages before it are kept"
+            )
+        record: dict[str, Any] = {
+            "stage": stage.name,
+            "kind": stage.kind,
+            "command": ["rlvr", *argv],
+            "seconds": time.perf_counter() - t0,
+        }
         model = produced_model(cfg, stage)
         if model is not None:
             record["measured"] = measure_model(model, cfg, held)

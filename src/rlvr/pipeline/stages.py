@@ -87,10 +87,26 @@ def command(cfg: PipelineConfig, stage: Stage) -> list[str]:
     assert stage.model is not None and stage.data is not None
     if stage.kind == "sample":
         traces = d / TRACES
-        return ["sample", model_of(cfg, stage.model), "--data", data_of(cfg, stage.data), "--out", str(traces),
-                *_flags(stage.args), *(["--resume"] if traces.exists() else [])]
-    return ["sft", str(d), "--model", model_of(cfg, stage.model), "--data", data_of(cfg, stage.data),
-            *_flags(stage.args), *(["--resume"] if d.exists() and any(d.iterdir()) else [])]
+        return [
+            "sample",
+            model_of(cfg, stage.model),
+            "--data",
+            data_of(cfg, stage.data),
+            "--out",
+            str(traces),
+            *_flags(stage.args),
+            *(["--resume"] if traces.exists() else []),
+        ]
+    return [
+        "sft",
+        str(d),
+        "--model",
+        model_of(cfg, stage.model),
+        "--data",
+        data_of(cfg, stage.data),
+        *_flags(stage.args),
+        *(["--resume"] if d.exists() and any(d.iterdir()) else []),
+    ]
 
 
 def finished(cfg: PipelineConfig, stage: Stage) -> dict[str, Any] | None:

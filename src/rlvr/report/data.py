@@ -97,8 +97,10 @@ def reward_components(run: RunData) -> dict[str, tuple[list[int], list[float], l
     other it is +-1 std clipped to the values the step actually had (older runs, without them,
     to [0, 1] for 0/1-looking rewards).
     """
-    names = sorted({k.split("/")[1] for m in run.steps for k in m if k.startswith("reward/") and k.endswith("/mean")},
-                   key=lambda n: (n != "total", n))
+    names = sorted(
+        {k.split("/")[1] for m in run.steps for k in m if k.startswith("reward/") and k.endswith("/mean")},
+        key=lambda n: (n != "total", n),
+    )
     out = {}
     for name in names:
         steps, means, lows, highs = [], [], [], []
@@ -141,8 +143,12 @@ def wilson(p: float, n: int, z: float = 1.0) -> tuple[float, float]:
 
 
 #: The causes stacked in the deaths plot, bottom to top.
-DEATHS = (("no_answer", "format death"), ("wrong", "verification death"), ("truncated", "truncated"),
-          ("invalid", "invalid"))
+DEATHS = (
+    ("no_answer", "format death"),
+    ("wrong", "verification death"),
+    ("truncated", "truncated"),
+    ("invalid", "invalid"),
+)
 
 
 def death_rates(run: RunData) -> tuple[list[int], dict[str, list[float]]]:
@@ -171,7 +177,7 @@ def highlight(completion: str, extracted: str) -> tuple[str, str, str]:
     if extracted:
         i = completion.rfind(extracted)
         if i >= 0:
-            return completion[:i], extracted, completion[i + len(extracted):]
+            return completion[:i], extracted, completion[i + len(extracted) :]
     return completion, "", ""
 
 
@@ -191,11 +197,23 @@ def failed_samples(run: RunData, per_cause: int = 8, seed: int = 0) -> dict[str,
         for r in picked:
             v = r.get("verdict") or {}
             before, answer, after = highlight(str(r.get("completion", "")), str(v.get("extracted") or ""))
-            rows.append({"step": r.get("step"), "prompt_id": r.get("prompt_id"), "task": r.get("task"),
-                         "prompt": r.get("prompt", ""), "gold": r.get("gold", v.get("gold", "")),
-                         "status": v.get("status", ""), "reason": v.get("reason", ""), "finish": r.get("finish"),
-                         "total": r.get("total"), "before": before, "answer": answer, "after": after,
-                         "turns": (r.get("episode") or {}).get("turns") or [],
-                         "events": (r.get("episode") or {}).get("events") or []})
+            rows.append(
+                {
+                    "step": r.get("step"),
+                    "prompt_id": r.get("prompt_id"),
+                    "task": r.get("task"),
+                    "prompt": r.get("prompt", ""),
+                    "gold": r.get("gold", v.get("gold", "")),
+                    "status": v.get("status", ""),
+                    "reason": v.get("reason", ""),
+                    "finish": r.get("finish"),
+                    "total": r.get("total"),
+                    "before": before,
+                    "answer": answer,
+                    "after": after,
+                    "turns": (r.get("episode") or {}).get("turns") or [],
+                    "events": (r.get("episode") or {}).get("events") or [],
+                }
+            )
         out[cause.value] = rows
     return out

@@ -50,7 +50,7 @@ def smooth(ys: Sequence[float], points: int = 60) -> list[float]:
     half = w // 2
     out = []
     for i in range(len(ys)):
-        part = ys[max(0, i - half): i + half + 1]
+        part = ys[max(0, i - half) : i + half + 1]
         out.append(sum(part) / len(part))
     return out
 
@@ -80,8 +80,10 @@ def rewards(runs: Sequence[RunData]) -> bytes | None:
             ax.fill_between(steps, smooth(lo), smooth(hi), color=col, alpha=0.18, lw=0)
         ax.set_ylabel("r_total" if name == "total" else name)
         ax.grid(alpha=0.3)
-    axes[0, 0].set_title("reward per component: mean; band: +-1 std within the reward's range, a proportion's "
-                         "interval for 0/1 rewards (rolling over long runs)")
+    axes[0, 0].set_title(
+        "reward per component: mean; band: +-1 std within the reward's range, a proportion's "
+        "interval for 0/1 rewards (rolling over long runs)"
+    )
     if len(runs) > 1:
         axes[0, 0].legend(fontsize=8)
     axes[-1, 0].set_xlabel("step")
@@ -98,8 +100,13 @@ def deaths(runs: Sequence[RunData]) -> bytes | None:
     colours = {"no_answer": "#d62728", "wrong": "#ff7f0e", "truncated": "#9467bd", "invalid": "#7f7f7f"}
     for ax, run in zip(axes[:, 0], have):
         steps, rates = death_rates(run)
-        ax.stackplot(steps, *[smooth(rates[c]) for c, _ in DEATHS], labels=[lbl for _, lbl in DEATHS],
-                     colors=[colours[c] for c, _ in DEATHS], alpha=0.85)
+        ax.stackplot(
+            steps,
+            *[smooth(rates[c]) for c, _ in DEATHS],
+            labels=[lbl for _, lbl in DEATHS],
+            colors=[colours[c] for c, _ in DEATHS],
+            alpha=0.85,
+        )
         for s in cold_start_switches(run):
             ax.axvline(s, color="k", ls="--", lw=1)
             ax.annotate("cold start ends", (s, 0.95), fontsize=8, ha="left", va="top")
@@ -137,21 +144,29 @@ def _lines(runs: Sequence[RunData], panels: list[tuple[str, list[tuple[str, str,
 
 def lengths(runs: Sequence[RunData]) -> bytes | None:
     """Completion length (mean, p90), truncation rate, zero-variance group fraction."""
-    return _lines(runs, [
-        ("completion length (tokens)", [("completions/mean_length", "mean", "-"),
-                                        ("completions/p90_length", "p90", "--")]),
-        ("truncated share", [("completions/truncated_frac", "truncated", "-")]),
-        ("groups with zero reward variance", [("groups/zero_std_frac", "zero-std groups", "-")]),
-    ])
+    return _lines(
+        runs,
+        [
+            (
+                "completion length (tokens)",
+                [("completions/mean_length", "mean", "-"), ("completions/p90_length", "p90", "--")],
+            ),
+            ("truncated share", [("completions/truncated_frac", "truncated", "-")]),
+            ("groups with zero reward variance", [("groups/zero_std_frac", "zero-std groups", "-")]),
+        ],
+    )
 
 
 def optimisation(runs: Sequence[RunData]) -> bytes | None:
     """Clip fraction, approximate KL, gradient norm."""
-    return _lines(runs, [
-        ("clip fraction", [("loss/clipfrac", "clipfrac", "-")]),
-        ("approx KL (old vs new policy)", [("loss/approx_kl", "approx KL", "-")]),
-        ("gradient norm (before clipping)", [("grad_norm", "grad norm", "-")]),
-    ])
+    return _lines(
+        runs,
+        [
+            ("clip fraction", [("loss/clipfrac", "clipfrac", "-")]),
+            ("approx KL (old vs new policy)", [("loss/approx_kl", "approx KL", "-")]),
+            ("gradient norm (before clipping)", [("grad_norm", "grad norm", "-")]),
+        ],
+    )
 
 
 def accuracy(runs: Sequence[RunData]) -> bytes | None:

@@ -16,8 +16,12 @@ from rlvr.report.figures import FIGURES
 def _environment() -> Any:
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    env = Environment(loader=PackageLoader("rlvr.report", "templates"), autoescape=select_autoescape(["j2", "html"]),
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("rlvr.report", "templates"),
+        autoescape=select_autoescape(["j2", "html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["pct"] = lambda x: "-" if x is None else f"{x:.1%}"
     env.filters["num"] = lambda x: "-" if x is None else (f"{x:.3g}" if isinstance(x, float) else str(x))
     return env
@@ -34,20 +38,38 @@ def _run_context(run: RunData, per_cause: int, causes: Sequence[Any] = ()) -> di
     if table is not None:
         for task, counts in sorted(table.by_task.items(), key=lambda kv: kv[0] == "all"):
             n = sum(counts.values()) or 1
-            tasks.append({"task": task, "n": n, "cells": [(counts.get(c.value, 0), counts.get(c.value, 0) / n)
-                                                          for c in causes or shown()]})
+            tasks.append(
+                {
+                    "task": task,
+                    "n": n,
+                    "cells": [(counts.get(c.value, 0), counts.get(c.value, 0) / n) for c in causes or shown()],
+                }
+            )
     last = run.steps[-1] if run.steps else {}
     return {
-        "name": run.name, "path": str(run.path), "notes": run.notes, "steps": len(run.steps),
-        "last_step": last.get("step"), "final_eval": run.evals[-1] if run.evals else None,
-        "tasks": tasks, "phases": table.phases if table else [], "deadliest": table.deadliest if table else [],
-        "quarantine": run.quarantine, "alarms": alarms(run), "samples": failed_samples(run, per_cause),
+        "name": run.name,
+        "path": str(run.path),
+        "notes": run.notes,
+        "steps": len(run.steps),
+        "last_step": last.get("step"),
+        "final_eval": run.evals[-1] if run.evals else None,
+        "tasks": tasks,
+        "phases": table.phases if table else [],
+        "deadliest": table.deadliest if table else [],
+        "quarantine": run.quarantine,
+        "alarms": alarms(run),
+        "samples": failed_samples(run, per_cause),
         "rollouts": len(run.rollouts),
     }
 
 
-def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, *, per_cause: int = 8,
-                 on_figure: Callable[[str], None] | None = None) -> Path:
+def build_report(
+    run_dirs: Sequence[str | Path],
+    out: str | Path | None = None,
+    *,
+    per_cause: int = 8,
+    on_figure: Callable[[str], None] | None = None,
+) -> Path:
     """Write the report of one or more runs; returns the HTML file's path.
 
     ``out`` defaults to ``RUN_DIR/report.html`` (the first run's). The PNGs go beside it,
@@ -69,13 +91,18 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
             continue
         path = out.with_name(f"{out.stem}-{stem}.png")
         path.write_bytes(png)
-        figures.append({"id": stem, "title": title, "file": path.name,
-                        "data": base64.b64encode(png).decode("ascii")})
-    page = _environment().get_template("report.html.j2").render(
-        runs=[_run_context(r, per_cause, _present(runs)) for r in runs], figures=figures,
-        causes=[c.value for c in _present(runs)],
-        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        title=" vs ".join(r.name for r in runs))
+        figures.append({"id": stem, "title": title, "file": path.name, "data": base64.b64encode(png).decode("ascii")})
+    page = (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            runs=[_run_context(r, per_cause, _present(runs)) for r in runs],
+            figures=figures,
+            causes=[c.value for c in _present(runs)],
+            generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            title=" vs ".join(r.name for r in runs),
+        )
+    )
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(page, encoding="utf-8")
     tmp.replace(out)  # a reader never sees half a page

@@ -50,9 +50,13 @@ def alarm_lines(metrics: list[dict[str, Any]]) -> list[tuple[str, int, int | Non
     from rlvr.diagnostics.alarms import SHARE_THRESHOLD
 
     out = []
-    for name, limit in (("multiple_answers", SHARE_THRESHOLD), ("answer_in_reasoning", SHARE_THRESHOLD),
-                        ("format_without_accuracy", 0.5), ("code_tamper", 0.0),
-                        ("grader_talk", 0.0)):
+    for name, limit in (
+        ("multiple_answers", SHARE_THRESHOLD),
+        ("answer_in_reasoning", SHARE_THRESHOLD),
+        ("format_without_accuracy", 0.5),
+        ("code_tamper", 0.0),
+        ("grader_talk", 0.0),
+    ):
         vals = [(m["step"], m[f"alarms/{name}"]) for m in metrics if m.get(f"alarms/{name}") is not None]
         fired = [s for s, v in vals if v > limit]
         out.append((name, len(fired), fired[0] if fired else None, max((v for _, v in vals), default=0.0)))
@@ -70,15 +74,25 @@ def cause_table(rows: list[dict[str, Any]], top: int = 10) -> CauseTable:
         by_task["all"][r["cause"]] += 1
     t.by_task = dict(by_task)
     if steps:
-        thirds = [steps[: max(1, len(steps) // 3)], steps[len(steps) // 3 : 2 * len(steps) // 3 or 1],
-                  steps[2 * len(steps) // 3 :]]
+        thirds = [
+            steps[: max(1, len(steps) // 3)],
+            steps[len(steps) // 3 : 2 * len(steps) // 3 or 1],
+            steps[2 * len(steps) // 3 :],
+        ]
         for name, part in zip(("start", "middle", "end"), thirds):
             if not part:
                 continue
             sel = [r for r in rows if part[0] <= r["step"] <= part[-1]]
             n = max(len(sel), 1)
-            t.phases.append((name, part[0], part[-1], sum(r["cause"] == "no_answer" for r in sel) / n,
-                             sum(r["cause"] == "wrong" for r in sel) / n))
+            t.phases.append(
+                (
+                    name,
+                    part[0],
+                    part[-1],
+                    sum(r["cause"] == "no_answer" for r in sel) / n,
+                    sum(r["cause"] == "wrong" for r in sel) / n,
+                )
+            )
     seen: Counter[str] = Counter(r["prompt_id"] for r in rows)
     deaths: Counter[str] = Counter(r["prompt_id"] for r in rows if r["cause"] != "correct")
     text = {r["prompt_id"]: r.get("prompt", "") for r in rows}
@@ -98,11 +112,20 @@ def write_samples(rows: list[dict[str, Any]], path: str | Path, per_cause: int =
         out += [f"## {cause.value} ({len(picked)} of {len(pool)})", ""]
         for r in picked:
             v = r.get("verdict") or {}
-            out += [f"### step {r['step']}, prompt `{r['prompt_id']}`", "",
-                    f"- prompt: {r.get('prompt', '')!r}", f"- gold: `{r.get('gold', v.get('gold', ''))}`",
-                    f"- extracted: `{v.get('extracted', '')}`", f"- reason: {v.get('reason', '')}",
-                    f"- finish: {r.get('finish')}, total reward: {r.get('total')}", "", "```text",
-                    r.get("completion", ""), "```", ""]
+            out += [
+                f"### step {r['step']}, prompt `{r['prompt_id']}`",
+                "",
+                f"- prompt: {r.get('prompt', '')!r}",
+                f"- gold: `{r.get('gold', v.get('gold', ''))}`",
+                f"- extracted: `{v.get('extracted', '')}`",
+                f"- reason: {v.get('reason', '')}",
+                f"- finish: {r.get('finish')}, total reward: {r.get('total')}",
+                "",
+                "```text",
+                r.get("completion", ""),
+                "```",
+                "",
+            ]
     p = Path(path)
     p.write_text("\n".join(out), encoding="utf-8")
     return p

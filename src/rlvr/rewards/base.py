@@ -53,8 +53,9 @@ def completion_text(completion: Any) -> str:
         # an episode with tools (TRL's tool loop): the answer is what the policy wrote after the last
         # tool result, never a number it wrote before a call or one a tool printed
         last_tool = max((i for i, m in enumerate(msgs) if m.get("role") == "tool"), default=-1)
-        parts = [str(m.get("content", "") or "") for m in msgs[last_tool + 1 :]
-                 if m.get("role", "assistant") == "assistant"]
+        parts = [
+            str(m.get("content", "") or "") for m in msgs[last_tool + 1 :] if m.get("role", "assistant") == "assistant"
+        ]
         return "\n".join(parts)
     raise DataError(f"a completion must be a string or chat messages, got {type(completion).__name__}")
 
@@ -85,8 +86,9 @@ def column(columns: Mapping[str, Any], name: str, n: int) -> list[Any] | None:
     return list(value)
 
 
-def gold_column(columns: Mapping[str, Any], n: int, field_name: str | None = None,
-                prefer: Sequence[str] = ()) -> list[Any]:
+def gold_column(
+    columns: Mapping[str, Any], n: int, field_name: str | None = None, prefer: Sequence[str] = ()
+) -> list[Any]:
     """The gold answers: column ``field_name``, else the first of ``prefer`` + :data:`GOLD_COLUMNS` present."""
     names = (field_name,) if field_name else (*prefer, *GOLD_COLUMNS)
     for name in names:

@@ -24,8 +24,9 @@ class _CodeReward(Reward):
     needs_verdict = True
     gold_columns = GOLD_COLUMNS
 
-    def __init__(self, *, gold_field: str | None = None, timeout: float = DEFAULT_CODE_TIMEOUT,
-                 task: str = "code") -> None:
+    def __init__(
+        self, *, gold_field: str | None = None, timeout: float = DEFAULT_CODE_TIMEOUT, task: str = "code"
+    ) -> None:
         super().__init__()
         self.gold_field, self.timeout, self.task = gold_field, timeout, task
 
@@ -33,10 +34,12 @@ class _CodeReward(Reward):
         raise NotImplementedError
 
     def _score(self, texts: list[str], columns: Mapping[str, Any]) -> list[Scored]:
-        verdicts = row_verdicts(texts, columns, gold_field=self.gold_field, timeout=self.timeout, task=self.task,
-                                prefer=self.gold_columns)
-        return [Scored(self.value(v), v, {k: v.details[k] for k in ("passed", "total") if k in v.details})
-                for v in verdicts]
+        verdicts = row_verdicts(
+            texts, columns, gold_field=self.gold_field, timeout=self.timeout, task=self.task, prefer=self.gold_columns
+        )
+        return [
+            Scored(self.value(v), v, {k: v.details[k] for k in ("passed", "total") if k in v.details}) for v in verdicts
+        ]
 
 
 @register("code")

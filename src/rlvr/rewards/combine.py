@@ -94,14 +94,21 @@ class Total(Reward):
         self.jobs, self.timeout = jobs, timeout
         # one verdict serves every component, so the components that verify must agree on how
         judges = [r for r in self.rewards.values() if r.needs_verdict]
-        settings = {(getattr(r, "strict", False), getattr(r, "gold_field", None), getattr(r, "task", None),
-                     r.gold_columns) for r in judges}
+        settings = {
+            (getattr(r, "strict", False), getattr(r, "gold_field", None), getattr(r, "task", None), r.gold_columns)
+            for r in judges
+        }
         if len(settings) > 1:
-            raise ConfigError("rewards that verify must share strict, gold_field and task (one verdict serves them "
-                              "all): " + ", ".join(f"{r.name}: strict={getattr(r, 'strict', False)}, "
-                                                   f"task={getattr(r, 'task', None)}" for r in judges))
+            raise ConfigError(
+                "rewards that verify must share strict, gold_field and task (one verdict serves them "
+                "all): "
+                + ", ".join(
+                    f"{r.name}: strict={getattr(r, 'strict', False)}, task={getattr(r, 'task', None)}" for r in judges
+                )
+            )
         self._verify_with: tuple[bool, str | None, str | None, tuple[str, ...]] | None = (
-            settings.pop() if settings else None)
+            settings.pop() if settings else None
+        )
         # a component's own verification time limit wins when longer (running code takes longer than maths)
         self.timeout = max([timeout, *(t for r in judges if isinstance(t := getattr(r, "timeout", None), int | float))])
 
@@ -110,8 +117,11 @@ class Total(Reward):
         """The total a config's ``rewards`` section names (weights, options, an injected outage)."""
         from rlvr.verify.outage import Outage
 
-        outage = (Outage(rewards.outage, rewards.outage_seed, rewards.bad_gold)
-                  if rewards.outage or rewards.bad_gold else None)
+        outage = (
+            Outage(rewards.outage, rewards.outage_seed, rewards.bad_gold)
+            if rewards.outage or rewards.bad_gold
+            else None
+        )
         return cls(dict(rewards.weights), options=rewards.active_options(), outage=outage, **kwargs)
 
     def weights_at(self, step: int = 0) -> dict[str, float]:
@@ -124,16 +134,18 @@ class Total(Reward):
         from rlvr.rewards.verdicts import row_verdicts
 
         strict, gold_field, task, prefer = self._verify_with
-        verdicts = row_verdicts(texts, columns, gold_field=gold_field, strict=strict, timeout=self.timeout, task=task,
-                                prefer=prefer)
+        verdicts = row_verdicts(
+            texts, columns, gold_field=gold_field, strict=strict, timeout=self.timeout, task=task, prefer=prefer
+        )
         if self.outage is not None and column(columns, "verdicts", len(texts)) is None:
             from rlvr.rewards.base import gold_column
 
             verdicts = self.outage.apply(verdicts, texts, gold_column(columns, len(texts), gold_field, prefer))
         return verdicts
 
-    def _components(self, texts: list[str], columns: Mapping[str, Any]
-                    ) -> tuple[list[Verdict] | None, list[dict[str, Any]]]:
+    def _components(
+        self, texts: list[str], columns: Mapping[str, Any]
+    ) -> tuple[list[Verdict] | None, list[dict[str, Any]]]:
         """Verdicts and every component's value, in this process."""
         cols = dict(columns)
         verdicts = self._verdicts(texts, cols)
@@ -145,20 +157,31 @@ class Total(Reward):
         comps = [{name: per_reward[name][i].value for name in self.rewards} for i in range(len(texts))]
         return verdicts, comps
 
-    def _components_parallel(self, texts: list[str], columns: Mapping[str, Any]
-                             ) -> tuple[list[Verdict], list[dict[str, Any]]]:
+    def _components_parallel(
+        self, texts: list[str], columns: Mapping[str, Any]
+    ) -> tuple[list[Verdict], list[dict[str, Any]]]:
         """Whole rows (verdict and components) scored in worker processes with hard time limits."""
         from rlvr.verify.batch import run_batch
         from rlvr.verify.math.parse import warm_up
 
         n = len(texts)
-        per_row = {k: column(columns, k, n) for k, v in columns.items()
-                   if not k.startswith("_") and k not in _NOT_COLUMNS and not callable(v)}
+        per_row = {
+            k: column(columns, k, n)
+            for k, v in columns.items()
+            if not k.startswith("_") and k not in _NOT_COLUMNS and not callable(v)
+        }
         items = [(t, {k: v[i] for k, v in per_row.items() if v is not None}) for i, t in enumerate(texts)]
         warm_up()
-        out = run_batch(_score_row, items, jobs=self.jobs, timeout=self.timeout, options={"total": self},
-                        on_timeout=lambda item: None, on_crash=lambda item, why: why,
-                        on_done=columns.get("_on_verified"))
+        out = run_batch(
+            _score_row,
+            items,
+            jobs=self.jobs,
+            timeout=self.timeout,
+            options={"total": self},
+            on_timeout=lambda item: None,
+            on_crash=lambda item, why: why,
+            on_done=columns.get("_on_verified"),
+        )
         verdicts, comps = [], []
         for item, got in zip(items, out):
             if not isinstance(got, tuple):  # killed or crashed: score the row against that verdict
@@ -169,8 +192,9 @@ class Total(Reward):
             comps.append(got[1])
         return verdicts, comps
 
-    def breakdown(self, completions: Sequence[Any], *, step: int | None = None,
-                  **columns: Any) -> list[RewardBreakdown]:
+    def breakdown(
+        self, completions: Sequence[Any], *, step: int | None = None, **columns: Any
+    ) -> list[RewardBreakdown]:
         """Every component, the weights in force and the verdict, per row."""
         from rlvr.rewards.base import completion_text
 

@@ -79,7 +79,7 @@ class Format(Reward):
                 return "tags out of order"
             if text[: at[0]].strip():
                 return f"text before {tags[0]}"
-            if text[at[-1] + len(tags[-1]):].strip():
+            if text[at[-1] + len(tags[-1]) :].strip():
                 return f"text after {tags[-1]}"
             return f"text between {tags[1]} and {tags[2]}"
         return None

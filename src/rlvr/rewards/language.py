@@ -29,11 +29,27 @@ _VARIABLE = re.compile(r"(?<![^\W\d_])[A-Za-z](?![^\W\d_])")
 _SENTENCE = re.compile(r"(?<=[.!?;:。！？；：\n])\s*")
 
 #: Scripts that identify their language outright.
-_SCRIPT_LANG = {"Han": "zh", "Kana": "ja", "Hangul": "ko", "Arabic": "ar", "Hebrew": "he", "Thai": "th",
-                "Greek": "el", "Devanagari": "hi"}
+_SCRIPT_LANG = {
+    "Han": "zh",
+    "Kana": "ja",
+    "Hangul": "ko",
+    "Arabic": "ar",
+    "Hebrew": "he",
+    "Thai": "th",
+    "Greek": "el",
+    "Devanagari": "hi",
+}
 #: The script of languages not written in Latin letters.
-_LANG_SCRIPT = {**{v: k for k, v in _SCRIPT_LANG.items()}, "ru": "Cyrillic", "uk": "Cyrillic", "bg": "Cyrillic",
-                "sr": "Cyrillic", "mk": "Cyrillic", "be": "Cyrillic", "kk": "Cyrillic"}
+_LANG_SCRIPT = {
+    **{v: k for k, v in _SCRIPT_LANG.items()},
+    "ru": "Cyrillic",
+    "uk": "Cyrillic",
+    "bg": "Cyrillic",
+    "sr": "Cyrillic",
+    "mk": "Cyrillic",
+    "be": "Cyrillic",
+    "kk": "Cyrillic",
+}
 
 
 def script_of(ch: str) -> str | None:

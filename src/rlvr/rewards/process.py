@@ -39,8 +39,11 @@ _NUM = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
 _TERM = rf"[-+(]*\s*{_NUM}(?:\s*[)%]*\s*(?:[-+*/×÷^x·]|\\times|\\cdot|\\div)\s*[(]*\s*-?{_NUM}\s*\)*)*\s*\)*"
 _CHAIN = re.compile(rf"{_TERM}(?:\s*=\s*{_TERM})+")
 _LAST_NUM = re.compile(rf"-?{_NUM}(?!.*\d)", re.DOTALL)
-_STATED = re.compile(rf"\b(?:is|are|was|were|equals|gives|get|gets|makes|leaves|total of)\s*:?\s*\$?"
-                     rf"(-?{_NUM})(?![\d.]*\s*[-+*/×÷^])|:\s*\$?(-?{_NUM})\b(?!\s*[-+*/×÷^=])", re.IGNORECASE)
+_STATED = re.compile(
+    rf"\b(?:is|are|was|were|equals|gives|get|gets|makes|leaves|total of)\s*:?\s*\$?"
+    rf"(-?{_NUM})(?![\d.]*\s*[-+*/×÷^])|:\s*\$?(-?{_NUM})\b(?!\s*[-+*/×÷^=])",
+    re.IGNORECASE,
+)
 _LATEX_EQ = re.compile(r"\$([^$]*=[^$]*)\$|\\\[(.*?=.*?)\\\]|\\\((.*?=.*?)\\\)", re.DOTALL)
 MAX_SEGMENTS = 200  # per completion: bounded work on pathological text
 

@@ -49,8 +49,7 @@ class Schedule:
         try:
             points = sorted((int(s), float(w)) for s, w in pairs)
         except (TypeError, ValueError):
-            raise ConfigError(
-                f"{name}: a weight is a number or a list of [step, weight] pairs, got {spec!r}") from None
+            raise ConfigError(f"{name}: a weight is a number or a list of [step, weight] pairs, got {spec!r}") from None
         if not points:
             raise ConfigError(f"{name}: an empty schedule; give a number or [step, weight] pairs")
         steps = [s for s, _ in points]

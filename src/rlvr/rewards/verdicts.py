@@ -72,8 +72,10 @@ def _with_options(golds: list[Any], tasks: list[Any], columns: Mapping[str, Any]
     they are listed in) with the gold, so a gold given as an option's text maps to its letter."""
     options = column(columns, "options", n) or column(columns, "choices", n) or [None] * n
     prompts = column(columns, "prompt", n) or [None] * n
-    return [{"answer": g, "options": o, "prompt": prompt_text(p)} if canonical_task(t) == "mcq" else g
-            for g, t, o, p in zip(golds, tasks, options, prompts)]
+    return [
+        {"answer": g, "options": o, "prompt": prompt_text(p)} if canonical_task(t) == "mcq" else g
+        for g, t, o, p in zip(golds, tasks, options, prompts)
+    ]
 
 
 def clear_cache() -> None:

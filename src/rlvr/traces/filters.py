@@ -54,8 +54,11 @@ def keep_flags(rows: Sequence[dict[str, Any]], rules: KeepRules) -> list[str | N
     """One entry per row of a prompt: None when kept, else the reason it was not."""
     reasons: list[str | None] = [why_dropped(r, rules) for r in rows]
     seen: set[str] = set()
-    order = sorted(range(len(rows)), key=lambda i: len(rows[i].get("completion", ""))) if rules.shortest_first \
+    order = (
+        sorted(range(len(rows)), key=lambda i: len(rows[i].get("completion", "")))
+        if rules.shortest_first
         else list(range(len(rows)))
+    )
     kept = 0
     for i in order:
         if reasons[i] is not None:

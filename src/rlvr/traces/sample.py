@@ -84,10 +84,20 @@ def _prepare(out: Path, resume: bool) -> set[str]:
     return done
 
 
-def sample_file(model: Any, tokenizer: Any, samples: Sequence[Sample], out: str | Path, total: Total,
-                settings: SampleSettings = SampleSettings(), *, constrain: Any = None, fast: bool = True,
-                dtype: torch.dtype | None = None, resume: bool = False,
-                on_progress: Callable[[int, SampleRun], None] | None = None) -> SampleRun:
+def sample_file(
+    model: Any,
+    tokenizer: Any,
+    samples: Sequence[Sample],
+    out: str | Path,
+    total: Total,
+    settings: SampleSettings = SampleSettings(),
+    *,
+    constrain: Any = None,
+    fast: bool = True,
+    dtype: torch.dtype | None = None,
+    resume: bool = False,
+    on_progress: Callable[[int, SampleRun], None] | None = None,
+) -> SampleRun:
     """Sample, verify, filter and write (see the module docstring).
 
     Raises:
@@ -110,13 +120,26 @@ def sample_file(model: Any, tokenizer: Any, samples: Sequence[Sample], out: str 
             gen = torch.Generator(device=next(model.parameters()).device)
             gen.manual_seed(settings.seed * 1_000_003 + run.resumed_prompts + b)
             tg = time.perf_counter()
-            batch = generate(model, tokenizer, [encode(tokenizer, s.prompt) for s in chunk], group_size=k,
-                             max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
-                             top_p=settings.top_p, generator=gen, fast=fast, constrain=constrain, dtype=dtype)
+            batch = generate(
+                model,
+                tokenizer,
+                [encode(tokenizer, s.prompt) for s in chunk],
+                group_size=k,
+                max_new_tokens=settings.max_new_tokens,
+                temperature=settings.temperature,
+                top_p=settings.top_p,
+                generator=gen,
+                fast=fast,
+                constrain=constrain,
+                dtype=dtype,
+            )
             tv = time.perf_counter()
             rows = [s for s in chunk for _ in range(k)]
-            cols: dict[str, Any] = {"gold": [s.gold for s in rows], "task": [s.task for s in rows],
-                                    "prompt": [s.prompt for s in rows]}
+            cols: dict[str, Any] = {
+                "gold": [s.gold for s in rows],
+                "task": [s.task for s in rows],
+                "prompt": [s.prompt for s in rows],
+            }
             for key in {key for s in rows for key in s.extra}:
                 cols[key] = [s.extra.get(key) for s in rows]
             scored = total.breakdown(batch.texts, **cols)
@@ -130,10 +153,21 @@ def sample_file(model: Any, tokenizer: Any, samples: Sequence[Sample], out: str 
                     bd, text, fin = scored[i], batch.texts[i], batch.finish[i]
                     v = bd.verdict
                     cause = cause_of(v.status, fin, text=text).value if v is not None else "invalid"
-                    group.append({"prompt_id": s.id, "task": s.task, "prompt": s.prompt, "gold": s.gold,
-                                  "sample": j, "completion": text, "finish": fin,
-                                  "verdict": v.to_dict() if v is not None else None, "components": bd.components,
-                                  "total": bd.total, "cause": cause})
+                    group.append(
+                        {
+                            "prompt_id": s.id,
+                            "task": s.task,
+                            "prompt": s.prompt,
+                            "gold": s.gold,
+                            "sample": j,
+                            "completion": text,
+                            "finish": fin,
+                            "verdict": v.to_dict() if v is not None else None,
+                            "components": bd.components,
+                            "total": bd.total,
+                            "cause": cause,
+                        }
+                    )
                 for row, reason in zip(group, keep_flags(group, settings.rules), strict=True):
                     row["kept"] = reason is None
                     row["dropped"] = reason

@@ -156,8 +156,10 @@ def run_batch(
             busy = [s for s in slots if s.chunk]
             deadline = min(s.current()[1] + limit for s in busy)
             # wake at the earliest deadline, or sooner to re-read progress (it moves without messages)
-            wait([s.conn for s in busy] + [s.proc.sentinel for s in busy],
-                 timeout=min(max(0.0, deadline - time.monotonic()), 0.25))
+            wait(
+                [s.conn for s in busy] + [s.proc.sentinel for s in busy],
+                timeout=min(max(0.0, deadline - time.monotonic()), 0.25),
+            )
             now = time.monotonic()
             for i, s in enumerate(slots):
                 if not s.chunk:
@@ -178,8 +180,12 @@ def run_batch(
                 if alive and now - started < limit:
                     continue
                 culprit = s.chunk[k]
-                finish(culprit, on_timeout(items[culprit]) if alive else on_crash(
-                    items[culprit], f"worker exited with code {s.proc.exitcode}"))
+                finish(
+                    culprit,
+                    on_timeout(items[culprit])
+                    if alive
+                    else on_crash(items[culprit], f"worker exited with code {s.proc.exitcode}"),
+                )
                 pending.extendleft(reversed([j for j in s.chunk if results[j] is _UNSET and j != culprit]))
                 s.kill()
                 slots[i] = _Slot(ctx, fn, options)

@@ -42,14 +42,18 @@ def verify_countdown(completion: str, gold: str, timeout: float | None = None, *
         spec = json.loads(gold)
         target, numbers = Fraction(spec["target"]), [int(x) for x in spec["numbers"]]
     except (ValueError, KeyError, TypeError):
-        return Verdict(Status.BAD_GOLD, reason=f"gold must be JSON with target and numbers, got {gold[:60]!r}",
-                       gold=str(gold)[:200])
+        return Verdict(
+            Status.BAD_GOLD,
+            reason=f"gold must be JSON with target and numbers, got {gold[:60]!r}",
+            gold=str(gold)[:200],
+        )
     expr = _expression(completion)
     if expr is None or not re.search(r"\d", expr):
         return Verdict(Status.NO_ANSWER, reason="no expression found", gold=gold)
     if re.search(r"[^\d\s+\-*/().×÷]", expr):
-        return Verdict(Status.NO_ANSWER, extracted=expr, reason="the answer is not a plain arithmetic expression",
-                       gold=gold)
+        return Verdict(
+            Status.NO_ANSWER, extracted=expr, reason="the answer is not a plain arithmetic expression", gold=gold
+        )
     if "**" in expr:
         return Verdict(Status.WRONG, expr, Method.STRUCTURAL, "uses a power; only + - * / are allowed", gold)
     try:
@@ -61,8 +65,13 @@ def verify_countdown(completion: str, gold: str, timeout: float | None = None, *
     used = Counter(int(n) for n in re.findall(r"\d+", expr))
     extra = used - Counter(numbers)
     if extra:
-        return Verdict(Status.WRONG, expr, Method.STRUCTURAL,
-                       f"uses numbers not available (or too often): {sorted(extra.elements())}", gold)
+        return Verdict(
+            Status.WRONG,
+            expr,
+            Method.STRUCTURAL,
+            f"uses numbers not available (or too often): {sorted(extra.elements())}",
+            gold,
+        )
     if value != target:
         return Verdict(Status.WRONG, expr, Method.NUMERIC, f"evaluates to {value}, not {target}", gold)
     return Verdict(Status.CORRECT, expr, Method.NUMERIC, f"reaches {target}", gold)

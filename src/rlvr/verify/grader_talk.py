@@ -18,44 +18,111 @@ import re
 
 # Whom it names: the grading side of the pipeline, or the answer only the grader holds.
 _GRADER = r"(?:auto-?)?grader|verifier|evaluator|reward\s+(?:model|function)|scoring\s+(?:model|script)|scorer"
-_HELD = (r"(?:reference|gold(?:en)?|expected|official|hidden|stored|target)\s+"
-         r"(?:answer|solution|label)s?|answer\s+key|ground[\s-]*truth")
+_HELD = (
+    r"(?:reference|gold(?:en)?|expected|official|hidden|stored|target)\s+"
+    r"(?:answer|solution|label)s?|answer\s+key|ground[\s-]*truth"
+)
 _NAMES = re.compile(rf"\b(?:{_GRADER}|{_HELD})\b")
 # Whose voice it takes: a system / grader turn inside the answer.
-_VOICE = re.compile(r"\[\s*(?:system|sys|admin|grader|evaluator|verifier|judge|instructions?)\s*\]|"
-                    r"(?m:^\s*(?:system|grader|evaluator|verifier)\s*(?:message|note|prompt)?\s*:)|</?system>")
+_VOICE = re.compile(
+    r"\[\s*(?:system|sys|admin|grader|evaluator|verifier|judge|instructions?)\s*\]|"
+    r"(?m:^\s*(?:system|grader|evaluator|verifier)\s*(?:message|note|prompt)?\s*:)|</?system>"
+)
 # What it declares: a verdict object or a grade line.
-_VERDICT = re.compile(r"[{,]\s*[\"']?(?:verdict|is_correct|correct|score|grade|reward|judgement|judgment|"
-                      r"evaluation|passed)[\"']?\s*:\s*(?:true|1(?:\.0+)?\b|[\"'](?:correct|pass(?:ed)?|yes|right)[\"'])")
+_VERDICT = re.compile(
+    r"[{,]\s*[\"']?(?:verdict|is_correct|correct|score|grade|reward|judgement|judgment|"
+    r"evaluation|passed)[\"']?\s*:\s*(?:true|1(?:\.0+)?\b|[\"'](?:correct|pass(?:ed)?|yes|right)[\"'])"
+)
 # What it orders: to be marked right, not to be checked, earlier instructions dropped (one regex a form).
 _ORDERS = (
-    (re.compile(r"\b(?:mark|grade|score|count|treat|accept|consider)\s+(?:this|it|me|my\s+\w+|the\s+(?:answer|"
-                r"response|solution))\s+(?:as\s+)?(?:correct|right|full|a\s+pass|passing)\b"),
-     ("correct", "right", "full", "pass")),
-    (re.compile(r"\b(?:should|must|will)\s+be\s+(?:marked|graded|scored|judged|considered|accepted)\s+(?:as\s+)?"
-                r"(?:correct|right)"), ("marked", "graded", "scored", "judged", "considered", "accepted")),
-    (re.compile(r"\b(?:does\s+not|doesn't|do\s+not|don't|no\s+need\s+to|need\s+not|needn't|needs\s+not)\s+"
-                r"(?:need\s+to\s+)?be\s+(?:compared|checked|verified|graded|evaluated)"),
-     ("compared", "checked", "verified", "graded", "evaluated")),
+    (
+        re.compile(
+            r"\b(?:mark|grade|score|count|treat|accept|consider)\s+(?:this|it|me|my\s+\w+|the\s+(?:answer|"
+            r"response|solution))\s+(?:as\s+)?(?:correct|right|full|a\s+pass|passing)\b"
+        ),
+        ("correct", "right", "full", "pass"),
+    ),
+    (
+        re.compile(
+            r"\b(?:should|must|will)\s+be\s+(?:marked|graded|scored|judged|considered|accepted)\s+(?:as\s+)?"
+            r"(?:correct|right)"
+        ),
+        ("marked", "graded", "scored", "judged", "considered", "accepted"),
+    ),
+    (
+        re.compile(
+            r"\b(?:does\s+not|doesn't|do\s+not|don't|no\s+need\s+to|need\s+not|needn't|needs\s+not)\s+"
+            r"(?:need\s+to\s+)?be\s+(?:compared|checked|verified|graded|evaluated)"
+        ),
+        ("compared", "checked", "verified", "graded", "evaluated"),
+    ),
     (re.compile(r"\bno\s+need\s+to\s+(?:compare|check|verify|grade|evaluate)"), ("need",)),
-    (re.compile(r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier|"
-                r"preceding)\s+(?:instructions?|rules?|prompts?)"),
-     ("instruction", "instructions", "rule", "rules", "prompt", "prompts")),
-    (re.compile(r"\b(?:award|give|assign)\s+(?:me\s+|this\s+)?(?:full|maximum|max|perfect)\s+(?:marks?|credit|"
-                r"score|points|reward)"), ("full", "maximum", "max", "perfect")),
+    (
+        re.compile(
+            r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier|"
+            r"preceding)\s+(?:instructions?|rules?|prompts?)"
+        ),
+        ("instruction", "instructions", "rule", "rules", "prompt", "prompts"),
+    ),
+    (
+        re.compile(
+            r"\b(?:award|give|assign)\s+(?:me\s+|this\s+)?(?:full|maximum|max|perfect)\s+(?:marks?|credit|"
+            r"score|points|reward)"
+        ),
+        ("full", "maximum", "max", "perfect"),
+    ),
 )
 
 # Each rule is searched only where one of its words occurs: the text's words are one C-level pass
 # (punctuation to spaces, split), the regexes on a long solution are not. Matching is lower-cased.
 _RULES = (
-    ("speaks in the grader's voice", _VOICE, {"system", "sys", "admin", "grader", "evaluator", "verifier", "judge",
-                                              "instruction", "instructions"}),
-    ("names the grader or its answer", _NAMES, {"grader", "graders", "autograder", "auto", "verifier", "evaluator",
-                                                "reward", "scoring", "scorer", "reference", "gold", "golden",
-                                                "expected", "official", "hidden", "stored", "target", "key", "ground",
-                                                "truth"}),
-    ("declares its own verdict", _VERDICT, {"verdict", "is_correct", "correct", "score", "grade", "reward",
-                                            "judgement", "judgment", "evaluation", "passed"}),
+    (
+        "speaks in the grader's voice",
+        _VOICE,
+        {"system", "sys", "admin", "grader", "evaluator", "verifier", "judge", "instruction", "instructions"},
+    ),
+    (
+        "names the grader or its answer",
+        _NAMES,
+        {
+            "grader",
+            "graders",
+            "autograder",
+            "auto",
+            "verifier",
+            "evaluator",
+            "reward",
+            "scoring",
+            "scorer",
+            "reference",
+            "gold",
+            "golden",
+            "expected",
+            "official",
+            "hidden",
+            "stored",
+            "target",
+            "key",
+            "ground",
+            "truth",
+        },
+    ),
+    (
+        "declares its own verdict",
+        _VERDICT,
+        {
+            "verdict",
+            "is_correct",
+            "correct",
+            "score",
+            "grade",
+            "reward",
+            "judgement",
+            "judgment",
+            "evaluation",
+            "passed",
+        },
+    ),
     *(("gives the grader orders", rule, set(words)) for rule, words in _ORDERS),
 )
 _PUNCT = str.maketrans(dict.fromkeys("[](){}<>.,;:!?\"'`*/=|-", " "))
@@ -75,5 +142,5 @@ def grader_talk(text: str) -> str | None:
     words = set(low.translate(_PUNCT).split())
     for what, rule, triggers in _RULES:
         if not words.isdisjoint(triggers) and (m := rule.search(low)):
-            return f"{what}: {text[m.start():m.end()].strip()[:60]!r}"
+            return f"{what}: {text[m.start() : m.end()].strip()[:60]!r}"
     return None

@@ -43,8 +43,21 @@ MAX_ANSWER_CHARS = 20_000
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.S)
 _JSON_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)```", re.S | re.I)
 _WORD = re.compile(r"[\u4e00-\u9fff\u3040-\u30ff]|[^\s\u4e00-\u9fff\u3040-\u30ff]+")
-_KNOWN = {"json", "schema", "regex", "not_regex", "contains", "not_contains", "min_words", "max_words",
-          "min_chars", "max_chars", "max_lines", "lowercase", "uppercase"}
+_KNOWN = {
+    "json",
+    "schema",
+    "regex",
+    "not_regex",
+    "contains",
+    "not_contains",
+    "min_words",
+    "max_words",
+    "min_chars",
+    "max_chars",
+    "max_lines",
+    "lowercase",
+    "uppercase",
+}
 
 
 def answer_text(completion: str) -> str:
@@ -132,13 +145,19 @@ def verify_instruction(completion: str, gold: Any, **_: Any) -> Verdict:
     if spec.get("json") or "schema" in spec:
         found, value = extract_json(answer)
         if not found:
-            return Verdict(Status.NO_ANSWER, extracted=answer[:500], method=Method.CONSTRAINT,
-                           reason="JSON required but none parses", details={"constraints": [], "passed": 0,
-                                                                             "total": 0, "pass_fraction": 0.0})
+            return Verdict(
+                Status.NO_ANSWER,
+                extracted=answer[:500],
+                method=Method.CONSTRAINT,
+                reason="JSON required but none parses",
+                details={"constraints": [], "passed": 0, "total": 0, "pass_fraction": 0.0},
+            )
         check("json", True)
         if "schema" in spec:
-            errors = sorted(jsonschema.validators.validator_for(spec["schema"])(spec["schema"]).iter_errors(value),
-                            key=lambda e: list(e.path))
+            errors = sorted(
+                jsonschema.validators.validator_for(spec["schema"])(spec["schema"]).iter_errors(value),
+                key=lambda e: list(e.path),
+            )
             path = "/".join(map(str, errors[0].path)) if errors else ""
             check("schema", not errors, f"{errors[0].message}" + (f" at /{path}" if path else "") if errors else "")
     for pat in _as_list(spec.get("regex", [])):
@@ -152,8 +171,13 @@ def verify_instruction(completion: str, gold: Any, **_: Any) -> Verdict:
         check(f"not_contains {s}", str(s).lower() not in low, "present")
     words, chars = len(_WORD.findall(answer)), len(answer)
     lines = sum(1 for ln in answer.splitlines() if ln.strip())
-    for key, n, cmp in (("min_words", words, 1), ("max_words", words, -1), ("min_chars", chars, 1),
-                        ("max_chars", chars, -1), ("max_lines", lines, -1)):
+    for key, n, cmp in (
+        ("min_words", words, 1),
+        ("max_words", words, -1),
+        ("min_chars", chars, 1),
+        ("max_chars", chars, -1),
+        ("max_lines", lines, -1),
+    ):
         if key in spec:
             bound = spec[key]
             check(key, n >= bound if cmp > 0 else n <= bound, f"{n} vs {key}={bound}")
@@ -163,11 +187,21 @@ def verify_instruction(completion: str, gold: Any, **_: Any) -> Verdict:
         check("uppercase", answer == answer.upper(), "has lower-case letters")
     passed = sum(r["ok"] for r in results)
     failed = [r for r in results if not r["ok"]]
-    details = {"constraints": results, "passed": passed, "total": len(results),
-               "pass_fraction": passed / len(results) if results else 0.0}
+    details = {
+        "constraints": results,
+        "passed": passed,
+        "total": len(results),
+        "pass_fraction": passed / len(results) if results else 0.0,
+    }
     if failed:
         reason = f"{len(failed)}/{len(results)} constraints failed: " + "; ".join(
-            f"{r['name']}: {r['reason']}" for r in failed[:3])
+            f"{r['name']}: {r['reason']}" for r in failed[:3]
+        )
         return Verdict(Status.WRONG, extracted=answer[:500], method=Method.CONSTRAINT, reason=reason, details=details)
-    return Verdict(Status.CORRECT, extracted=answer[:500], method=Method.CONSTRAINT,
-                   reason=f"all {len(results)} constraints hold", details=details)
+    return Verdict(
+        Status.CORRECT,
+        extracted=answer[:500],
+        method=Method.CONSTRAINT,
+        reason=f"all {len(results)} constraints hold",
+        details=details,
+    )

@@ -37,31 +37,56 @@ _LOWER = r"(?:\(\s*([a-j])\s*\)|([a-j])\)|([a-j])(?=\s*(?:[.,;!]\s*$|[.,;!]?\s*\
 _LETTER = rf"(?:{_UPPER}|{_LOWER})"
 _OPT = r"(?:option|choice|letter)?\s*:?\s*"
 # statements that name the final choice; the letter is the (first) group that matched
-_STATEMENTS = [re.compile(p, flags) for p, flags in (
-    (rf"(?:final\s+|correct\s+|best\s+)?answer\s*(?:is|would\s+be|must\s+be|:|=)\s*{_OPT}(?=(?P<x>.{{0,80}}))",
-     re.IGNORECASE),
-    (r"(?:the\s+|my\s+)?(?:correct|right|best|final)\s+(?:option|choice|answer|letter|selection|pick)"
-     r"\s*(?:\bis\b|\bwould\s+be\b|\bmust\s+be\b|:)\s*(?=(?P<x>.{0,80}))", re.IGNORECASE),
-    # "the only consistent one is (A)", "the one that fits is C": a choice singled out
-    (rf"\b(?:the\s+)?(?:only|one)\s+(?:[a-z]+\s+){{0,3}}(?:one|option|choice|answer)\s+(?:that\s+[a-z]+\s+)?"
-     rf"(?:is|remains)\s+{_OPT}(?=(?P<x>.{{0,80}}))", re.IGNORECASE),
-    # "corresponds to choice (b)", "which matches option C": the work pointing at one option
-    (r"\b(?:corresponds|corresponding|matches|matching|points|leads|agrees)\s+(?:(?:to|with)\s+)?"
-     r"(?:the\s+)?(?:option|choice|answer)\s+(?=(?P<x>.{0,80}))", re.IGNORECASE),
-    (rf"\bI(?:\s+would|'d|\s+will|'ll)?\s+(?:choose|pick|select|go\s+with)\s+{_OPT}(?=(?P<x>.{{0,80}}))",
-     re.IGNORECASE),
-    (rf"\b(?:it\s+is|it's|it\s+must\s+be|it\s+should\s+be|so\s+it's)\s+{_OPT}(?=(?P<x>.{{0,80}}))", re.IGNORECASE),
-    (rf"\b(?:option|choice)\s+(?P<x>{_LETTER})\s+(?:is|seems|appears)\s+(?:to\s+be\s+)?(?:the\s+)?"
-     rf"(?:correct|right|best|answer)", re.IGNORECASE),
-    # "C is correct": an uppercase letter only ("a is correct" is prose)
-    (rf"(?<![A-Za-z])(?P<x>{_UPPER})\s+is\s+(?:the\s+)?(?:correct|right|best)(?:\s+(?:answer|option|choice))?\b", 0),
-)]
+_STATEMENTS = [
+    re.compile(p, flags)
+    for p, flags in (
+        (
+            rf"(?:final\s+|correct\s+|best\s+)?answer\s*(?:is|would\s+be|must\s+be|:|=)\s*{_OPT}(?=(?P<x>.{{0,80}}))",
+            re.IGNORECASE,
+        ),
+        (
+            r"(?:the\s+|my\s+)?(?:correct|right|best|final)\s+(?:option|choice|answer|letter|selection|pick)"
+            r"\s*(?:\bis\b|\bwould\s+be\b|\bmust\s+be\b|:)\s*(?=(?P<x>.{0,80}))",
+            re.IGNORECASE,
+        ),
+        # "the only consistent one is (A)", "the one that fits is C": a choice singled out
+        (
+            rf"\b(?:the\s+)?(?:only|one)\s+(?:[a-z]+\s+){{0,3}}(?:one|option|choice|answer)\s+(?:that\s+[a-z]+\s+)?"
+            rf"(?:is|remains)\s+{_OPT}(?=(?P<x>.{{0,80}}))",
+            re.IGNORECASE,
+        ),
+        # "corresponds to choice (b)", "which matches option C": the work pointing at one option
+        (
+            r"\b(?:corresponds|corresponding|matches|matching|points|leads|agrees)\s+(?:(?:to|with)\s+)?"
+            r"(?:the\s+)?(?:option|choice|answer)\s+(?=(?P<x>.{0,80}))",
+            re.IGNORECASE,
+        ),
+        (
+            rf"\bI(?:\s+would|'d|\s+will|'ll)?\s+(?:choose|pick|select|go\s+with)\s+{_OPT}(?=(?P<x>.{{0,80}}))",
+            re.IGNORECASE,
+        ),
+        (rf"\b(?:it\s+is|it's|it\s+must\s+be|it\s+should\s+be|so\s+it's)\s+{_OPT}(?=(?P<x>.{{0,80}}))", re.IGNORECASE),
+        (
+            rf"\b(?:option|choice)\s+(?P<x>{_LETTER})\s+(?:is|seems|appears)\s+(?:to\s+be\s+)?(?:the\s+)?"
+            rf"(?:correct|right|best|answer)",
+            re.IGNORECASE,
+        ),
+        # "C is correct": an uppercase letter only ("a is correct" is prose)
+        (
+            rf"(?<![A-Za-z])(?P<x>{_UPPER})\s+is\s+(?:the\s+)?(?:correct|right|best)(?:\s+(?:answer|option|choice))?\b",
+            0,
+        ),
+    )
+]
 _NEGATED = re.compile(r"^\s*(?:not|never|isn't|is\s+not)\b", re.IGNORECASE)
 _EXCLUDED = re.compile(rf"(?:\bnot|\brather\s+than|\binstead\s+of|\bbut\s+not)\s+{_OPT}{_LETTER}", re.IGNORECASE)
 _SEVERAL = re.compile(rf"^{_LETTER}\s*(?:,|/|&|\band\b|\bor\b|\+)\s*{_OPT}{_LETTER}", re.IGNORECASE)
-_RETRACT = (r"\b(?:wait|no|actually|hmm)\b[^.\n]{{0,40}}\b(?:not|isn't|wrong|incorrect)\b",
-            r"(?<![A-Za-z]){L}\s+is\s+(?:wrong|incorrect|not\s+(?:correct|right|the\s+answer))",
-            r"\bnot\s+(?:option\s+)?\(?{L}\)?(?![A-Za-z])", r"\bscratch\s+that\b")
+_RETRACT = (
+    r"\b(?:wait|no|actually|hmm)\b[^.\n]{{0,40}}\b(?:not|isn't|wrong|incorrect)\b",
+    r"(?<![A-Za-z]){L}\s+is\s+(?:wrong|incorrect|not\s+(?:correct|right|the\s+answer))",
+    r"\bnot\s+(?:option\s+)?\(?{L}\)?(?![A-Za-z])",
+    r"\bscratch\s+that\b",
+)
 _ANOTHER = re.compile(r"(?<![A-Za-z])\(?[A-J][).:](?:\s|$)")
 _OPTION_LINE = re.compile(r"(?:^|\n|\s)\(?([A-J])[).:]\s*(.+?)(?=\s+\(?[A-J][).:]\s|\n|$)")
 
@@ -134,7 +159,7 @@ def _content(content: str, rule: str, options: Mapping[str, str]) -> Choice | No
         return Choice(None, rule, "several options are chosen", s)
     m = re.match(rf"{_LETTER}(?:\s*[.):,;\-]\s*|\s+|$)", s)
     if m and (letter := _letter(m)):
-        rest = s[m.end():].strip()
+        rest = s[m.end() :].strip()
         if _ANOTHER.search(rest):  # "A) 5 B) 6 C) 7": every option listed
             return Choice(None, rule, "several options are listed", s)
         return Choice(letter, rule, text=rest)
@@ -204,13 +229,15 @@ def _gold_spec(gold: Any) -> tuple[str, Any, str]:
             pass
     if isinstance(gold, Mapping):
         answer = gold.get("answer", gold.get("gold", gold.get("target")))
-        return str(answer if answer is not None else ""), gold.get("options") or gold.get("choices"), \
-            str(gold.get("prompt") or "")
+        return (
+            str(answer if answer is not None else ""),
+            gold.get("options") or gold.get("choices"),
+            str(gold.get("prompt") or ""),
+        )
     return str(gold), None, ""
 
 
-def verify_mcq(completion: str, gold: Any, *, options: Any = None, prompt: str | None = None,
-               **_: Any) -> Verdict:
+def verify_mcq(completion: str, gold: Any, *, options: Any = None, prompt: str | None = None, **_: Any) -> Verdict:
     """Verify a multiple-choice answer.
 
     Args:
@@ -242,5 +269,6 @@ def verify_mcq(completion: str, gold: Any, *, options: Any = None, prompt: str |
         return Verdict(Status.WRONG, choice.text[:80], Method.STRING, choice.why, want, details)
     if choice.letter == want:
         return Verdict(Status.CORRECT, choice.letter, Method.STRING, f"chose {want}", want, details)
-    return Verdict(Status.WRONG, choice.letter, Method.STRING, f"chose {choice.letter}, the gold is {want}", want,
-                   details)
+    return Verdict(
+        Status.WRONG, choice.letter, Method.STRING, f"chose {choice.letter}, the gold is {want}", want, details
+    )

@@ -79,7 +79,7 @@ def _drop_groups(s: str, pattern: re.Pattern[str]) -> str:
     """Remove each match of ``pattern`` with the brace group that it opens or that follows it."""
     while m := pattern.search(s):
         brace = m.start() if s[m.start()] == "{" else m.end()
-        s = s[: m.start()] + " " + s[_close(s, brace):]
+        s = s[: m.start()] + " " + s[_close(s, brace) :]
     return s
 
 
@@ -100,8 +100,20 @@ def visible_latex(text: str) -> str:
     return s
 
 
-_MINUS = str.maketrans({"\u2212": "-", "\u2012": "-", "\u2013": "-", "\ufe63": "-", "\uff0d": "-",
-                        "\u2044": "/", "\u2215": "/", "\u00a0": " ", "\u202f": " ", "\u2009": " "})
+_MINUS = str.maketrans(
+    {
+        "\u2212": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\ufe63": "-",
+        "\uff0d": "-",
+        "\u2044": "/",
+        "\u2215": "/",
+        "\u00a0": " ",
+        "\u202f": " ",
+        "\u2009": " ",
+    }
+)
 _VULGAR = re.compile(r"(\d?)([\u00bc-\u00be\u2150-\u215e\u2189])")
 _BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 

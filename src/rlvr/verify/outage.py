@@ -53,14 +53,16 @@ class Outage:
     def hit(self, text: str, gold: Any) -> Verdict | None:
         """The failed verdict this row meets, or None (its own verdict stands)."""
         if self.bad_gold and self.gold_is_bad(gold):
-            return Verdict(Status.BAD_GOLD, reason="injected unparsable gold", gold=str(gold),
-                           details={"injected": True})
+            return Verdict(
+                Status.BAD_GOLD, reason="injected unparsable gold", gold=str(gold), details={"injected": True}
+            )
         u = uniforms(self.seed, gold, text)[0]
         if u >= self.rate:
             return None
         status = Status.TIMEOUT if u < self.rate / 2 else Status.ERROR
-        return Verdict(status, reason=f"injected verifier outage ({status.value})", gold=str(gold),
-                       details={"injected": True})
+        return Verdict(
+            status, reason=f"injected verifier outage ({status.value})", gold=str(gold), details={"injected": True}
+        )
 
     def apply(self, verdicts: Sequence[Verdict], texts: Sequence[str], golds: Sequence[Any]) -> list[Verdict]:
         """``verdicts`` with the rows this outage hits replaced."""

@@ -43,11 +43,21 @@ def verify_reasoning_gym(completion: str, gold: Any, timeout: float | None = Non
         with time_limit(timeout):
             score = float(ds.score_answer(answer, entry))
     except VerifierTimeout:
-        return Verdict(Status.TIMEOUT, answer, reason=f"{name}'s score_answer ran past {timeout} s", gold=shown,
-                       details={"dataset": name})
+        return Verdict(
+            Status.TIMEOUT,
+            answer,
+            reason=f"{name}'s score_answer ran past {timeout} s",
+            gold=shown,
+            details={"dataset": name},
+        )
     except Exception as e:
-        return Verdict(Status.ERROR, answer, reason=f"{name}'s score_answer raised {type(e).__name__}: {str(e)[:120]}",
-                       gold=shown, details={"dataset": name})
+        return Verdict(
+            Status.ERROR,
+            answer,
+            reason=f"{name}'s score_answer raised {type(e).__name__}: {str(e)[:120]}",
+            gold=shown,
+            details={"dataset": name},
+        )
     details = {"dataset": name, "score": score}
     if score >= 1.0:
         return Verdict(Status.CORRECT, answer, Method.STRUCTURAL, f"{name} scores it 1", shown, details)

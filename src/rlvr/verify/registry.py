@@ -28,8 +28,9 @@ VERIFIERS.add("math", verify_math, "maths", "arithmetic", "gsm8k", "addition")
 VERIFIERS.add("countdown", verify_countdown)
 VERIFIERS.add("code", verify_code, "python", "humaneval", "apps")
 VERIFIERS.add("instruction", verify_instruction, "ifeval", "json")
-VERIFIERS.add("mcq", verify_mcq, "multiple_choice", "choice", "gpqa", "mmlu", "mmlu_pro", "mmlu-pro", "aqua",
-              "aqua_rat", "medqa")
+VERIFIERS.add(
+    "mcq", verify_mcq, "multiple_choice", "choice", "gpqa", "mmlu", "mmlu_pro", "mmlu-pro", "aqua", "aqua_rat", "medqa"
+)
 VERIFIERS.add("reasoning_gym", verify_reasoning_gym)
 
 
@@ -64,8 +65,9 @@ def verify(completion: str, gold: Any, task: str | None = "math", **options: Any
     return get_verifier(task)(completion, gold, **options)
 
 
-def verify_with(completion: str, gold: Any, task: str | None, *, strict: bool = False,
-                timeout: float | None = DEFAULT_TIMEOUT) -> Verdict:
+def verify_with(
+    completion: str, gold: Any, task: str | None, *, strict: bool = False, timeout: float | None = DEFAULT_TIMEOUT
+) -> Verdict:
     """:func:`verify` with the common options; ``strict`` goes only to the maths verifier (the
     others have no last-number fallback to turn off)."""
     opts: dict[str, Any] = {"timeout": timeout}
@@ -133,8 +135,15 @@ def verify_math_batch(
     and the item comes back as ``timeout``. ``jobs=0`` runs in this process.
     """
     items = list(pairs)
-    return verify_many([c for c, _ in items], [g for _, g in items], ["math"] * len(items), jobs=jobs,
-                       timeout=timeout, strict=strict, progress=progress)
+    return verify_many(
+        [c for c, _ in items],
+        [g for _, g in items],
+        ["math"] * len(items),
+        jobs=jobs,
+        timeout=timeout,
+        strict=strict,
+        progress=progress,
+    )
 
 
 def verify_code_batch(

@@ -28,9 +28,21 @@ PROMPTS = [{"prompt": [{"role": "user", "content": f"{a}+{a}"}], "topic": f"t{a}
 
 
 def _args(tmp_path: Path, **kw) -> trl.GRPOConfig:
-    base = {"output_dir": str(tmp_path), "max_steps": 1, "per_device_train_batch_size": 8, "num_generations": 4,
-                "max_completion_length": 8, "learning_rate": 0.1, "report_to": "none", "use_cpu": True, "bf16": False,
-                "save_strategy": "no", "seed": 0, "beta": 0.0, "disable_tqdm": True}
+    base = {
+        "output_dir": str(tmp_path),
+        "max_steps": 1,
+        "per_device_train_batch_size": 8,
+        "num_generations": 4,
+        "max_completion_length": 8,
+        "learning_rate": 0.1,
+        "report_to": "none",
+        "use_cpu": True,
+        "bf16": False,
+        "save_strategy": "no",
+        "seed": 0,
+        "beta": 0.0,
+        "disable_tqdm": True,
+    }
     return trl.GRPOConfig(**{**base, **kw})
 
 
@@ -39,9 +51,13 @@ def _trainer(tmp_path: Path, rewards, dataset=None, **kw) -> FailureAwareGRPOTra
     model = build_model(tok, hidden=32, layers=1, heads=2, seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return FailureAwareGRPOTrainer(model=model, processing_class=tok, reward_funcs=rewards,
-                                       args=_args(tmp_path, **kw),
-                                       train_dataset=dataset if dataset is not None else Dataset.from_list(PROMPTS))
+        return FailureAwareGRPOTrainer(
+            model=model,
+            processing_class=tok,
+            reward_funcs=rewards,
+            args=_args(tmp_path, **kw),
+            train_dataset=dataset if dataset is not None else Dataset.from_list(PROMPTS),
+        )
 
 
 def _length(completions, **kw):
@@ -98,14 +114,21 @@ def test_async_reward_functions_are_awaited(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("scale", ["group", "batch", "none"])
 @pytest.mark.parametrize("aggregation", ["sum_then_normalize", "normalize_then_sum"])
-def test_scale_rewards_and_multi_objective_aggregation_are_honoured(tmp_path: Path, scale: str,
-                                                                    aggregation: str) -> None:
+def test_scale_rewards_and_multi_objective_aggregation_are_honoured(
+    tmp_path: Path, scale: str, aggregation: str
+) -> None:
     """With nothing excluded, rlvr's advantages are TRL's own for each of TRL's settings."""
+
     def parity(completions, **kw):
         return [float(len(c[0]["content"]) % 2) for c in completions]
 
-    trainer = _trainer(tmp_path, [_length, parity], scale_rewards=scale, multi_objective_aggregation=aggregation,
-                       reward_weights=[0.3, 1.0])
+    trainer = _trainer(
+        tmp_path,
+        [_length, parity],
+        scale_rewards=scale,
+        multi_objective_aggregation=aggregation,
+        reward_weights=[0.3, 1.0],
+    )
     trainer.model.train()
     captured: dict[str, torch.Tensor] = {}
     real = trl.GRPOTrainer._calculate_rewards
@@ -124,8 +147,11 @@ def test_scale_rewards_and_multi_objective_aggregation_are_honoured(tmp_path: Pa
     if aggregation == "sum_then_normalize":
         total = (r * w).sum(1)
         mean = total.view(-1, 4).mean(1).repeat_interleave(4)
-        std = {"group": total.view(-1, 4).std(1).repeat_interleave(4), "batch": total.std().expand(8),
-               "none": torch.ones(8)}[scale]
+        std = {
+            "group": total.view(-1, 4).std(1).repeat_interleave(4),
+            "batch": total.std().expand(8),
+            "none": torch.ones(8),
+        }[scale]
         want = (total - mean) / (std + (1e-4 if scale != "none" else 0.0))
     else:
         g = r.view(-1, 4, 2)

@@ -42,13 +42,28 @@ def test_grpo_trainer_logs_our_rewards(tmp_path):
         return wrapped
 
     config = trl.GRPOConfig(
-        output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, num_generations=4,
-        max_completion_length=8, learning_rate=1e-4, logging_steps=1, report_to="none", use_cpu=True,
-        bf16=False, gradient_checkpointing=False, save_strategy="no", seed=0, beta=0.0,
+        output_dir=str(tmp_path),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=8,
+        learning_rate=1e-4,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        save_strategy="no",
+        seed=0,
+        beta=0.0,
     )
     trainer = trl.GRPOTrainer(
-        model=model, processing_class=tok, reward_funcs=[spy(accuracy), fmt, total],
-        train_dataset=Dataset.from_list(rows), args=config, callbacks=[Keep()],
+        model=model,
+        processing_class=tok,
+        reward_funcs=[spy(accuracy), fmt, total],
+        train_dataset=Dataset.from_list(rows),
+        args=config,
+        callbacks=[Keep()],
     )
     trainer.train()
     logs = [x for x in seen if "rewards/accuracy/mean" in x]

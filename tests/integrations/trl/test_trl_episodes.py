@@ -54,8 +54,17 @@ def policy():
     torch.manual_seed(0)
     tok = build_tokenizer(max_length=512)
     model = build_model(tok, hidden=64, layers=2, heads=4, max_positions=256)
-    sft(model, tok, itertools.cycle(_samples()), steps=150, batch_size=4, lr=5e-3, eval_every=0, warmup_steps=10,
-        completion_of=lambda s: trace_of(s, after_call="<eos>"))
+    sft(
+        model,
+        tok,
+        itertools.cycle(_samples()),
+        steps=150,
+        batch_size=4,
+        lr=5e-3,
+        eval_every=0,
+        warmup_steps=10,
+        completion_of=lambda s: trace_of(s, after_call="<eos>"),
+    )
     return model.eval(), tok
 
 
@@ -71,22 +80,46 @@ def _trainer(policy, tmp_path: Path, *, steps: int = 1, **kw):
 
     model, tok = policy
     rows = [{"prompt": s.prompt, "answer": s.gold, "prompt_id": s.id} for s in _samples()] * 2
-    args = trl.GRPOConfig(output_dir=str(tmp_path), max_steps=steps, per_device_train_batch_size=8,
-                          num_generations=4, max_completion_length=kw.pop("max_new", 160), learning_rate=1e-4,
-                          logging_steps=1, report_to="none", use_cpu=True, bf16=False, gradient_checkpointing=False,
-                          save_strategy="no", seed=0, beta=0.0, disable_tqdm=True, temperature=1.0,
-                          max_tool_calling_iterations=kw.pop("iterations", 2))
+    args = trl.GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=steps,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=kw.pop("max_new", 160),
+        learning_rate=1e-4,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        save_strategy="no",
+        seed=0,
+        beta=0.0,
+        disable_tqdm=True,
+        temperature=1.0,
+        max_tool_calling_iterations=kw.pop("iterations", 2),
+    )
     kw.setdefault("tools", [calculator])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return FailureAwareGRPOTrainer(model=copy.deepcopy(model), processing_class=tok,
-                                       reward_funcs=[build_reward("accuracy")], args=args,
-                                       train_dataset=Dataset.from_list(rows), **kw)
+        return FailureAwareGRPOTrainer(
+            model=copy.deepcopy(model),
+            processing_class=tok,
+            reward_funcs=[build_reward("accuracy")],
+            args=args,
+            train_dataset=Dataset.from_list(rows),
+            **kw,
+        )
 
 
 def test_trl_tool_loop_runs_under_guards_and_environment_faults_leave_the_step(policy, tmp_path) -> None:
-    tr = _trainer(policy, tmp_path, failure=FailureConfig(resample_tries=2), eval_rows=_samples(),
-                  env_faults=Faults({"tool_error": 0.3, "env_timeout": 0.1}, seed=1))
+    tr = _trainer(
+        policy,
+        tmp_path,
+        failure=FailureConfig(resample_tries=2),
+        eval_rows=_samples(),
+        env_faults=Faults({"tool_error": 0.3, "env_timeout": 0.1}, seed=1),
+    )
     tr.train()
     recs = _lines(tmp_path / "rollouts.jsonl")
     kept = [r for r in recs if not r.get("replaced")]
@@ -153,24 +186,62 @@ def test_what_trl_leaves_untraced_is_classified_from_its_messages() -> None:
     ok = Outcome("2")
     # a final turn that still holds <tool_call> markup TRL could not parse: malformed, the answer judged
     text = "<tool_call>{oops</tool_call>"
-    ep = episode_of([{"role": "assistant", "content": text}], [*text, "E"], None, [], prompt="q", tokenizer=_Tok(),
-                    stop_ids={"E"}, max_iterations=2)
+    ep = episode_of(
+        [{"role": "assistant", "content": text}],
+        [*text, "E"],
+        None,
+        [],
+        prompt="q",
+        tokenizer=_Tok(),
+        stop_ids={"E"},
+        max_iterations=2,
+    )
     assert [e.cause for e in ep.events] == [Cause.MALFORMED_TOOL_CALL] and ep.finish == "eos"
     # a call left unanswered after max_tool_calling_iterations rounds: turn_limit
-    msgs = [{"role": "assistant", "content": "", "tool_calls": [call]}, {"role": "tool", "content": "2"},
-            {"role": "assistant", "content": "", "tool_calls": [call]}]
-    ep = episode_of(msgs, list("aaRRbb"), [1, 1, 0, 0, 1, 1], [ok, ok], prompt="q", tokenizer=_Tok(), stop_ids=set(),
-                    max_iterations=1)
+    msgs = [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "content": "2"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
+    ep = episode_of(
+        msgs,
+        list("aaRRbb"),
+        [1, 1, 0, 0, 1, 1],
+        [ok, ok],
+        prompt="q",
+        tokenizer=_Tok(),
+        stop_ids=set(),
+        max_iterations=1,
+    )
     assert ep.cause() == Cause.TURN_LIMIT and ep.finish == "turn_limit"
     # the same with rounds to spare: TRL rolled the result back, it did not fit
-    ep = episode_of(msgs, list("aaRRbb"), [1, 1, 0, 0, 1, 1], [ok, ok], prompt="q", tokenizer=_Tok(), stop_ids=set(),
-                    max_iterations=5)
+    ep = episode_of(
+        msgs,
+        list("aaRRbb"),
+        [1, 1, 0, 0, 1, 1],
+        [ok, ok],
+        prompt="q",
+        tokenizer=_Tok(),
+        stop_ids=set(),
+        max_iterations=5,
+    )
     assert ep.cause() == Cause.CONTEXT_OVERFLOW
     # arguments that are not an object never reached a tool: the policy's bad_arguments
     bad = {"type": "function", "function": {"name": "calculator", "arguments": "1+1"}}
-    ep = episode_of([{"role": "assistant", "content": "", "tool_calls": [bad]}, {"role": "tool", "content": "x"},
-                     {"role": "assistant", "content": "2"}], list("aaRRbE"), [1, 1, 0, 0, 1, 1], [],
-                    prompt="q", tokenizer=_Tok(), stop_ids={"E"}, max_iterations=3)
+    ep = episode_of(
+        [
+            {"role": "assistant", "content": "", "tool_calls": [bad]},
+            {"role": "tool", "content": "x"},
+            {"role": "assistant", "content": "2"},
+        ],
+        list("aaRRbE"),
+        [1, 1, 0, 0, 1, 1],
+        [],
+        prompt="q",
+        tokenizer=_Tok(),
+        stop_ids={"E"},
+        max_iterations=3,
+    )
     assert [e.cause for e in ep.events] == [Cause.BAD_ARGUMENTS] and ep.answer == "2" and ep.cause() is None
 
 
@@ -206,11 +277,22 @@ def _rlvr_train(policy, tmp_path: Path, *sets: str) -> tuple[list[str], dict[str
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     out = tmp_path / "run"
-    base = [f"model.name={folder}", "data.task=arithmetic", "data.task_options={digits: 2, ops: '*'}",
-            "rollout.prompts_per_step=2", "rollout.max_new_tokens=160", "run.eval_every=0", f"run.out_dir={out}",
-            "engine=trl"]
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src")}
+    base = [
+        f"model.name={folder}",
+        "data.task=arithmetic",
+        "data.task_options={digits: 2, ops: '*'}",
+        "rollout.prompts_per_step=2",
+        "rollout.max_new_tokens=160",
+        "run.eval_every=0",
+        f"run.out_dir={out}",
+        "engine=trl",
+    ]
+    env = {
+        **os.environ,
+        "GLOO_SOCKET_IFNAME": "lo",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src"),
+    }
     return [sys.executable, "-m", "rlvr", "train", *[x for o in (*base, *sets) for x in ("--set", o)]], env, out
 
 
@@ -220,16 +302,23 @@ def test_rlvr_train_engine_trl_with_env_runs_episodes_on_two_processes(policy, t
     import subprocess
     import sys
 
-    cmd, env, out = _rlvr_train(policy, tmp_path, "data.eval_size=4", "rollout.group_size=4", "run.steps=1",
-                                "env={tools: [calculator], max_turns: 3, faults: {tool_error: 0.3}, fault_seed: 2}")
+    cmd, env, out = _rlvr_train(
+        policy,
+        tmp_path,
+        "data.eval_size=4",
+        "rollout.group_size=4",
+        "run.steps=1",
+        "env={tools: [calculator], max_turns: 3, faults: {tool_error: 0.3}, fault_seed: 2}",
+    )
     res = subprocess.run([*cmd, "--processes", "2"], env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     recs = _lines(out / "rollouts.jsonl")
     assert {r["rank"] for r in recs} == {0, 1}
     assert all("episode" in r for r in recs) and any(r["episode"]["tool_calls"] for r in recs)
     assert any(r.get("replaced") and r["cause"] == "tool_error" for r in recs)
-    causes = subprocess.run([sys.executable, "-m", "rlvr", "causes", str(out)], env=env, capture_output=True,
-                            text=True, timeout=120)
+    causes = subprocess.run(
+        [sys.executable, "-m", "rlvr", "causes", str(out)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert causes.returncode == 0, causes.stderr[-2000:]
     assert "tool_error" in causes.stdout and "environment" in causes.stdout.lower()
 
@@ -240,14 +329,25 @@ def test_a_trl_episode_run_killed_mid_run_resumes_from_its_checkpoint(policy, tm
     import subprocess
     import sys
 
-    cmd, env, out = _rlvr_train(policy, tmp_path, "data.eval_size=2", "rollout.group_size=2", "run.steps=3",
-                                "run.save_every=1",
-                                "env={tools: [calculator], max_turns: 2, faults: {tool_error: 0.3}}")
+    cmd, env, out = _rlvr_train(
+        policy,
+        tmp_path,
+        "data.eval_size=2",
+        "rollout.group_size=2",
+        "run.steps=3",
+        "run.save_every=1",
+        "env={tools: [calculator], max_turns: 2, faults: {tool_error: 0.3}}",
+    )
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     kill_at_step(proc, out, 2)
     assert (out / "checkpoint-1").is_dir()
-    res = subprocess.run([sys.executable, "-m", "rlvr", "train", "--resume", str(out), "--set", "run.steps=3"],
-                         env=env, capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "rlvr", "train", "--resume", str(out), "--set", "run.steps=3"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     # every training step logs its tool metrics (a step whose episodes made no call has no per-tool entry)
     steps = [m["step"] for m in _lines(out / "metrics.jsonl") if "tools/calls_per_episode" in m]
@@ -278,8 +378,14 @@ class Judged:
 def test_an_rlvr_environment_judges_its_episodes_on_trl_redrawn_ones_too(policy, tmp_path) -> None:
     from rlvr.integrations.trl.episodes import trl_environment
 
-    tr = _trainer(policy, tmp_path, tools=None, environment_factory=trl_environment(Judged),
-                  failure=FailureConfig(resample_tries=3), env_faults=Faults({"tool_error": 0.4}, seed=4))
+    tr = _trainer(
+        policy,
+        tmp_path,
+        tools=None,
+        environment_factory=trl_environment(Judged),
+        failure=FailureConfig(resample_tries=3),
+        env_faults=Faults({"tool_error": 0.4}, seed=4),
+    )
     tr.train()
     recs = _lines(tmp_path / "rollouts.jsonl")
     assert any(r.get("replaced") for r in recs)  # some episodes were redrawn with a fresh environment

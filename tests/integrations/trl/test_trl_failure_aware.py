@@ -22,8 +22,16 @@ from rlvr.config import DecodingConfig, FailureConfig, load_config
 from rlvr.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
-TINY = ["model.hidden=32", "model.layers=1", "model.heads=2", "rollout.prompts_per_step=4", "rollout.group_size=4",
-        "rollout.max_new_tokens=10", "data.eval_size=8", "run.eval_every=0"]
+TINY = [
+    "model.hidden=32",
+    "model.layers=1",
+    "model.heads=2",
+    "rollout.prompts_per_step=4",
+    "rollout.group_size=4",
+    "rollout.max_new_tokens=10",
+    "data.eval_size=8",
+    "run.eval_every=0",
+]
 
 
 def _port() -> int:
@@ -43,8 +51,16 @@ def _lines(path: Path) -> list[dict]:
 @pytest.mark.slow
 def test_two_processes_agree_exclude_without_loss_and_write_one_run_folder(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
-           f"--master_port={_port()}", str(ROOT / "tests" / "integrations" / "trl" / "two_process.py"), str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=2",
+        "--master_addr=127.0.0.1",
+        f"--master_port={_port()}",
+        str(ROOT / "tests" / "integrations" / "trl" / "two_process.py"),
+        str(out),
+    ]
     res = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     ranks = [json.loads((out / f"rank{k}.json").read_text()) for k in (0, 1)]
@@ -83,14 +99,31 @@ def test_two_processes_agree_exclude_without_loss_and_write_one_run_folder(tmp_p
 @pytest.mark.slow
 def test_rlvr_train_with_engine_trl_on_two_processes_resumes(tmp_path: Path) -> None:
     out = tmp_path / "cli"
-    base = [sys.executable, "-m", "rlvr", "train", "--processes", "2", "--set", "engine=trl",
-            *[x for o in TINY for x in ("--set", o)], "--set", "failure.exclude_truncated=true"]
-    first = subprocess.run([*base, "--set", f"run.out_dir={out}", "--set", "run.steps=2", "--set", "run.save_every=2"],
-                           env=_env(), capture_output=True, text=True, timeout=600)
+    base = [
+        sys.executable,
+        "-m",
+        "rlvr",
+        "train",
+        "--processes",
+        "2",
+        "--set",
+        "engine=trl",
+        *[x for o in TINY for x in ("--set", o)],
+        "--set",
+        "failure.exclude_truncated=true",
+    ]
+    first = subprocess.run(
+        [*base, "--set", f"run.out_dir={out}", "--set", "run.steps=2", "--set", "run.save_every=2"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert first.returncode == 0, first.stderr[-3000:]
     assert "trained 2 steps" in first.stdout and (out / "checkpoint-2" / "rlvr_failure.json").exists()
-    again = subprocess.run([*base, "--resume", str(out), "--set", "run.steps=3"], env=_env(), capture_output=True,
-                           text=True, timeout=600)
+    again = subprocess.run(
+        [*base, "--resume", str(out), "--set", "run.steps=3"], env=_env(), capture_output=True, text=True, timeout=600
+    )
     assert again.returncode == 0, again.stderr[-3000:]
     steps = [m["step"] for m in _lines(out / "metrics.jsonl") if "reward/total/mean" in m]
     assert steps == [1, 2, 3]  # the resumed run continued at step 3, the first two kept
@@ -107,23 +140,44 @@ def _trainer(tmp_path: Path, rows: list[dict], rewards: list, **kw):
     torch.manual_seed(0)
     tok = build_tokenizer()
     model = build_model(tok, hidden=32, layers=1, heads=2, seed=1)
-    args = trl.GRPOConfig(output_dir=str(tmp_path), max_steps=kw.pop("steps", 1), per_device_train_batch_size=8,
-                          num_generations=4, max_completion_length=kw.pop("max_new", 12), learning_rate=1e-3,
-                          logging_steps=1, report_to="none", use_cpu=True, bf16=False, gradient_checkpointing=False,
-                          save_strategy="no", seed=0, beta=0.0, disable_tqdm=True,
-                          num_iterations=kw.pop("num_iterations", 1), top_k=kw.pop("top_k", 0))
+    args = trl.GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=kw.pop("steps", 1),
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=kw.pop("max_new", 12),
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        save_strategy="no",
+        seed=0,
+        beta=0.0,
+        disable_tqdm=True,
+        num_iterations=kw.pop("num_iterations", 1),
+        top_k=kw.pop("top_k", 0),
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return FailureAwareGRPOTrainer(model=model, processing_class=tok, reward_funcs=rewards, args=args,
-                                       train_dataset=Dataset.from_list(rows), **kw)
+        return FailureAwareGRPOTrainer(
+            model=model,
+            processing_class=tok,
+            reward_funcs=rewards,
+            args=args,
+            train_dataset=Dataset.from_list(rows),
+            **kw,
+        )
 
 
 ROWS = [{"prompt": [{"role": "user", "content": f"{a}+{a}"}], "answer": str(2 * a)} for a in range(8)]
 
 
 @pytest.mark.parametrize("top_k", [0, 50], ids=["rlvr's sampling loop", "generate + logits processor"])
-def test_masks_are_applied_again_in_trl_own_forward_so_the_first_ratio_is_one(tmp_path: Path, top_k: int,
-                                                                              monkeypatch) -> None:
+def test_masks_are_applied_again_in_trl_own_forward_so_the_first_ratio_is_one(
+    tmp_path: Path, top_k: int, monkeypatch
+) -> None:
     """On both constrained paths: rlvr's own sampling loop where TRL's sampling settings allow it
     (lean decoder, jump-forward), transformers' ``generate`` with the logits processor otherwise."""
     import rlvr.engine.rollout as rollout
@@ -132,8 +186,15 @@ def test_masks_are_applied_again_in_trl_own_forward_so_the_first_ratio_is_one(tm
 
     calls = []
     monkeypatch.setattr(rollout, "generate", lambda *a, _g=rollout.generate, **k: calls.append(1) or _g(*a, **k))
-    trainer = _trainer(tmp_path, ROWS, [build_reward("accuracy")], constrain=DecodingConfig(constrain="full"),
-                       num_iterations=2, tags=(None, "answer"), top_k=top_k)
+    trainer = _trainer(
+        tmp_path,
+        ROWS,
+        [build_reward("accuracy")],
+        constrain=DecodingConfig(constrain="full"),
+        num_iterations=2,
+        tags=(None, "answer"),
+        top_k=top_k,
+    )
     trainer.model.train()
     batch = [dict(r, prompt_id=str(i)) for i, r in enumerate(ROWS[:2]) for _ in range(4)]
     out = trainer._generate_and_score_completions(batch)
@@ -164,9 +225,15 @@ def test_held_out_evaluation_is_constrained_only_where_decoding_in_eval_says(tmp
     from rlvr.data.tasks import addition_eval
     from rlvr.rewards import build_reward
 
-    trainer = _trainer(tmp_path, ROWS, [build_reward("accuracy")], tags=(None, "answer"),
-                       constrain=DecodingConfig(constrain="full", in_eval=in_eval), eval_rows=addition_eval(8),
-                       max_new=40)  # room for the forced answer to close
+    trainer = _trainer(
+        tmp_path,
+        ROWS,
+        [build_reward("accuracy")],
+        tags=(None, "answer"),
+        constrain=DecodingConfig(constrain="full", in_eval=in_eval),
+        eval_rows=addition_eval(8),
+        max_new=40,
+    )  # room for the forced answer to close
     assert trainer.constrainer is not None  # rollouts are constrained in both cases
     statuses = trainer.run_folder._evaluate(0)["statuses"]
     if in_eval:
@@ -179,6 +246,7 @@ def test_a_reward_that_declines_leaves_the_others_and_a_row_no_reward_scores_is_
     """TRL's contract: ``None`` is "this function does not apply to this row": the other functions'
     values still count (their weighted sum). Only a row that no function scores is ``invalid`` (TRL
     leaves such a row out of its group's statistics too); a gold that cannot be parsed is named."""
+
     def first_four_declined(completions, **kw):
         return [None] * 4 + [1.0] * (len(completions) - 4)
 
@@ -186,8 +254,9 @@ def test_a_reward_that_declines_leaves_the_others_and_a_row_no_reward_scores_is_
         return [None] * 2 + [0.5] * (len(completions) - 2)
 
     rows = [dict(ROWS[0], answer="\\frac{")] + ROWS[1:]
-    trainer = _trainer(tmp_path, rows, [first_four_declined, first_two_declined],
-                       failure=FailureConfig(resample_tries=0))
+    trainer = _trainer(
+        tmp_path, rows, [first_four_declined, first_two_declined], failure=FailureConfig(resample_tries=0)
+    )
     trainer.model.train()
     batch = [dict(rows[k]) for k in (1, 2) for _ in range(4)]
     trainer._generate_and_score_completions(batch)
@@ -202,14 +271,17 @@ def test_a_reward_that_declines_leaves_the_others_and_a_row_no_reward_scores_is_
     assert [c.value for c in trainer._gen.decision.causes[4:]] == ["bad_gold"] * 4
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["run.processes=2"], "needs engine: trl"),
-    (["engine=trl", "run.processes=3"], "do not split over run.processes 3"),
-    (["engine=trl", "run.processes=2", "algo.micro_batch=8", "rollout.prompts_per_step=3"], "micro_batch 8"),
-    (["engine=trl", "trl.use_vllm=true", "decoding.constrain=answer"], "vLLM's structured output"),
-    (["engine=trl", "judge={base_url: 'http://127.0.0.1:9/v1'}"], "engine: rlvr only"),
-    (["engine=trl", "rollout.dtype=bfloat16"], "rollout.dtype bfloat16 is rlvr's own decoder"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["run.processes=2"], "needs engine: trl"),
+        (["engine=trl", "run.processes=3"], "do not split over run.processes 3"),
+        (["engine=trl", "run.processes=2", "algo.micro_batch=8", "rollout.prompts_per_step=3"], "micro_batch 8"),
+        (["engine=trl", "trl.use_vllm=true", "decoding.constrain=answer"], "vLLM's structured output"),
+        (["engine=trl", "judge={base_url: 'http://127.0.0.1:9/v1'}"], "engine: rlvr only"),
+        (["engine=trl", "rollout.dtype=bfloat16"], "rollout.dtype bfloat16 is rlvr's own decoder"),
+    ],
+)
 def test_configs_trl_cannot_run_are_refused_before_any_model_loads(overrides, message) -> None:
     with pytest.raises(ConfigError, match=message):
         load_config(None, overrides)
@@ -230,8 +302,9 @@ def test_trl_sees_the_prompt_ids_rlvr_engine_would(tmp_path: Path, template: str
         tok.chat_template = CHAT_TEMPLATE.replace("{{ bos_token }}", "")
     cfg = load_config(None, [*TINY, "engine=trl", f"run.out_dir={tmp_path}", "run.steps=1"])
     dataset, _ = _dataset(cfg, tok)
-    trainer = _trainer(tmp_path, [dict(r) for r in dataset.select(range(8))],
-                       [lambda completions, **k: [0.0] * len(completions)])
+    trainer = _trainer(
+        tmp_path, [dict(r) for r in dataset.select(range(8))], [lambda completions, **k: [0.0] * len(completions)]
+    )
     trainer.processing_class.chat_template = tok.chat_template
     prompts = dataset["prompt"][:4]
     ids, _, _ = trainer._tokenize_prompts(prompts)

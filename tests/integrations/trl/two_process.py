@@ -31,10 +31,14 @@ torch.set_num_threads(1)
 tok = build_tokenizer()
 model = build_model(tok, hidden=32, layers=1, heads=2, seed=0)
 # unshuffled: step 1 trains on the prompt that dies and the bad gold, then the others in order
-rows = [{"prompt": [{"role": "user", "content": "1+1"}], "answer": "2", "prompt_id": "dies"},
-        {"prompt": [{"role": "user", "content": "2+3"}], "answer": "\\frac{", "prompt_id": "badgold"}]
-rows += [{"prompt": [{"role": "user", "content": f"{a}+{a + 1}"}], "answer": str(2 * a + 1), "prompt_id": f"p{a}"}
-         for a in range(8)]
+rows = [
+    {"prompt": [{"role": "user", "content": "1+1"}], "answer": "2", "prompt_id": "dies"},
+    {"prompt": [{"role": "user", "content": "2+3"}], "answer": "\\frac{", "prompt_id": "badgold"},
+]
+rows += [
+    {"prompt": [{"role": "user", "content": f"{a}+{a + 1}"}], "answer": str(2 * a + 1), "prompt_id": f"p{a}"}
+    for a in range(8)
+]
 
 
 def declines(completions, prompt_id, **kw):  # a user's only reward: None for the prompt that always dies, some others
@@ -47,8 +51,13 @@ real_loss = trl.GRPOTrainer._compute_loss
 
 
 def spy(self, model, inputs):  # what TRL's loss receives, after rlvr excluded rows
-    seen.append({"mask": inputs["completion_mask"].sum(1).tolist(), "items": float(inputs["num_items_in_batch"]),
-                 "admit": self._spy_admit})
+    seen.append(
+        {
+            "mask": inputs["completion_mask"].sum(1).tolist(),
+            "items": float(inputs["num_items_in_batch"]),
+            "admit": self._spy_admit,
+        }
+    )
     return real_loss(self, model, inputs)
 
 
@@ -59,18 +68,52 @@ class Spy(FailureAwareGRPOTrainer):
 
 
 trl.GRPOTrainer._compute_loss = spy
-args = trl.GRPOConfig(output_dir=str(out), max_steps=4, per_device_train_batch_size=4, num_generations=4,
-                      max_completion_length=10, learning_rate=1e-3, logging_steps=1, report_to="none", use_cpu=True,
-                      bf16=False, gradient_checkpointing=False, save_strategy="no", seed=0, beta=0.0,
-                      ddp_backend="gloo", loss_type="dapo", disable_tqdm=True, shuffle_dataset=False)
-trainer = Spy(model=model, processing_class=tok, reward_funcs=[declines],
-              train_dataset=Dataset.from_list(rows), args=args,
-              failure=FailureConfig(quarantine_consecutive=1, resample_tries=1, cold_start=True, cold_start_window=2,
-                                    cold_start_threshold=1.0, max_staleness=10))
+args = trl.GRPOConfig(
+    output_dir=str(out),
+    max_steps=4,
+    per_device_train_batch_size=4,
+    num_generations=4,
+    max_completion_length=10,
+    learning_rate=1e-3,
+    logging_steps=1,
+    report_to="none",
+    use_cpu=True,
+    bf16=False,
+    gradient_checkpointing=False,
+    save_strategy="no",
+    seed=0,
+    beta=0.0,
+    ddp_backend="gloo",
+    loss_type="dapo",
+    disable_tqdm=True,
+    shuffle_dataset=False,
+)
+trainer = Spy(
+    model=model,
+    processing_class=tok,
+    reward_funcs=[declines],
+    train_dataset=Dataset.from_list(rows),
+    args=args,
+    failure=FailureConfig(
+        quarantine_consecutive=1,
+        resample_tries=1,
+        cold_start=True,
+        cold_start_window=2,
+        cold_start_threshold=1.0,
+        max_staleness=10,
+    ),
+)
 trainer.train()
 trainer.save_model(str(out / "model"))
 rank = trainer.accelerator.process_index
 fa = trainer.fa
-(out / f"rank{rank}.json").write_text(json.dumps({
-    "quarantined": sorted(fa.quarantine.entries), "cold_start": fa.cold_start.state(), "loss_inputs": seen,
-    "world": trainer.accelerator.num_processes}))
+(out / f"rank{rank}.json").write_text(
+    json.dumps(
+        {
+            "quarantined": sorted(fa.quarantine.entries),
+            "cold_start": fa.cold_start.state(),
+            "loss_inputs": seen,
+            "world": trainer.accelerator.num_processes,
+        }
+    )
+)

@@ -84,8 +84,11 @@ def test_the_rlvr_section_and_the_config_checks_name_the_key_and_the_fix():
     cfg = {"algorithm": {"adv_estimator": "rlvr_grpo"}, "reward": {"reward_manager": {"name": "naive"}}}
     with pytest.raises(ConfigError, match=r"needs reward\.reward_manager\.name=rlvr"):
         check_config(cfg)
-    cfg = {"algorithm": {"adv_estimator": "grpo"}, "reward": {"reward_manager": {"name": "rlvr"}},
-           "trainer": {"v1": {"trainer_mode": "rlvr"}}}
+    cfg = {
+        "algorithm": {"adv_estimator": "grpo"},
+        "reward": {"reward_manager": {"name": "rlvr"}},
+        "trainer": {"v1": {"trainer_mode": "rlvr"}},
+    }
     with pytest.raises(ConfigError, match=r"needs algorithm\.adv_estimator=rlvr_grpo"):
         check_config(cfg)
     with pytest.raises(ConfigError, match=r"no reward_model\.ground_truth"):

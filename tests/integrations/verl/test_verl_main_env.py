@@ -17,8 +17,11 @@ def test_dict_form_with_components_and_status():
 
 
 def test_weights_schedule_and_extra_columns_from_extra_info():
-    info = {"weights": {"accuracy": 1.0, "language_consistency": [[0, 0.0], [10, 1.0]]}, "global_step": 5,
-            "language": "en"}
+    info = {
+        "weights": {"accuracy": 1.0, "language_consistency": [[0, 0.0], [10, 1.0]]},
+        "global_step": 5,
+        "language": "en",
+    }
     out = compute_score("lighteval/MATH", "我们得到 \\boxed{\\frac{1}{2}}", "0.5", info)
     assert out["accuracy"] == 1.0 and out["language_consistency"] == 0.0
     assert out["score"] == pytest.approx(1.0)

@@ -16,11 +16,16 @@ from rlvr.verify.code.spec import parse_spec
 from rlvr.verify.code.verifier import same_output, verify_code
 
 PY = get_language("python")
-ADD = {"tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"
-                "    assert candidate(-1, 1) == 0\n", "entry_point": "add"}
+ADD = {
+    "tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"
+    "    assert candidate(-1, 1) == 0\n",
+    "entry_point": "add",
+}
 IO = {"cases": [{"input": "1 2\n", "output": "3\n"}, {"input": "10 5\n", "output": "15"}]}
-CALL = {"entry_point": "sq",
-        "cases": [{"args": [2], "result": 4}, {"args": [3], "result": 9}, {"args": [0.5], "result": 0.25}]}
+CALL = {
+    "entry_point": "sq",
+    "cases": [{"args": [2], "result": 4}, {"args": [3], "result": 9}, {"args": [0.5], "result": 0.25}],
+}
 
 
 def fence(code: str, lang: str = "python") -> str:
@@ -38,16 +43,24 @@ def test_extraction_takes_the_last_block_of_the_language() -> None:
     assert extract_code("```python\nprint(1)", PY)[0] == "print(1)"  # an unclosed fence at the end still counts
 
 
-@pytest.mark.parametrize("gold, mode", [
-    (ADD, "assert"), ("assert f() == 1", "assert"), (IO, "io"), (CALL, "call"),
-    ({"inputs": ["1\n"], "outputs": ["1\n"]}, "io"), ({"fn_name": "f", "inputs": [[1]], "outputs": [1]}, "call"),
-])
+@pytest.mark.parametrize(
+    "gold, mode",
+    [
+        (ADD, "assert"),
+        ("assert f() == 1", "assert"),
+        (IO, "io"),
+        (CALL, "call"),
+        ({"inputs": ["1\n"], "outputs": ["1\n"]}, "io"),
+        ({"fn_name": "f", "inputs": [[1]], "outputs": [1]}, "call"),
+    ],
+)
 def test_spec_shapes(gold: object, mode: str) -> None:
     assert parse_spec(gold).mode == mode
 
 
-@pytest.mark.parametrize("bad", ["", "{not json", {"cases": []}, {"inputs": [1], "outputs": []}, 42,
-                                 {"cases": [{"args": [1], "result": 1}]}])
+@pytest.mark.parametrize(
+    "bad", ["", "{not json", {"cases": []}, {"inputs": [1], "outputs": []}, 42, {"cases": [{"args": [1], "result": 1}]}]
+)
 def test_a_bad_spec_is_bad_gold_not_a_death(bad: object) -> None:
     v = verify_code(fence("print(1)"), bad)
     assert v.status is Status.BAD_GOLD, v
@@ -74,8 +87,11 @@ def test_early_stop_stops_at_the_first_failure() -> None:
 
 
 def test_exiting_early_cannot_fake_a_pass() -> None:
-    for cheat in ("import sys\nsys.exit(0)", "import os\nos._exit(0)",
-                  "import os\nos.write(3, b'x done\\n')\ndef add(a, b):\n    return 0"):
+    for cheat in (
+        "import sys\nsys.exit(0)",
+        "import os\nos._exit(0)",
+        "import os\nos.write(3, b'x done\\n')\ndef add(a, b):\n    return 0",
+    ):
         assert verify_code(fence(cheat), ADD).status is Status.WRONG, cheat
 
 
@@ -85,7 +101,7 @@ def test_an_exception_inside_one_assert_fails_that_test_only() -> None:
 
 
 def test_prompt_is_prepended_when_the_completion_is_only_a_body() -> None:
-    spec = {**ADD, "prompt": "def add(a, b):\n    \"\"\"Add.\"\"\"\n"}
+    spec = {**ADD, "prompt": 'def add(a, b):\n    """Add."""\n'}
     assert verify_code("```python\n    return a + b\n```", spec).status is Status.CORRECT
 
 
@@ -120,8 +136,9 @@ def test_a_compiled_language_by_configuration() -> None:
 
 def test_languages_are_configuration() -> None:
     register_language(Language("py-unbuffered", ("pyu",), "prog.py", (PY.run[0], "-u", "{source}")))
-    assert verify_code(fence("print(int(input()) * 2)", "pyu"), {"cases": [{"input": "4", "output": "8"}],
-                                                                  "language": "py-unbuffered"}).correct
+    assert verify_code(
+        fence("print(int(input()) * 2)", "pyu"), {"cases": [{"input": "4", "output": "8"}], "language": "py-unbuffered"}
+    ).correct
     with pytest.raises(ConfigError):
         get_language("cobol")
 

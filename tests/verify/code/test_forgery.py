@@ -14,13 +14,17 @@ import pytest
 from rlvr.types import Status
 from rlvr.verify.code.verifier import verify_code
 
-COMPILED = {"tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"
-                     "    assert abs(candidate(1, 1) - 2) < 1e-9\n    assert not candidate(0, 0)\n",
-            "entry_point": "add"}
-APART = {"tests": "import math\n\ndef check(candidate):\n    for a, b in [(1, 2), (2, 2), (5, 7)]:\n"
-                     "        assert candidate(a, b) == a + b\n        assert math.isclose(candidate(a, b), a + b)\n"
-                     "        assert not candidate(a, b) != a + b\n",
-            "entry_point": "add"}
+COMPILED = {
+    "tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"
+    "    assert abs(candidate(1, 1) - 2) < 1e-9\n    assert not candidate(0, 0)\n",
+    "entry_point": "add",
+}
+APART = {
+    "tests": "import math\n\ndef check(candidate):\n    for a, b in [(1, 2), (2, 2), (5, 7)]:\n"
+    "        assert candidate(a, b) == a + b\n        assert math.isclose(candidate(a, b), a + b)\n"
+    "        assert not candidate(a, b) != a + b\n",
+    "entry_point": "add",
+}
 CALL = {"entry_point": "add", "cases": [{"args": [1, 2], "result": 3}, {"args": [2, 2], "result": 4}]}
 IO = {"cases": [{"input": "1 2\n", "output": "3\n"}, {"input": "2 2\n", "output": "4\n"}]}
 FORMS = {"assert, compiled": COMPILED, "assert, apart": APART, "call": CALL, "io": IO}
@@ -44,28 +48,41 @@ def _forge(f):
         f = f.f_back
 """
 ATTEMPTS: dict[str, tuple[str, bool]] = {
-    "walks sys._getframe to the harness": (FRAME_WALK + """
+    "walks sys._getframe to the harness": (
+        FRAME_WALK
+        + """
 import sys
 def add(a, b):
     _forge(sys._getframe())
     return a - b
-""", True),
-    "walks inspect.stack()": ("""
+""",
+        True,
+    ),
+    "walks inspect.stack()": (
+        """
 import inspect
 def add(a, b):
     for info in inspect.stack():
         info.frame.f_locals.get("failed", set()).clear()
     return a - b
-""", True),
-    "reaches frames through a traceback": (FRAME_WALK + """
+""",
+        True,
+    ),
+    "reaches frames through a traceback": (
+        FRAME_WALK
+        + """
 def add(a, b):
     try:
         raise ValueError
     except ValueError as e:
         _forge(e.__traceback__.tb_frame)
     return a - b
-""", True),
-    "reaches frames through a generator": (FRAME_WALK + """
+""",
+        True,
+    ),
+    "reaches frames through a generator": (
+        FRAME_WALK
+        + """
 def _g():
     yield 1
 def add(a, b):
@@ -73,15 +90,22 @@ def add(a, b):
     next(g)
     _forge(g.gi_frame)
     return a - b
-""", True),
-    "reads sys._current_frames()": (FRAME_WALK + """
+""",
+        True,
+    ),
+    "reads sys._current_frames()": (
+        FRAME_WALK
+        + """
 import sys
 def add(a, b):
     for f in sys._current_frames().values():
         _forge(f)
     return a - b
-""", True),
-    "scans gc objects for the reporter": ("""
+""",
+        True,
+    ),
+    "scans gc objects for the reporter": (
+        """
 import gc
 def add(a, b):
     for o in gc.get_objects():
@@ -91,16 +115,22 @@ def add(a, b):
             except BaseException:
                 pass
     return a - b
-""", True),
-    "asks gc for the referrers of its own function": ("""
+""",
+        True,
+    ),
+    "asks gc for the referrers of its own function": (
+        """
 import gc
 def add(a, b):
     for o in gc.get_referrers(add):
         if isinstance(o, dict):
             o.clear()
     return a - b
-""", True),
-    "returns an int subclass whose __eq__ says yes": ("""
+""",
+        True,
+    ),
+    "returns an int subclass whose __eq__ says yes": (
+        """
 class Yes(int):
     def __eq__(self, other): return True
     def __ne__(self, other): return False
@@ -108,8 +138,11 @@ class Yes(int):
     __hash__ = int.__hash__
 def add(a, b):
     return Yes(a - b)
-""", True),
-    "returns an object equal to everything": ("""
+""",
+        True,
+    ),
+    "returns an object equal to everything": (
+        """
 class Any:
     def __eq__(self, other): return True
     def __ne__(self, other): return False
@@ -118,22 +151,31 @@ class Any:
     def __abs__(self): return 0
 def add(a, b):
     return Any()
-""", True),
-    "overrides __hash__ to collide with everything": ("""
+""",
+        True,
+    ),
+    "overrides __hash__ to collide with everything": (
+        """
 class H(tuple):
     def __hash__(self): return 0
     def __eq__(self, other): return True
 def add(a, b):
     return H()
-""", True),
-    "patches builtins.abs and builtins.bool": ("""
+""",
+        True,
+    ),
+    "patches builtins.abs and builtins.bool": (
+        """
 import builtins
 builtins.abs = lambda x: 0
 builtins.bool = lambda x: True
 def add(a, b):
     return a - b
-""", True),
-    "patches builtins.type while it returns, then restores it": ("""
+""",
+        True,
+    ),
+    "patches builtins.type while it returns, then restores it": (
+        """
 import builtins
 _real = builtins.type
 class Liar(int):
@@ -143,50 +185,74 @@ class Liar(int):
 def add(a, b):
     builtins.type = lambda x, *r: int if not r else _real(x, *r)
     return Liar(a - b)
-""", True),
-    "patches math.isclose and operator.eq": ("""
+""",
+        True,
+    ),
+    "patches math.isclose and operator.eq": (
+        """
 import math, operator
 math.isclose = lambda *a, **k: True
 operator.eq = lambda a, b: True
 def add(a, b):
     return a - b
-""", True),
-    "replaces the harness's recorder in its globals": ("""
+""",
+        True,
+    ),
+    "replaces the harness's recorder in its globals": (
+        """
 def add(a, b):
     globals()["__rlvr_record__"] = lambda *a, **k: None
     return a - b
-""", False),
-    "patches the harness module by name": ("""
+""",
+        False,
+    ),
+    "patches the harness module by name": (
+        """
 import sys
 m = sys.modules.get("__main__")
 for name in ("strict_equal", "plain", "_compare", "_truth", "evaluate"):
     setattr(m, name, lambda *a, **k: True)
 def add(a, b):
     return a - b
-""", False),
-    "raises SystemExit(0) from inside the call": ("""
+""",
+        False,
+    ),
+    "raises SystemExit(0) from inside the call": (
+        """
 def add(a, b):
     raise SystemExit(0)
-""", False),
-    "raises an exception named like the harness's Stop": ("""
+""",
+        False,
+    ),
+    "raises an exception named like the harness's Stop": (
+        """
 class Stop(BaseException):
     pass
 def add(a, b):
     raise Stop()
-""", False),
-    "raises an exception whose __str__ raises": ("""
+""",
+        False,
+    ),
+    "raises an exception whose __str__ raises": (
+        """
 class Bad(Exception):
     def __str__(self): raise RuntimeError("no")
 def add(a, b):
     raise Bad()
-""", False),
-    "exits 0 before the tests (os._exit)": ("""
+""",
+        False,
+    ),
+    "exits 0 before the tests (os._exit)": (
+        """
 import os
 os._exit(0)
 def add(a, b):
     return a - b
-""", False),
-    "registers an atexit that prints done": ("""
+""",
+        False,
+    ),
+    "registers an atexit that prints done": (
+        """
 import atexit, os
 atexit.register(lambda: [os.write(fd, b"deadbeef done\\n") for fd in range(3, 12) if _try(fd)])
 def _try(fd):
@@ -197,8 +263,11 @@ def _try(fd):
         return False
 def add(a, b):
     return a - b
-""", False),
-    "writes report-like lines to stdout and every descriptor": ("""
+""",
+        False,
+    ),
+    "writes report-like lines to stdout and every descriptor": (
+        """
 import os
 for fd in range(1, 16):
     try:
@@ -207,8 +276,11 @@ for fd in range(1, 16):
         pass
 def add(a, b):
     return a - b
-""", False),
-    "installs a trace hook": ("""
+""",
+        False,
+    ),
+    "installs a trace hook": (
+        """
 import sys
 def tracer(frame, event, arg):
     frame.f_locals.get("failed", set()).clear()
@@ -216,21 +288,30 @@ def tracer(frame, event, arg):
 sys.settrace(tracer)
 def add(a, b):
     return a - b
-""", True),
-    "loads ctypes to rewrite memory": ("""
+""",
+        True,
+    ),
+    "loads ctypes to rewrite memory": (
+        """
 import ctypes
 def add(a, b):
     return a - b
-""", True),
-    "opens /proc/self/mem": ("""
+""",
+        True,
+    ),
+    "opens /proc/self/mem": (
+        """
 def add(a, b):
     try:
         open("/proc/self/mem", "rb")
     except OSError:
         pass
     return a - b
-""", True),
-    "starts a process to read the harness's memory": ("""
+""",
+        True,
+    ),
+    "starts a process to read the harness's memory": (
+        """
 import subprocess
 def add(a, b):
     try:
@@ -238,9 +319,12 @@ def add(a, b):
     except Exception:
         pass
     return a - b
-""", True),
+""",
+        True,
+    ),
     # round 2: each of these made a wrong program pass when the tests ran in the program's own process
-    "rebinds the result descriptor and rewrites the report at exit": ("""
+    "rebinds the result descriptor and rewrites the report at exit": (
+        """
 import atexit, os
 def _rewrite():
     for fd in range(3, 16):
@@ -260,8 +344,11 @@ for fd in range(3, 16):
         pass
 def add(a, b):
     return a - b
-""", False),
-    "reads its own memory through a symlink to /proc/self/mem": ("""
+""",
+        False,
+    ),
+    "reads its own memory through a symlink to /proc/self/mem": (
+        """
 import os, re
 def _scan():
     try:
@@ -291,8 +378,12 @@ def add(a, b):
         except OSError:
             pass
     return a - b
-""", False),
-    "compiles its frame walk under a standard-library file name": (FRAME_WALK + """
+""",
+        False,
+    ),
+    "compiles its frame walk under a standard-library file name": (
+        FRAME_WALK
+        + """
 import sys, os
 src = "def _create_(f):\\n    return sys._getframe(1)\\n"
 ns = {"sys": sys}
@@ -300,8 +391,12 @@ exec(compile(src, os.path.dirname(os.__file__) + "/enum.py", "exec"), ns)
 def add(a, b):
     _forge(ns["_create_"](None))
     return a - b
-""", False),
-    "patches logging and traceback helpers the hook trusts": (FRAME_WALK + """
+""",
+        False,
+    ),
+    "patches logging and traceback helpers the hook trusts": (
+        FRAME_WALK
+        + """
 import logging, traceback, sys
 logging.currentframe = lambda: sys._getframe(3)
 traceback.walk_stack = lambda f: iter(())
@@ -311,8 +406,11 @@ def add(a, b):
     except BaseException:
         pass
     return a - b
-""", False),
-    "imports through a str subclass name": ("""
+""",
+        False,
+    ),
+    "imports through a str subclass name": (
+        """
 class S(str):
     def partition(self, sep):
         return ("safe", "", "")
@@ -325,16 +423,22 @@ def add(a, b):
     except BaseException:
         pass
     return a - b
-""", False),
-    "swaps the record and compare names it can reach": ("""
+""",
+        False,
+    ),
+    "swaps the record and compare names it can reach": (
+        """
 import builtins
 for name in ("__rlvr_record__", "__rlvr_cmp__", "__rlvr_truth__", "record", "compare"):
     setattr(builtins, name, lambda *a, **k: True)
     globals()[name] = lambda *a, **k: True
 def add(a, b):
     return a - b
-""", False),
-    "replaces a function's __code__": ("""
+""",
+        False,
+    ),
+    "replaces a function's __code__": (
+        """
 def add(a, b):
     return a - b
 def _yes(*a, **k):
@@ -346,8 +450,11 @@ for f in list(globals().values()):
             f.__code__ = _yes.__code__
         except BaseException:
             pass
-""", False),
-    "spawns a reader through _posixsubprocess.fork_exec": ("""
+""",
+        False,
+    ),
+    "spawns a reader through _posixsubprocess.fork_exec": (
+        """
 def add(a, b):
     try:
         import _posixsubprocess, os
@@ -357,13 +464,18 @@ def add(a, b):
     except BaseException:
         pass
     return a - b
-""", False),
-    "swaps the JSON encoder so the report carries Infinity": ("""
+""",
+        False,
+    ),
+    "swaps the JSON encoder so the report carries Infinity": (
+        """
 import json
 json._default_encoder.encode = lambda o: '{"int": Infinity}'
 def add(a, b):
     return a - b
-""", False),
+""",
+        False,
+    ),
 }
 
 
@@ -419,28 +531,36 @@ def test_a_tamper_is_reported_even_when_the_answer_is_right() -> None:
 def test_tests_of_any_shape_run_apart_and_still_judge_right_from_wrong() -> None:
     """MBPP / APPS-style checks (loops, helpers, module-level asserts, a class entry point, an
     expected exception) in their own sandbox: right passes, wrong fails, partly right counts."""
-    mbpp = {"tests": "def _cases():\n    return [(1, 2), (3, 4), (10, -2)]\n"
-                     "for a, b in _cases():\n    assert add(a, b) == a + b\n"
-                     "try:\n    add('a', 1)\n    raised = False\nexcept TypeError:\n    raised = True\nassert raised\n"}
+    mbpp = {
+        "tests": "def _cases():\n    return [(1, 2), (3, 4), (10, -2)]\n"
+        "for a, b in _cases():\n    assert add(a, b) == a + b\n"
+        "try:\n    add('a', 1)\n    raised = False\nexcept TypeError:\n    raised = True\nassert raised\n"
+    }
     right = "```python\ndef add(a, b):\n    return a + b\n```"
     half = "```python\ndef add(a, b):\n    if a > 5:\n        return 0\n    return a + b\n```"
     assert verify_code(right, mbpp).status is Status.CORRECT
     v = verify_code(half, mbpp)
     assert v.status is Status.WRONG and v.details["checks"] == "apart" and 0 < v.details["pass_fraction"] < 1
-    leet = {"tests": "def check(candidate):\n    for n in range(5):\n        assert candidate([n, 1]) == n + 1\n",
-            "entry_point": "Solution.total"}
+    leet = {
+        "tests": "def check(candidate):\n    for n in range(5):\n        assert candidate([n, 1]) == n + 1\n",
+        "entry_point": "Solution.total",
+    }
     code = "```python\nclass Solution:\n    def total(self, xs):\n        return sum(xs)\n```"
     assert verify_code(code, leet).status is Status.CORRECT
-    objects = {"tests": "c = Counter()\nfor _ in range(3):\n    c.bump()\nassert c.value() == 3\n"
-                        "assert not (c == 3)\n"}
-    code = ("```python\nclass Counter:\n    def __init__(self):\n        self.n = 0\n    def bump(self):\n"
-            "        self.n += 1\n    def value(self):\n        return self.n\n```")
+    objects = {"tests": "c = Counter()\nfor _ in range(3):\n    c.bump()\nassert c.value() == 3\nassert not (c == 3)\n"}
+    code = (
+        "```python\nclass Counter:\n    def __init__(self):\n        self.n = 0\n    def bump(self):\n"
+        "        self.n += 1\n    def value(self):\n        return self.n\n```"
+    )
     assert verify_code(code, objects).status is Status.CORRECT
 
 
 def test_a_handle_to_the_programs_objects_passes_no_assert() -> None:
-    spec = {"tests": "def check(candidate):\n    for x in [1, 2]:\n        assert candidate(x)\n"
-                     "        assert candidate(x) == candidate(x)\n", "entry_point": "f"}
+    spec = {
+        "tests": "def check(candidate):\n    for x in [1, 2]:\n        assert candidate(x)\n"
+        "        assert candidate(x) == candidate(x)\n",
+        "entry_point": "f",
+    }
     code = "```python\nclass T:\n    pass\ndef f(x):\n    return T()\n```"
     v = verify_code(code, spec)
     assert v.status is Status.WRONG and v.details["passed"] == 0, v.reason

@@ -35,28 +35,36 @@ def fenced(code: str) -> str:
 def left_running(*verdicts: object) -> list[int]:
     """Processes still alive under the sandbox user ids these verdicts ran as (only this test's own
     sandboxes: another verifier may run beside the suite)."""
-    return [pid for v in verdicts for uid in v.details.get("sandbox_uids", [])  # type: ignore[attr-defined]
-            for pid in sandbox.live_processes(uid)]
+    return [
+        pid
+        for v in verdicts
+        for uid in v.details.get("sandbox_uids", [])  # type: ignore[attr-defined]
+        for pid in sandbox.live_processes(uid)
+    ]
 
 
 HOSTILE = {
     "loops forever": "while True:\n    pass",
-    "forks until the limit": (
-        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"),
+    "forks until the limit": ("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"),
     "allocates 10 GB": "x = bytearray(10 * 1024**3)\nprint('ok')",
     "writes 1 GB to disk": (
-        "with open('big.bin', 'wb') as f:\n    for _ in range(1024):\n        f.write(b'0' * (1 << 20))\nprint('ok')"),
+        "with open('big.bin', 'wb') as f:\n    for _ in range(1024):\n        f.write(b'0' * (1 << 20))\nprint('ok')"
+    ),
     "prints 100 MB": "import sys\nsys.stdout.write('x' * 100_000_000)",
     "closes stdout": "import os\nos.close(1)\nprint('ok')",
     "kills its parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nos.kill(-1, signal.SIGKILL)",
     "spawns a daemon that outlives it": (
         "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
-        "        time.sleep(30)\n        open('/tmp/daemon-was-here', 'w').write('x')\n    os._exit(0)\nprint('ok')"),
+        "        time.sleep(30)\n        open('/tmp/daemon-was-here', 'w').write('x')\n    os._exit(0)\nprint('ok')"
+    ),
 }
 
 
-ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="without root the sandbox cannot run code as another user: "
-                                                     "hostile code could signal the test process itself")
+ROOT = pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="without root the sandbox cannot run code as another user: "
+    "hostile code could signal the test process itself",
+)
 
 
 @ROOT
@@ -82,15 +90,22 @@ def test_hostile_code_gets_a_verdict_in_time_and_leaves_nothing(name: str) -> No
 def test_timeouts_and_limits_say_why() -> None:
     assert "timed out" in verify_code(fenced(HOSTILE["loops forever"]), IO, timeout=1).reason
     assert "output limit" in verify_code(fenced(HOSTILE["prints 100 MB"]), IO, timeout=LIMIT).reason
-    assert "MemoryError" in verify_code(fenced("def f():\n    return bytearray(10 * 1024**3)"),
-                                        {"entry_point": "f", "cases": [{"args": [], "result": 0}]}).reason
+    assert (
+        "MemoryError"
+        in verify_code(
+            fenced("def f():\n    return bytearray(10 * 1024**3)"),
+            {"entry_point": "f", "cases": [{"args": [], "result": 0}]},
+        ).reason
+    )
 
 
 @NS
 def test_writes_outside_its_directory_do_not_land(tmp_path: Path) -> None:
     targets = [tmp_path / "escaped.txt", Path.cwd() / "escaped-from-sandbox.txt", Path("/tmp/escaped-from-sandbox.txt")]
-    code = "\n".join(
-        f"try:\n    open({str(t)!r}, 'w').write('x')\nexcept OSError:\n    pass" for t in targets) + "\nprint('ok')"
+    code = (
+        "\n".join(f"try:\n    open({str(t)!r}, 'w').write('x')\nexcept OSError:\n    pass" for t in targets)
+        + "\nprint('ok')"
+    )
     v = verify_code(fenced(code), IO, timeout=LIMIT)
     assert v.status is Status.CORRECT
     assert not any(t.exists() for t in targets)
@@ -104,11 +119,14 @@ def test_host_environment_and_home_are_invisible(monkeypatch: pytest.MonkeyPatch
     try:
         run = sandbox.run(
             ["/usr/bin/python3", "-I", "a.py"],
-            {"a.py": "import os, glob\nprint(dict(os.environ))\n"
-                     "for p in ['/root', '/home', os.path.expanduser('~'), '/tmp']:\n"
-                     "    try: print(p, os.listdir(p))\n    except OSError as e: print(p, e)\n"
-                     f"try: print(open({str(home_file)!r}).read())\nexcept OSError as e: print(e)\n"},
-            limits=sandbox.Limits(wall_s=LIMIT))
+            {
+                "a.py": "import os, glob\nprint(dict(os.environ))\n"
+                "for p in ['/root', '/home', os.path.expanduser('~'), '/tmp']:\n"
+                "    try: print(p, os.listdir(p))\n    except OSError as e: print(p, e)\n"
+                f"try: print(open({str(home_file)!r}).read())\nexcept OSError as e: print(e)\n"
+            },
+            limits=sandbox.Limits(wall_s=LIMIT),
+        )
     finally:
         home_file.unlink()
     assert run.returncode == 0, run.stderr
@@ -136,8 +154,10 @@ def test_no_socket_reaches_a_loopback_server() -> None:
 
     t = threading.Thread(target=accept)
     t.start()
-    code = (f"import socket\ns = socket.socket()\ns.settimeout(1)\ntry:\n    s.connect(('127.0.0.1', {port}))\n"
-            "    print('connected')\nexcept OSError as e:\n    print('ok')")
+    code = (
+        f"import socket\ns = socket.socket()\ns.settimeout(1)\ntry:\n    s.connect(('127.0.0.1', {port}))\n"
+        "    print('connected')\nexcept OSError as e:\n    print('ok')"
+    )
     v = verify_code(fenced(code), IO, timeout=LIMIT)
     t.join()
     server.close()
@@ -162,8 +182,9 @@ def test_a_batch_of_hostile_code_finishes_and_leaves_nothing() -> None:
     from rlvr.verify import verify_code_batch
 
     names = list(HOSTILE)
-    vs = verify_code_batch([fenced(HOSTILE[n]) for n in names] + [fenced("print('ok')")], [IO] * (len(names) + 1),
-                           jobs=2, timeout=LIMIT)
+    vs = verify_code_batch(
+        [fenced(HOSTILE[n]) for n in names] + [fenced("print('ok')")], [IO] * (len(names) + 1), jobs=2, timeout=LIMIT
+    )
     assert [v.status for v in vs][-1] is Status.CORRECT
     assert all(v.status in (Status.WRONG, Status.CORRECT) for v in vs)
     assert all(v.details["sandbox_uids"] for v in vs)
@@ -181,20 +202,25 @@ def test_the_hosts_files_are_not_there(tmp_path: Path) -> None:
     planted = [tmp_path / "answers.jsonl", Path.cwd() / ".rlvr-planted-answers", Path("/opt/rlvr-planted-answers")]
     for p in planted:
         p.write_text(secret)
-    code = "\n".join([
-        "import os",
-        "print('root', sorted(os.listdir('/')))",
-        *[f"try:\n    print(open({str(p)!r}).read())\nexcept OSError as e:\n    print('no', e.errno)" for p in planted],
-        "for d, dirs, names in os.walk('/'):",  # all but /usr (the host's, read-only) and /proc
-        "    if d == '/':",
-        "        dirs[:] = [x for x in dirs if x not in ('usr', 'proc')]",
-        "    for n in names:",
-        "        try:",
-        f"            if {secret[::-1]!r}[::-1] in open(os.path.join(d, n), errors='ignore').read(1 << 16):",
-        "                print('FOUND', os.path.join(d, n))",
-        "        except (OSError, ValueError):",
-        "            pass",
-    ])
+    code = "\n".join(
+        [
+            "import os",
+            "print('root', sorted(os.listdir('/')))",
+            *[
+                f"try:\n    print(open({str(p)!r}).read())\nexcept OSError as e:\n    print('no', e.errno)"
+                for p in planted
+            ],
+            "for d, dirs, names in os.walk('/'):",  # all but /usr (the host's, read-only) and /proc
+            "    if d == '/':",
+            "        dirs[:] = [x for x in dirs if x not in ('usr', 'proc')]",
+            "    for n in names:",
+            "        try:",
+            f"            if {secret[::-1]!r}[::-1] in open(os.path.join(d, n), errors='ignore').read(1 << 16):",
+            "                print('FOUND', os.path.join(d, n))",
+            "        except (OSError, ValueError):",
+            "            pass",
+        ]
+    )
     try:
         run = sandbox.run(["/usr/bin/python3", "-I", "a.py"], {"a.py": code}, limits=sandbox.Limits(wall_s=LIMIT))
     finally:
@@ -212,12 +238,17 @@ def test_nothing_outside_its_directory_is_writable(tmp_path: Path) -> None:
     name = "rlvr-escaped-" + os.urandom(6).hex()
     hosts = [Path(d, name) for d in ("/run/lock", "/var/tmp", "/dev/shm", "/tmp", str(tmp_path), str(Path.cwd()))]
     inside = ["/", "/usr", "/usr/local", "/etc", "/dev", "/proc", "/run/lock", "/var/tmp", "/dev/shm"]
-    code = "\n".join([
-        "import os",
-        *[f"try:\n    open({os.path.join(d, name)!r}, 'w').write('x')\n    print('WROTE', {d!r})\n"
-          f"except OSError:\n    pass" for d in inside],
-        f"open('/work/{name}', 'w').write('x')\nopen('/tmp/{name}', 'w').write('x')\nprint('ok')",
-    ])
+    code = "\n".join(
+        [
+            "import os",
+            *[
+                f"try:\n    open({os.path.join(d, name)!r}, 'w').write('x')\n    print('WROTE', {d!r})\n"
+                f"except OSError:\n    pass"
+                for d in inside
+            ],
+            f"open('/work/{name}', 'w').write('x')\nopen('/tmp/{name}', 'w').write('x')\nprint('ok')",
+        ]
+    )
     run = sandbox.run(["/usr/bin/python3", "-I", "a.py"], {"a.py": code}, limits=sandbox.Limits(wall_s=LIMIT))
     assert run.returncode == 0, run.stderr
     assert "WROTE" not in run.stdout and run.stdout.strip().endswith("ok"), run.stdout
@@ -228,8 +259,10 @@ def test_nothing_outside_its_directory_is_writable(tmp_path: Path) -> None:
 def test_the_program_cannot_fake_a_sandbox_failure() -> None:
     """A failure of the sandbox itself is an `error` verdict (not scored, not the program's -1): only
     the sandbox's first process can say so, on a pipe the program never holds."""
-    code = "import os, sys\nsys.stderr.write('rlvr sandbox init failed: x')\nfor fd in range(3, 64):\n" \
-           "    try:\n        os.write(fd, b'OSError: mount failed')\n    except OSError:\n        pass\nos._exit(125)"
+    code = (
+        "import os, sys\nsys.stderr.write('rlvr sandbox init failed: x')\nfor fd in range(3, 64):\n"
+        "    try:\n        os.write(fd, b'OSError: mount failed')\n    except OSError:\n        pass\nos._exit(125)"
+    )
     run = sandbox.run(["/usr/bin/python3", "-I", "a.py"], {"a.py": code}, limits=sandbox.Limits(wall_s=LIMIT))
     assert run.returncode == 125 and run.error == ""
     v = verify_code(fenced(code), IO, timeout=LIMIT)

@@ -51,12 +51,16 @@ def test_canonical_pass_bugs_fail_prose_is_invalid(problems: list[dict]) -> None
     # those rows are judged again, one at a time: no row may be misjudged, and every row decided.
     undecided = [i for i, v in enumerate(vs) if v.status in (Status.TIMEOUT, Status.ERROR)]
     assert len(undecided) <= 8, [(kinds[i], vs[i].status.value, vs[i].reason) for i in undecided[:5]]
-    for i, again in zip(undecided, verify_code_batch([comps[i] for i in undecided],
-                                                     [golds[i] for i in undecided], jobs=1, timeout=30.0)):
+    for i, again in zip(
+        undecided, verify_code_batch([comps[i] for i in undecided], [golds[i] for i in undecided], jobs=1, timeout=30.0)
+    ):
         vs[i] = again
     want = dict.fromkeys(humaneval.BUGS, Status.WRONG) | {"canonical": Status.CORRECT}
-    wrong = [(kinds[i], problems[i // (1 + len(humaneval.BUGS))]["task_id"], v.status.value, v.reason[:200])
-             for i, v in enumerate(vs) if v.status is not want[kinds[i]]]
+    wrong = [
+        (kinds[i], problems[i // (1 + len(humaneval.BUGS))]["task_id"], v.status.value, v.reason[:200])
+        for i, v in enumerate(vs)
+        if v.status is not want[kinds[i]]
+    ]
     assert not wrong, wrong[:5]
     table = Counter((k, v.status) for k, v in zip(kinds, vs))
     assert table[("canonical", Status.CORRECT)] == 164

@@ -15,24 +15,51 @@ from rlvr.verify.code.verifier import _read_report, verify_code
 COLLIDING = [k * (2**61 - 1) for k in range(1, 2000)]  # every one hashes to 0
 
 
-@pytest.mark.parametrize("text", [
-    "Infinity", "-Infinity", "NaN", '{"int": Infinity}', '{"int": "1e5"}', '{"float": "1.5"}', '{"tuple": 3}',
-    '{"set": [[1]]}', '{"a": 1, "b": 2}', '{"nope": []}', "[" * 5000 + "]" * 5000, '{"dict": [[1]]}',
-    '{"ref": 0}', json.dumps({"set": COLLIDING}), json.dumps({"dict": [[k, 0] for k in COLLIDING]}),
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Infinity",
+        "-Infinity",
+        "NaN",
+        '{"int": Infinity}',
+        '{"int": "1e5"}',
+        '{"float": "1.5"}',
+        '{"tuple": 3}',
+        '{"set": [[1]]}',
+        '{"a": 1, "b": 2}',
+        '{"nope": []}',
+        "[" * 5000 + "]" * 5000,
+        '{"dict": [[1]]}',
+        '{"ref": 0}',
+        json.dumps({"set": COLLIDING}),
+        json.dumps({"dict": [[k, 0] for k in COLLIDING]}),
+    ],
+)
 def test_anything_but_an_encoded_plain_value_is_a_value_error(text: str) -> None:
     with pytest.raises(ValueError):
         load_plain(text)
 
 
 def test_plain_values_round_trip() -> None:
-    for value in [1, 2**80, -0.5, float("inf"), "x", b"\x00", (1, [2, {3}]), {"a": frozenset({1})}, {(1, 2): None},
-                  1 + 2j, list(range(1000)), set(range(500))]:
+    for value in [
+        1,
+        2**80,
+        -0.5,
+        float("inf"),
+        "x",
+        b"\x00",
+        (1, [2, {3}]),
+        {"a": frozenset({1})},
+        {(1, 2): None},
+        1 + 2j,
+        list(range(1000)),
+        set(range(500)),
+    ]:
         assert load_plain(json.dumps(encode(value))) == value
 
 
 def test_a_hostile_report_line_is_a_tamper_not_an_exception() -> None:
-    lines = [b"n total 2", b"n result 0 {\"int\": Infinity}", b"n result 1 " + json.dumps({"set": COLLIDING}).encode()]
+    lines = [b"n total 2", b'n result 0 {"int": Infinity}', b"n result 1 " + json.dumps({"set": COLLIDING}).encode()]
     rep = _read_report(sandbox.RunResult(returncode=0, results=b"\n".join(lines)), "n")
     assert rep.tamper.startswith("corrupted the harness's report") and rep.total == 2
 

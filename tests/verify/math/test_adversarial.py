@@ -104,12 +104,20 @@ GAMING = [
 ]
 
 
-@pytest.mark.parametrize("completion,gold", [
-    ("4 - 1 = 3", "3"),  # the computation, then its result: the result is the answer
-    (r"\boxed{\frac{3}{4}}", "0.75"), ("<answer>6/4</answer>", "1.5"), (r"\boxed{1.5 \times 10^{3}}", "1500"),
-    (r"\boxed{50\%}", "0.5"), (r"\boxed{3\sqrt{2}}", r"\sqrt{18}"),  # an expression gold: compared by value
-    (r"\boxed{2^{10}}", "2^{10}"), ("<answer>-4</answer>", "-4"), ("<answer>x + 1</answer>", "1 + x"),
-])
+@pytest.mark.parametrize(
+    "completion,gold",
+    [
+        ("4 - 1 = 3", "3"),  # the computation, then its result: the result is the answer
+        (r"\boxed{\frac{3}{4}}", "0.75"),
+        ("<answer>6/4</answer>", "1.5"),
+        (r"\boxed{1.5 \times 10^{3}}", "1500"),
+        (r"\boxed{50\%}", "0.5"),
+        (r"\boxed{3\sqrt{2}}", r"\sqrt{18}"),  # an expression gold: compared by value
+        (r"\boxed{2^{10}}", "2^{10}"),
+        ("<answer>-4</answer>", "-4"),
+        ("<answer>x + 1</answer>", "1 + x"),
+    ],
+)
 def test_numbers_in_any_written_form_still_pass_against_a_numeric_gold(completion: str, gold: str) -> None:
     v = verify_math(completion, gold)
     assert v.correct, v

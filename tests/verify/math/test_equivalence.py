@@ -126,8 +126,17 @@ EQUATIONS = [
 
 @pytest.mark.parametrize(
     "completion,gold,expected",
-    FRACTIONS + DECIMALS + THOUSANDS + PERCENT + UNICODE + LATEX + SYMBOLIC + STRUCTURES
-    + SOLUTION_LISTS + INEQUALITIES + EQUATIONS,
+    FRACTIONS
+    + DECIMALS
+    + THOUSANDS
+    + PERCENT
+    + UNICODE
+    + LATEX
+    + SYMBOLIC
+    + STRUCTURES
+    + SOLUTION_LISTS
+    + INEQUALITIES
+    + EQUATIONS,
 )
 def test_equivalence_table(completion: str, gold: str, expected: Status) -> None:
     check(completion, gold, expected)
@@ -142,9 +151,7 @@ def test_verdict_carries_span_method_and_reason() -> None:
     assert type(v).from_dict(d).status is v.status
 
 
-@pytest.mark.parametrize(
-    "gold", [r"\frac{", "", "   ", r"\sqrt{2"]
-)
+@pytest.mark.parametrize("gold", [r"\frac{", "", "   ", r"\sqrt{2"])
 def test_unparsable_gold_is_bad_gold(gold: str) -> None:
     check(r"\boxed{1}", gold, B)
 

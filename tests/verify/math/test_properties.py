@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from rlvr import verify_math
 
-ints = st.integers(min_value=-10**9, max_value=10**9)
+ints = st.integers(min_value=-(10**9), max_value=10**9)
 small = st.integers(min_value=1, max_value=10**6)
 
 

@@ -67,16 +67,19 @@ RANGES = [
 ]
 
 
-@pytest.mark.parametrize(("completion", "gold", "expected"),
-                         UNICODE_MINUS + VULGAR_FRACTIONS + CURRENCY + MARKDOWN + TEXT_IN_THE_BOX + OTHER_LANGUAGES
-                         + UNIONS + RANGES)
+@pytest.mark.parametrize(
+    ("completion", "gold", "expected"),
+    UNICODE_MINUS + VULGAR_FRACTIONS + CURRENCY + MARKDOWN + TEXT_IN_THE_BOX + OTHER_LANGUAGES + UNIONS + RANGES,
+)
 def test_what_instruct_models_print(completion: str, gold: str, expected: bool) -> None:
     assert judged(completion, gold) is expected, verify_math(completion, gold)
 
 
 MULTIPLE_CHOICE = [
-    ("My final selection: C", "C"), ("Final choice - the answer is (D).", "D"),
-    ("Of the four, the only valid one is (B).", "B"), ("This corresponds to option (c).", "C"),
+    ("My final selection: C", "C"),
+    ("Final choice - the answer is (D).", "D"),
+    ("Of the four, the only valid one is (B).", "B"),
+    ("This corresponds to option (c).", "C"),
     ("which matches choice A", "A"),
 ]
 
@@ -121,12 +124,15 @@ def test_talking_to_the_grader_is_named(completion: str) -> None:
     assert v.status is Status.WRONG and v.details["grader_talk"], v
 
 
-@pytest.mark.parametrize("completion", [
-    "The expected value of one roll is 3.5, so the answer is 3.5.",
-    "A judge scores each dive; the total is 3.5 points.",
-    "We check the solution: 3.5 satisfies the equation, so the answer is 3.5.",
-    "The reference point is at 3.5.",
-])
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "The expected value of one roll is 3.5, so the answer is 3.5.",
+        "A judge scores each dive; the total is 3.5 points.",
+        "We check the solution: 3.5 satisfies the equation, so the answer is 3.5.",
+        "The reference point is at 3.5.",
+    ],
+)
 def test_ordinary_prose_is_not_grader_talk(completion: str) -> None:
     assert judged(completion, "3.5"), verify_math(completion, "3.5")
 

@@ -118,10 +118,17 @@ UNDEFINED = [
     (r"\frac{1}{0}", "1/0", False),
 ]
 
-TABLES = {"intervals and tuples": INTERVALS_AND_TUPLES, "unfinished answers": UNFINISHED,
-          "number words": NUMBER_WORDS, "LaTeX outside delimiters": LATEX_OUTSIDE_DELIMITERS, "units": UNITS,
-          "mixed numbers and solution lists": MIXED_NUMBERS_AND_SOLUTION_LISTS, "trigonometry in degrees": TRIG_DEGREES,
-          "huge powers": HUGE_POWERS, "undefined values": UNDEFINED}
+TABLES = {
+    "intervals and tuples": INTERVALS_AND_TUPLES,
+    "unfinished answers": UNFINISHED,
+    "number words": NUMBER_WORDS,
+    "LaTeX outside delimiters": LATEX_OUTSIDE_DELIMITERS,
+    "units": UNITS,
+    "mixed numbers and solution lists": MIXED_NUMBERS_AND_SOLUTION_LISTS,
+    "trigonometry in degrees": TRIG_DEGREES,
+    "huge powers": HUGE_POWERS,
+    "undefined values": UNDEFINED,
+}
 
 
 @pytest.mark.parametrize("gold, prediction, expected", INTERVALS_AND_TUPLES)

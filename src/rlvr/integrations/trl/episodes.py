@@ -94,8 +94,9 @@ def check_tools(tools: Iterable[Callable[..., Any]], where: str = "tools") -> No
 
     for fn in tools:
         if not callable(fn):
-            raise ConfigError(f"{where}: {fn!r} is not callable; a tool is a function with type hints and a "
-                              "Google-style docstring")
+            raise ConfigError(
+                f"{where}: {fn!r} is not callable; a tool is a function with type hints and a Google-style docstring"
+            )
         tool_schema(fn)
 
 
@@ -117,11 +118,25 @@ class GuardedTools(dict):  # type: ignore[type-arg]
     """One row's tools as TRL's tool loop looks them up (see the module docstring); the outcome of
     every call it made, in order, is kept in :attr:`outcomes`."""
 
-    def __init__(self, tools: Mapping[str, Callable[..., Any]], *, key: str, timeout_s: float,
-                 max_result_chars: int, faults: Faults | None, loop: Any = None, dead: str | None = None) -> None:
+    def __init__(
+        self,
+        tools: Mapping[str, Callable[..., Any]],
+        *,
+        key: str,
+        timeout_s: float,
+        max_result_chars: int,
+        faults: Faults | None,
+        loop: Any = None,
+        dead: str | None = None,
+    ) -> None:
         super().__init__()
-        self.guard = Guard({n: _sync(f, loop) for n, f in tools.items()}, key=key, timeout_s=timeout_s,
-                           max_result_chars=max_result_chars, faults=faults)
+        self.guard = Guard(
+            {n: _sync(f, loop) for n, f in tools.items()},
+            key=key,
+            timeout_s=timeout_s,
+            max_result_chars=max_result_chars,
+            faults=faults,
+        )
         self.dead = dead
         self.outcomes: list[Outcome] = []
 
@@ -132,8 +147,9 @@ class GuardedTools(dict):  # type: ignore[type-arg]
         def call(**arguments: Any) -> str:
             turn = len(self.outcomes)
             if self.dead is not None:  # the session is gone: no call can run
-                out = Outcome(f"error: {self.dead}", ToolCall(name, arguments),
-                              Event(Cause.ENV_CRASH, turn, self.dead, name))
+                out = Outcome(
+                    f"error: {self.dead}", ToolCall(name, arguments), Event(Cause.ENV_CRASH, turn, self.dead, name)
+                )
             else:
                 out = self.guard.invoke(name, arguments, turn)
             self.outcomes.append(out)
@@ -164,8 +180,9 @@ class EvalEnvironment:
         if t.environment_factories is not None:
             name = row.get("environment") if t._multi_environment else None
             self.env = t.environment_factories[name]()
-            obs = self.env.reset(**({k: v for k, v in row.items() if k != "environment"}
-                                    if t._multi_environment else row))
+            obs = self.env.reset(
+                **({k: v for k, v in row.items() if k != "environment"} if t._multi_environment else row)
+            )
             if (why := dead_reason(self.env)) is not None:
                 from rlvr.episodes.tools import EnvCrash
 
@@ -196,6 +213,7 @@ def trl_environment(cls: type) -> type:
 
     ns: dict[str, Any] = {"__init__": __init__, "reset": reset, "__doc__": f"{cls.__name__} for TRL's tool loop"}
     for name in names:
+
         def method(self: Any, *args: Any, _name: str = name, **kwargs: Any) -> Any:
             return getattr(self._rlvr_env, _name)(*args, **kwargs)
 
@@ -206,8 +224,11 @@ def trl_environment(cls: type) -> type:
 def trl_methods(env: Any) -> list[Callable[..., Any]]:
     """An environment's tools as TRL lists them: the public functions of its class but ``reset`` and
     ``get_reward``, bound to it."""
-    return [getattr(env, n) for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
-            if n not in ("reset", "get_reward") and not n.startswith("_")]
+    return [
+        getattr(env, n)
+        for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+        if n not in ("reset", "get_reward") and not n.startswith("_")
+    ]
 
 
 def row_tools(standalone: Iterable[Callable[..., Any]], env: Any) -> dict[str, Callable[..., Any]]:
@@ -229,10 +250,19 @@ def _segments(mask: Sequence[int]) -> list[tuple[int, int]]:
     return out
 
 
-def episode_of(messages: Sequence[Mapping[str, Any]], completion_ids: Sequence[int], tool_mask: Sequence[int] | None,
-               outcomes: Sequence[Outcome], *, prompt: str, tokenizer: Any, stop_ids: Iterable[int],
-               max_iterations: int, dead: str | None = None,
-               env_faults: Iterable[Cause] = ENVIRONMENT_FAULTS) -> Episode:
+def episode_of(
+    messages: Sequence[Mapping[str, Any]],
+    completion_ids: Sequence[int],
+    tool_mask: Sequence[int] | None,
+    outcomes: Sequence[Outcome],
+    *,
+    prompt: str,
+    tokenizer: Any,
+    stop_ids: Iterable[int],
+    max_iterations: int,
+    dead: str | None = None,
+    env_faults: Iterable[Cause] = ENVIRONMENT_FAULTS,
+) -> Episode:
     """One row's episode from TRL's messages and the guard's outcomes (see the module docstring)."""
     owned = frozenset(env_faults)
     ep = Episode(prompt=prompt)
@@ -258,8 +288,13 @@ def episode_of(messages: Sequence[Mapping[str, Any]], completion_ids: Sequence[i
                     # markup TRL could not parse ended the episode as if it were the answer; a call the
                     # budget cut before it closed is truncation, not a malformed call
                     if find_call(raw) is not None and (CALL_END in raw or finish == "eos"):
-                        ep.events.append(Event(Cause.MALFORMED_TOOL_CALL, seg, "the tool call does not parse "
-                                               f"(TRL ended the episode on it): {raw[-200:]!r}"))
+                        ep.events.append(
+                            Event(
+                                Cause.MALFORMED_TOOL_CALL,
+                                seg,
+                                f"the tool call does not parse (TRL ended the episode on it): {raw[-200:]!r}",
+                            )
+                        )
                     ep.answered(content, finish, tokens)
                 else:
                     ep.turns.append(Turn("assistant", content, tokens=tokens))
@@ -269,18 +304,34 @@ def episode_of(messages: Sequence[Mapping[str, Any]], completion_ids: Sequence[i
                 name = str(fn.get("name", c.get("name", "?") if isinstance(c, Mapping) else "?"))
                 args = fn.get("arguments", {})
                 if not isinstance(c, Mapping) or c.get("type", "function") != "function":
-                    out = Outcome("error", None, Event(Cause.MALFORMED_TOOL_CALL, seg, f"a call of type "
-                                                       f"{c.get('type') if isinstance(c, Mapping) else c!r}", name))
+                    out = Outcome(
+                        "error",
+                        None,
+                        Event(
+                            Cause.MALFORMED_TOOL_CALL,
+                            seg,
+                            f"a call of type {c.get('type') if isinstance(c, Mapping) else c!r}",
+                            name,
+                        ),
+                    )
                 elif not isinstance(args, dict):  # TRL's **arguments failed before any tool ran
-                    out = Outcome("error", ToolCall(name, {"_": args}),
-                                  Event(Cause.BAD_ARGUMENTS, seg, f"the arguments of {name} must be an object", name))
+                    out = Outcome(
+                        "error",
+                        ToolCall(name, {"_": args}),
+                        Event(Cause.BAD_ARGUMENTS, seg, f"the arguments of {name} must be an object", name),
+                    )
                 else:
                     out = queue.pop(0) if queue else Outcome("", ToolCall(name, args))
                     if out.event is not None:
-                        out.event = Event(out.event.cause, seg, out.event.detail, out.event.tool,
-                                          out.event.latency_s)
-                ep.turns.append(Turn("assistant", str(m.get("content") or "") if j == 0 else "",
-                                     out.call or ToolCall(name, {}), tokens if j == 0 else 0))
+                        out.event = Event(out.event.cause, seg, out.event.detail, out.event.tool, out.event.latency_s)
+                ep.turns.append(
+                    Turn(
+                        "assistant",
+                        str(m.get("content") or "") if j == 0 else "",
+                        out.call or ToolCall(name, {}),
+                        tokens if j == 0 else 0,
+                    )
+                )
                 ep.tokens += tokens if j == 0 else 0
                 if out.event is not None:
                     ep.events.append(out.event)
@@ -307,5 +358,17 @@ def episode_of(messages: Sequence[Mapping[str, Any]], completion_ids: Sequence[i
     return ep
 
 
-__all__ = ["DeadEnvironment", "EvalEnvironment", "GuardedFactory", "GuardedTools", "ToolFailed", "check_tools",
-           "dead_reason", "episode_of", "guard_factories", "row_tools", "trl_environment", "trl_methods"]
+__all__ = [
+    "DeadEnvironment",
+    "EvalEnvironment",
+    "GuardedFactory",
+    "GuardedTools",
+    "ToolFailed",
+    "check_tools",
+    "dead_reason",
+    "episode_of",
+    "guard_factories",
+    "row_tools",
+    "trl_environment",
+    "trl_methods",
+]

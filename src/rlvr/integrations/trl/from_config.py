@@ -25,20 +25,42 @@ def grpo_args(cfg: TrainConfig, *, use_cpu: bool) -> Any:
     per_process = r.prompts_per_step * r.group_size // run.processes
     micro = a.micro_batch or per_process
     fields: dict[str, Any] = {
-        "output_dir": run.out_dir, "max_steps": run.steps, "seed": run.seed, "data_seed": run.seed,
-        "per_device_train_batch_size": micro, "gradient_accumulation_steps": per_process // micro,
-        "num_generations": r.group_size, "max_completion_length": r.max_new_tokens, "temperature": r.temperature,
-        "top_p": r.top_p, "learning_rate": o.lr, "weight_decay": o.weight_decay, "adam_beta1": o.betas[0],
-        "adam_beta2": o.betas[1], "max_grad_norm": o.grad_clip, "lr_scheduler_type": o.schedule,
-        "warmup_steps": o.warmup_steps, "beta": a.beta, "epsilon": a.epsilon, "epsilon_high": a.epsilon_high,
-        "num_iterations": a.num_iterations, "loss_type": a.loss,
+        "output_dir": run.out_dir,
+        "max_steps": run.steps,
+        "seed": run.seed,
+        "data_seed": run.seed,
+        "per_device_train_batch_size": micro,
+        "gradient_accumulation_steps": per_process // micro,
+        "num_generations": r.group_size,
+        "max_completion_length": r.max_new_tokens,
+        "temperature": r.temperature,
+        "top_p": r.top_p,
+        "learning_rate": o.lr,
+        "weight_decay": o.weight_decay,
+        "adam_beta1": o.betas[0],
+        "adam_beta2": o.betas[1],
+        "max_grad_norm": o.grad_clip,
+        "lr_scheduler_type": o.schedule,
+        "warmup_steps": o.warmup_steps,
+        "beta": a.beta,
+        "epsilon": a.epsilon,
+        "epsilon_high": a.epsilon_high,
+        "num_iterations": a.num_iterations,
+        "loss_type": a.loss,
         "scale_rewards": a.scale_rewards,
-        "save_strategy": "steps", "save_steps": run.save_every, "logging_steps": cfg.trl.logging_steps,
-        "report_to": cfg.trl.report_to or "none", "use_cpu": use_cpu,
+        "save_strategy": "steps",
+        "save_steps": run.save_every,
+        "logging_steps": cfg.trl.logging_steps,
+        "report_to": cfg.trl.report_to or "none",
+        "use_cpu": use_cpu,
         "bf16": cfg.model.autocast == "bf16" and cfg.model.dtype == "float32",
-        "gradient_checkpointing": cfg.model.gradient_checkpointing, "use_vllm": cfg.trl.use_vllm,
-        "vllm_mode": cfg.trl.vllm_mode, "mask_truncated_completions": False, "log_completions": False,
-        "remove_unused_columns": False, "disable_tqdm": True,
+        "gradient_checkpointing": cfg.model.gradient_checkpointing,
+        "use_vllm": cfg.trl.use_vllm,
+        "vllm_mode": cfg.trl.vllm_mode,
+        "mask_truncated_completions": False,
+        "log_completions": False,
+        "remove_unused_columns": False,
+        "disable_tqdm": True,
     }
     if cfg.env is not None:  # episodes: TRL's tool loop; its rounds are the calls before the last turn
         fields["max_tool_calling_iterations"] = max(cfg.env.max_turns - 1, 1)
@@ -67,9 +89,18 @@ def _dataset(cfg: TrainConfig, tokenizer: Any) -> tuple[Any, list[Any]]:
         rows = stream.take(cfg.run.steps * cfg.rollout.prompts_per_step * 2)
     chat = bool(getattr(tokenizer, "chat_template", None)) and not _template_drops_bos(tokenizer)
     keys = sorted({k for s in rows for k in s.extra})
-    return Dataset.from_list([{"prompt": s.prompt if chat or isinstance(s.prompt, str) else render(tokenizer, s.prompt),
-                               "gold": s.gold, "task": s.task, "prompt_id": s.id or str(i),
-                               **{k: s.extra.get(k) for k in keys}} for i, s in enumerate(rows)]), held
+    return Dataset.from_list(
+        [
+            {
+                "prompt": s.prompt if chat or isinstance(s.prompt, str) else render(tokenizer, s.prompt),
+                "gold": s.gold,
+                "task": s.task,
+                "prompt_id": s.id or str(i),
+                **{k: s.extra.get(k) for k in keys},
+            }
+            for i, s in enumerate(rows)
+        ]
+    ), held
 
 
 def _template_drops_bos(tokenizer: Any) -> bool:
@@ -85,8 +116,9 @@ def _template_drops_bos(tokenizer: Any) -> bool:
     return list(ids["input_ids"]) != encode(tokenizer, probe)
 
 
-def train_trl(cfg: TrainConfig, *, resume: bool = False,
-              on_log: Callable[[int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+def train_trl(
+    cfg: TrainConfig, *, resume: bool = False, on_log: Callable[[int, dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
     """Train ``cfg`` on TRL (see the module docstring); returns the held-out accuracy before/after."""
     from transformers import TrainerCallback
     from transformers.trainer_utils import get_last_checkpoint
@@ -141,14 +173,30 @@ def train_trl(cfg: TrainConfig, *, resume: bool = False,
 
         env = cfg.env
         rates = {str(k): v for k, v in env.faults.items()}
-        episodes = {"environment_factory": trl_environment(environment_class(env.tools, env.environment)),
-                    "tool_timeout_s": env.tool_timeout_s, "max_result_chars": env.max_result_chars,
-                    "env_faults": Faults(rates, env.fault_seed) if rates else None}
+        episodes = {
+            "environment_factory": trl_environment(environment_class(env.tools, env.environment)),
+            "tool_timeout_s": env.tool_timeout_s,
+            "max_result_chars": env.max_result_chars,
+            "env_faults": Faults(rates, env.fault_seed) if rates else None,
+        }
     trainer = FailureAwareGRPOTrainer(
-        model=model, processing_class=tok, reward_funcs=[total], args=args, train_dataset=dataset,
-        callbacks=callbacks, failure=cfg.failure, constrain=cfg.decoding, advantage_clip=cfg.algo.advantage_clip,
-        run_dir=out, eval_rows=held, eval_every=cfg.run.eval_every, log_rollouts=cfg.run.log_rollouts, tags=tags,
-        truncation=Truncation(cfg.rollout.truncation, cfg.run.seed) if cfg.rollout.truncation else None, **episodes)
+        model=model,
+        processing_class=tok,
+        reward_funcs=[total],
+        args=args,
+        train_dataset=dataset,
+        callbacks=callbacks,
+        failure=cfg.failure,
+        constrain=cfg.decoding,
+        advantage_clip=cfg.algo.advantage_clip,
+        run_dir=out,
+        eval_rows=held,
+        eval_every=cfg.run.eval_every,
+        log_rollouts=cfg.run.log_rollouts,
+        tags=tags,
+        truncation=Truncation(cfg.rollout.truncation, cfg.run.seed) if cfg.rollout.truncation else None,
+        **episodes,
+    )
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     for cb in (PrinterCallback, ProgressCallback):  # rlvr's CLI shows its own progress; the run folder has the rest

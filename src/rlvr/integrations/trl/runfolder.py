@@ -21,8 +21,13 @@ from rlvr.rewards.base import GOLD_COLUMNS
 from rlvr.runs import MetricsLog, RolloutLog
 
 #: TRL's log names -> the names rlvr's engine logs the same quantity under (the report reads these).
-ALIASES = {"loss": "loss/policy", "clip_ratio/region_mean": "loss/clipfrac", "kl": "loss/kl",
-           "learning_rate": "lr", "completions/clipped_ratio": "completions/truncated_frac"}
+ALIASES = {
+    "loss": "loss/policy",
+    "clip_ratio/region_mean": "loss/clipfrac",
+    "kl": "loss/kl",
+    "learning_rate": "lr",
+    "completions/clipped_ratio": "completions/truncated_frac",
+}
 
 
 def _episode(ep: Any) -> dict[str, Any]:
@@ -54,8 +59,12 @@ class RunFolder(TrainerCallback):
 
         d = gen.decision
         rank = trainer.accelerator.process_index
-        replaced = gather_object([(rank, o["row"], o["attempt"], o["view"], o["cause"], gen.rows[o["row"]],
-                                   _episode(o.get("episode"))) for o in gen.replaced])
+        replaced = gather_object(
+            [
+                (rank, o["row"], o["attempt"], o["view"], o["cause"], gen.rows[o["row"]], _episode(o.get("episode")))
+                for o in gen.replaced
+            ]
+        )
         step = trainer.state.global_step + 1
         if not self.main:
             return
@@ -66,12 +75,34 @@ class RunFolder(TrainerCallback):
         self.pending[step] = m
         if self.rollouts is not None:
             eps = gen.episodes_all or [None] * len(gen.views)
-            recs = [rollout_record(v, d.causes[i], prompt=r.get("prompt"), gold=_gold(r), task=r.get("task"),
-                                   advantage=float(d.advantages[i]), admitted=bool(d.admit[i]), rank=gen.ranks[i],
-                                   **_episode(ep))
-                    for i, (v, r, ep) in enumerate(zip(gen.views, gen.rows_all, eps))]
-            recs += [rollout_record(v, c, prompt=r.get("prompt"), gold=_gold(r), task=r.get("task"), rank=rk,
-                                    replaced=True, attempt=att, **ep) for rk, _row, att, v, c, r, ep in replaced]
+            recs = [
+                rollout_record(
+                    v,
+                    d.causes[i],
+                    prompt=r.get("prompt"),
+                    gold=_gold(r),
+                    task=r.get("task"),
+                    advantage=float(d.advantages[i]),
+                    admitted=bool(d.admit[i]),
+                    rank=gen.ranks[i],
+                    **_episode(ep),
+                )
+                for i, (v, r, ep) in enumerate(zip(gen.views, gen.rows_all, eps))
+            ]
+            recs += [
+                rollout_record(
+                    v,
+                    c,
+                    prompt=r.get("prompt"),
+                    gold=_gold(r),
+                    task=r.get("task"),
+                    rank=rk,
+                    replaced=True,
+                    attempt=att,
+                    **ep,
+                )
+                for rk, _row, att, v, c, r, ep in replaced
+            ]
             self.rollouts.log(step, recs)
 
     # ------------------------------------------------------------------ TrainerCallback
@@ -108,8 +139,11 @@ class RunFolder(TrainerCallback):
         for s in sorted(self.pending):
             self._flush(s)
         if self.eval_rows:
-            ev = self.last_eval[1] if self.last_eval and self.last_eval[0] == state.global_step \
+            ev = (
+                self.last_eval[1]
+                if self.last_eval and self.last_eval[0] == state.global_step
                 else self._evaluate(state.global_step)
+            )
             self.result["after"] = ev
         if self.metrics is not None:
             self.metrics.close()
@@ -137,14 +171,26 @@ class RunFolder(TrainerCallback):
         was = model.training
         turns_for = t.eval_turns if t.tools else None  # episodes: as TRL's tool loop renders them, fault-free
         with torch.no_grad():
-            ev = greedy_eval(model, t.processing_class, rows, max_new_tokens=t.max_completion_length,
-                             constrain=t.eval_constrainer, turns_for=turns_for) if rows else {
-                "accuracy": 0.0, "truncated": 0.0, "statuses": {}}
+            ev = (
+                greedy_eval(
+                    model,
+                    t.processing_class,
+                    rows,
+                    max_new_tokens=t.max_completion_length,
+                    constrain=t.eval_constrainer,
+                    turns_for=turns_for,
+                )
+                if rows
+                else {"accuracy": 0.0, "truncated": 0.0, "statuses": {}}
+            )
         model.train(was)
         parts = gather_object([(len(rows), ev)])
         n = sum(k for k, _ in parts) or 1
-        total = {"accuracy": sum(k * e["accuracy"] for k, e in parts) / n,
-                 "truncated": sum(k * e["truncated"] for k, e in parts) / n, "statuses": {}}
+        total = {
+            "accuracy": sum(k * e["accuracy"] for k, e in parts) / n,
+            "truncated": sum(k * e["truncated"] for k, e in parts) / n,
+            "statuses": {},
+        }
         if turns_for is not None:
             for key in ("tool_rate", "tool_calls"):
                 total[key] = sum(k * e.get(key, 0.0) for k, e in parts) / n
@@ -153,9 +199,15 @@ class RunFolder(TrainerCallback):
                 total["statuses"][s] = total["statuses"].get(s, 0.0) + k * v / n
         self.last_eval = (step, total)
         if self.main and self.metrics is not None:
-            self.metrics.log(step, {"eval/accuracy": total["accuracy"], "eval/truncated": total["truncated"],
-                                    **{f"eval/{s}": v for s, v in total["statuses"].items()},
-                                    **{f"eval/{k}": total[k] for k in ("tool_rate", "tool_calls") if k in total}})
+            self.metrics.log(
+                step,
+                {
+                    "eval/accuracy": total["accuracy"],
+                    "eval/truncated": total["truncated"],
+                    **{f"eval/{s}": v for s, v in total["statuses"].items()},
+                    **{f"eval/{k}": total[k] for k in ("tool_rate", "tool_calls") if k in total},
+                },
+            )
         return total
 
 

@@ -22,8 +22,16 @@ class QuarantineRepeatSampler(Sampler[int]):
     (a loader that reads ahead sees the set one batch late, on every process alike).
     """
 
-    def __init__(self, data_source: Sized, mini_repeat_count: int, batch_size: int = 1, repeat_count: int = 1,
-                 shuffle: bool = True, seed: int | None = None, skip: Callable[[int], bool] | None = None) -> None:
+    def __init__(
+        self,
+        data_source: Sized,
+        mini_repeat_count: int,
+        batch_size: int = 1,
+        repeat_count: int = 1,
+        shuffle: bool = True,
+        seed: int | None = None,
+        skip: Callable[[int], bool] | None = None,
+    ) -> None:
         self.n = len(data_source)
         self.mini_repeat_count, self.batch_size, self.repeat_count = mini_repeat_count, batch_size, repeat_count
         self.shuffle, self.skip = shuffle, skip or (lambda _: False)

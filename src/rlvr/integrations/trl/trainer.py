@@ -112,12 +112,23 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
     _gen: _Generation | None = None
     _pending_bits: torch.Tensor | None = None
 
-    def __init__(self, *args: Any, failure: FailureConfig | None = None, constrain: Any = None,
-                 advantage_clip: float | None = None, run_dir: str | Path | None = None,
-                 eval_rows: list[Any] | None = None, eval_every: int = 0, log_rollouts: bool = True,
-                 tags: tuple[str | None, str] = ("think", "answer"), tool_timeout_s: float = 10.0,
-                 max_result_chars: int = 2000, env_faults: Any = None, truncation: Any = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        failure: FailureConfig | None = None,
+        constrain: Any = None,
+        advantage_clip: float | None = None,
+        run_dir: str | Path | None = None,
+        eval_rows: list[Any] | None = None,
+        eval_every: int = 0,
+        log_rollouts: bool = True,
+        tags: tuple[str | None, str] = ("think", "answer"),
+        tool_timeout_s: float = 10.0,
+        max_result_chars: int = 2000,
+        env_faults: Any = None,
+        truncation: Any = None,
+        **kwargs: Any,
+    ) -> None:
         self.failure = failure or FailureConfig()
         self.truncation = truncation  # injected (tests, benchmarks): rlvr.decoding.truncation.Truncation
         self.tool_timeout_s, self.max_result_chars, self.env_faults = tool_timeout_s, max_result_chars, env_faults
@@ -131,10 +142,17 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         self.max_iterations = int(self.max_tool_calling_iterations)
         self._after_call: list[int] | None = None
         think, answer = tags
-        self.fa = FailureAware(self.failure, group_size=self.num_generations, scale_rewards=_scale(self.scale_rewards),
-                               advantage_clip=advantage_clip, think_tag=think or "think", answer_tag=answer,
-                               run_dir=None, objective=cast(Any, self.multi_objective_aggregation),
-                               weights=self.reward_weights.tolist())
+        self.fa = FailureAware(
+            self.failure,
+            group_size=self.num_generations,
+            scale_rewards=_scale(self.scale_rewards),
+            advantage_clip=advantage_clip,
+            think_tag=think or "think",
+            answer_tag=answer,
+            run_dir=None,
+            objective=cast(Any, self.multi_objective_aggregation),
+            weights=self.reward_weights.tolist(),
+        )
         self.run_dir = Path(cast(str, run_dir or self.args.output_dir))
         if self.accelerator.is_main_process:
             self.fa.run_dir = self.run_dir  # quarantine.jsonl: one writer
@@ -160,9 +178,19 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
 
         d = constrain
         vocab = self.model.get_output_embeddings().weight.shape[0]
-        return Constrainer(self.processing_class, vocab, mode=d.constrain, answer=d.answer, schema=d.json_schema,
-                           think_tag=tags[0], answer_tag=tags[1], reasoning_budget=d.reasoning_budget,
-                           answer_tokens=d.answer_tokens, max_chars=d.max_chars, backend=d.backend)
+        return Constrainer(
+            self.processing_class,
+            vocab,
+            mode=d.constrain,
+            answer=d.answer,
+            schema=d.json_schema,
+            think_tag=tags[0],
+            answer_tag=tags[1],
+            reasoning_budget=d.reasoning_budget,
+            answer_tokens=d.answer_tokens,
+            max_chars=d.max_chars,
+            backend=d.backend,
+        )
 
     def _get_train_sampler(self, dataset: Any = None) -> Any:
         data = dataset if dataset is not None else self.train_dataset
@@ -172,10 +200,14 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             return bool(q is not None and q.entries) and self.fa.skip(prompt_key(data[i]))
 
         return QuarantineRepeatSampler(
-            data, mini_repeat_count=self.num_generations,
+            data,
+            mini_repeat_count=self.num_generations,
             batch_size=cast(int, self.args.generation_batch_size) // self.num_generations,  # set by GRPOConfig
-            repeat_count=self.num_iterations * cast(int, self.args.steps_per_generation), shuffle=self.shuffle_dataset,
-            seed=self.args.seed, skip=skip)
+            repeat_count=self.num_iterations * cast(int, self.args.steps_per_generation),
+            shuffle=self.shuffle_dataset,
+            seed=self.args.seed,
+            skip=skip,
+        )
 
     # ------------------------------------------------------------------ sampling and resampling
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -210,26 +242,42 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         self.run_folder.record_generation(self, gen, out)
         return out
 
-    def _generate_single_turn(self, prompt_ids: list[list[int]], images: Any, multimodal_fields: Any,
-                              num_generations: int, has_tool_images: bool = False) -> tuple[Any, Any]:
-        completion_ids, logprobs, bits = self._sample(prompt_ids, images, multimodal_fields, num_generations,
-                                                      has_tool_images)
+    def _generate_single_turn(
+        self,
+        prompt_ids: list[list[int]],
+        images: Any,
+        multimodal_fields: Any,
+        num_generations: int,
+        has_tool_images: bool = False,
+    ) -> tuple[Any, Any]:
+        completion_ids, logprobs, bits = self._sample(
+            prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+        )
         gen = self._gen
         if gen is None or not self.model.training or self.tools:  # episodes are redrawn whole, in _generate
             return completion_ids, logprobs
-        completion_ids, logprobs, bits = self._resample(prompt_ids, completion_ids, logprobs, bits, images,
-                                                        multimodal_fields, has_tool_images)
+        completion_ids, logprobs, bits = self._resample(
+            prompt_ids, completion_ids, logprobs, bits, images, multimodal_fields, has_tool_images
+        )
         gen.bits = bits
         if self.constrainer is not None:  # the old-log-prob and reference forwards re-apply them
-            self._pending_bits = _stack_bits(bits, max((len(c) for c in completion_ids), default=1),
-                                             self.constrainer.words)
+            self._pending_bits = _stack_bits(
+                bits, max((len(c) for c in completion_ids), default=1), self.constrainer.words
+            )
         return completion_ids, logprobs
 
-    def _sample(self, prompt_ids: list[list[int]], images: Any, multimodal_fields: Any, num_generations: int,
-                has_tool_images: bool) -> tuple[list[list[int]], Any, list[torch.Tensor | None]]:
+    def _sample(
+        self,
+        prompt_ids: list[list[int]],
+        images: Any,
+        multimodal_fields: Any,
+        num_generations: int,
+        has_tool_images: bool,
+    ) -> tuple[list[list[int]], Any, list[torch.Tensor | None]]:
         if self.constrainer is None or images is not None or multimodal_fields:
-            ids, lp = super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
-                                                    has_tool_images)
+            ids, lp = super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
             bits: list[torch.Tensor | None] = [None] * len(ids)
         else:
             ids, lp, bits = self._constrained_generate(prompt_ids)
@@ -237,8 +285,14 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             ids, lp, bits = self._cut(prompt_ids, num_generations, ids, lp, bits)
         return ids, lp, bits
 
-    def _cut(self, prompt_ids: list[list[int]], num_generations: int, ids: list[list[int]], lp: Any,
-             bits: list[torch.Tensor | None]) -> tuple[list[list[int]], Any, list[torch.Tensor | None]]:
+    def _cut(
+        self,
+        prompt_ids: list[list[int]],
+        num_generations: int,
+        ids: list[list[int]],
+        lp: Any,
+        bits: list[torch.Tensor | None],
+    ) -> tuple[list[list[int]], Any, list[torch.Tensor | None]]:
         """The injected truncation (``rollout.truncation``): the rows it hits cut as a smaller budget
         would have ended them (no eos: TRL and the failure step read them as truncated)."""
         prompts = prompt_ids if len(prompt_ids) == len(ids) else [p for p in prompt_ids for _ in range(num_generations)]
@@ -261,11 +315,18 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         constrained rows are then drawn there (lean decoder, forced tokens jumped) instead of through
         ``generate`` with a logits processor, one call per token."""
         tok = self._tokenizer
-        return (not self.top_k and self.min_p is None and self.repetition_penalty == 1.0
-                and not self.args.generation_kwargs and tok.pad_token_id is not None and self.temperature > 0)
+        return (
+            not self.top_k
+            and self.min_p is None
+            and self.repetition_penalty == 1.0
+            and not self.args.generation_kwargs
+            and tok.pad_token_id is not None
+            and self.temperature > 0
+        )
 
-    def _constrained_generate(self, prompt_ids: list[list[int]]
-                              ) -> tuple[list[list[int]], None, list[torch.Tensor | None]]:
+    def _constrained_generate(
+        self, prompt_ids: list[list[int]]
+    ) -> tuple[list[list[int]], None, list[torch.Tensor | None]]:
         """Constrained sampling of TRL's rows; each row's masks are kept (one packed row per token).
         rlvr's sampling loop when :meth:`_lean_sampling`, else TRL's transformers ``generate`` with
         rlvr's grammar as a logits processor."""
@@ -280,35 +341,60 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         if self._lean_sampling():
             from rlvr.engine.rollout import generate
 
-            with (unwrap_model_for_generation(self.model_wrapped, self.accelerator,
-                                              gather_deepspeed3_params=self.args.ds3_gather_for_generation,
-                                              generation_kwargs=self.generation_kwargs,
-                                              gradient_checkpointing_kwargs=ckpt)
-                  as unwrapped, torch.no_grad(), self._dist.summon_full_params(self.model_wrapped, recurse=False)):
+            with (
+                unwrap_model_for_generation(
+                    self.model_wrapped,
+                    self.accelerator,
+                    gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                    generation_kwargs=self.generation_kwargs,
+                    gradient_checkpointing_kwargs=ckpt,
+                ) as unwrapped,
+                torch.no_grad(),
+                self._dist.summon_full_params(self.model_wrapped, recurse=False),
+            ):
                 # the global RNG, as generate() draws from: TRL's seeding makes it reproducible
-                b = generate(unwrapped, tok, [list(p) for p in prompt_ids], group_size=1,
-                             max_new_tokens=self.max_completion_length, temperature=self.temperature,
-                             top_p=self.top_p, constrain=self.constrainer, jump=self.jump_forward,
-                             stop_ids=list(self.eos_token_ids))
+                b = generate(
+                    unwrapped,
+                    tok,
+                    [list(p) for p in prompt_ids],
+                    group_size=1,
+                    max_new_tokens=self.max_completion_length,
+                    temperature=self.temperature,
+                    top_p=self.top_p,
+                    constrain=self.constrainer,
+                    jump=self.jump_forward,
+                    stop_ids=list(self.eos_token_ids),
+                )
             lengths = b.completion_mask.sum(1).tolist()
             assert b.bitmask is not None
-            return ([b.completion_ids[i, :n].tolist() for i, n in enumerate(lengths)], None,
-                    [b.bitmask[i, :n] for i, n in enumerate(lengths)])
+            return (
+                [b.completion_ids[i, :n].tolist() for i, n in enumerate(lengths)],
+                None,
+                [b.bitmask[i, :n] for i, n in enumerate(lengths)],
+            )
         prompts = [torch.tensor(p) for p in prompt_ids]
         ids = pad(prompts, padding_value=tok.pad_token_id, padding_side="left", pad_to_multiple_of=multiple)
-        mask = pad([torch.ones_like(p) for p in prompts], padding_value=0, padding_side="left",
-                   pad_to_multiple_of=multiple)
+        mask = pad(
+            [torch.ones_like(p) for p in prompts], padding_value=0, padding_side="left", pad_to_multiple_of=multiple
+        )
         inputs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
         assert self.constrainer is not None  # constrained generation only runs with one
         proc = GrammarLogitsProcessor(self.constrainer, len(prompt_ids), self.max_completion_length)
-        with (unwrap_model_for_generation(self.model_wrapped, self.accelerator,
-                                          gather_deepspeed3_params=self.args.ds3_gather_for_generation,
-                                          generation_kwargs=self.generation_kwargs,
-                                          gradient_checkpointing_kwargs=ckpt)
-              as unwrapped, torch.no_grad(), self._dist.summon_full_params(self.model_wrapped, recurse=False)):
-            out = unwrapped.generate(**inputs, generation_config=self.generation_config,
-                                     logits_processor=LogitsProcessorList([proc]))
-        completion = out[:, inputs["input_ids"].shape[1]:].cpu()
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                generation_kwargs=self.generation_kwargs,
+                gradient_checkpointing_kwargs=ckpt,
+            ) as unwrapped,
+            torch.no_grad(),
+            self._dist.summon_full_params(self.model_wrapped, recurse=False),
+        ):
+            out = unwrapped.generate(
+                **inputs, generation_config=self.generation_config, logits_processor=LogitsProcessorList([proc])
+            )
+        completion = out[:, inputs["input_ids"].shape[1] :].cpu()
         eos = torch.tensor(self.eos_token_ids)
         masks = torch.stack(proc.masks, 1) if proc.masks else torch.full((len(prompt_ids), 0, 1), -1, dtype=torch.int32)
         rows: list[list[int]] = []
@@ -321,9 +407,16 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             bits.append(masks[i, :n])
         return rows, None, bits
 
-    def _resample(self, prompt_ids: list[list[int]], completion_ids: list[list[int]], logprobs: Any,
-                  bits: list[torch.Tensor | None], images: Any, multimodal_fields: Any,
-                  has_tool_images: bool) -> tuple[list[list[int]], Any, list[torch.Tensor | None]]:
+    def _resample(
+        self,
+        prompt_ids: list[list[int]],
+        completion_ids: list[list[int]],
+        logprobs: Any,
+        bits: list[torch.Tensor | None],
+        images: Any,
+        multimodal_fields: Any,
+        has_tool_images: bool,
+    ) -> tuple[list[list[int]], Any, list[torch.Tensor | None]]:
         """Redraw the rows the failure-aware step names, every process joining each round."""
         gen = self._gen
         assert gen is not None
@@ -361,16 +454,22 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         out = list(super()._generate(prompts))
         eps = self._read_episodes(out, guards, prompts, rows, first_envs)
         for attempt in range(1, self.failure.resample_tries + 2):
-            views = self._views(gen.rows, out[1], [e.answer for e in eps], out[3],
-                                self._call_rewards(gen.rows, out[3], out[1]), eps)
+            views = self._views(
+                gen.rows, out[1], [e.answer for e in eps], out[3], self._call_rewards(gen.rows, out[3], out[1]), eps
+            )
             bad, causes = self._to_redraw(views, step, attempt)
             if bad is None:
                 break
             sub = bad or [0]  # a process with nothing to redraw still joins TRL's gathers
             sub_prompts, envs = self._fresh(gen.rows, sub)
             guards_sub = self._guard_rows(sub, envs, step, attempt)
-            saved = (self._sync_tool_dicts, self._async_tool_dicts, self.environments,
-                     getattr(self, "_batch_environments", None), self.num_generations)
+            saved = (
+                self._sync_tool_dicts,
+                self._async_tool_dicts,
+                self.environments,
+                getattr(self, "_batch_environments", None),
+                self.num_generations,
+            )
             try:
                 self._sync_tool_dicts = list(guards_sub)
                 self._async_tool_dicts = [{} for _ in sub]
@@ -380,14 +479,16 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                 self.num_generations = 1  # each redrawn row is its own prompt (vLLM groups by it)
                 new = super()._generate(sub_prompts)
             finally:
-                (self._sync_tool_dicts, self._async_tool_dicts, self.environments, batch_envs,
-                 self.num_generations) = saved
+                (self._sync_tool_dicts, self._async_tool_dicts, self.environments, batch_envs, self.num_generations) = (
+                    saved
+                )
                 if batch_envs is not None:
                     self._batch_environments = batch_envs
             new_eps = self._read_episodes(list(new), guards_sub, sub_prompts, sub, envs)
             for j, i in enumerate(bad):
-                gen.replaced.append({"row": i, "attempt": attempt, "view": views[i], "cause": causes[i],
-                                     "episode": eps[i]})
+                gen.replaced.append(
+                    {"row": i, "attempt": attempt, "view": views[i], "cause": causes[i], "episode": eps[i]}
+                )
                 for k in (0, 1, 2, 3, 4, 7):  # prompt ids, completion ids, tool mask, messages, log-probs, images
                     if out[k] is not None and new[k] is not None:
                         out[k][i] = new[k][j]
@@ -405,10 +506,17 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         for j, i in enumerate(rows):
             env = envs[j]
             pid = prompt_key(self._gen.rows[i]) if self._gen is not None else str(i)
-            guards.append(GuardedTools(row_tools(self._standalone_tools, env), key=f"{pid}:{step}:{i}:{attempt}",
-                                       timeout_s=self.tool_timeout_s, max_result_chars=self.max_result_chars,
-                                       faults=self.env_faults, loop=getattr(self, "async_loop", None),
-                                       dead=dead_reason(env) if env is not None else None))
+            guards.append(
+                GuardedTools(
+                    row_tools(self._standalone_tools, env),
+                    key=f"{pid}:{step}:{i}:{attempt}",
+                    timeout_s=self.tool_timeout_s,
+                    max_result_chars=self.max_result_chars,
+                    faults=self.env_faults,
+                    loop=getattr(self, "async_loop", None),
+                    dead=dead_reason(env) if env is not None else None,
+                )
+            )
         return guards
 
     def _fresh(self, rows: list[dict[str, Any]], sub: list[int]) -> tuple[list[Any], list[Any]]:
@@ -431,8 +539,9 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             envs.append(env)
         return prompts, envs
 
-    def _read_episodes(self, out: list[Any], guards: list[Any], prompts: list[Any], rows: list[int],
-                       envs: list[Any]) -> list[Any]:
+    def _read_episodes(
+        self, out: list[Any], guards: list[Any], prompts: list[Any], rows: list[int], envs: list[Any]
+    ) -> list[Any]:
         """Each row's :class:`rlvr.episodes.Episode` from what TRL's loop returned (``out``: its
         ``_generate`` tuple) and the guards' outcomes; an rlvr environment (``envs``: each row's, the
         one its episode ran in) judges its own answer."""
@@ -442,9 +551,18 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         stop = {*self.eos_token_ids, self._tokenizer.pad_token_id}
         eps = []
         for j, g in enumerate(guards):
-            ep = episode_of(out[3][j], out[1][j], out[2][j] if out[2] is not None else None, g.outcomes,
-                            prompt=prompt_text(prompts[j]), tokenizer=self._tokenizer, stop_ids=stop,
-                            max_iterations=self.max_iterations, dead=g.dead, env_faults=self.fa.env_faults)
+            ep = episode_of(
+                out[3][j],
+                out[1][j],
+                out[2][j] if out[2] is not None else None,
+                g.outcomes,
+                prompt=prompt_text(prompts[j]),
+                tokenizer=self._tokenizer,
+                stop_ids=stop,
+                max_iterations=self.max_iterations,
+                dead=g.dead,
+                env_faults=self.fa.env_faults,
+            )
             judge = getattr(getattr(envs[j], "_rlvr_env", None), "reward", None)
             if callable(judge) and ep.fault(self.fa.env_faults) is None and self._gen is not None:
                 try:
@@ -470,23 +588,38 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
 
         def render(result: str, name: str) -> list[int]:
             assert self._after_call is not None
-            return self._after_call + list(self._get_tool_suffix_ids([{"role": "tool", "name": name or "tool",
-                                                                        "content": result}]))
+            return self._after_call + list(
+                self._get_tool_suffix_ids([{"role": "tool", "name": name or "tool", "content": result}])
+            )
 
-        turns = Turns(tok, lambda: EvalEnvironment(self), rows, [f"eval:{s.id}" for s in chunk],
-                      [prompt_text(s.prompt) for s in chunk], max_turns=min(self.max_iterations, 15) + 1,
-                      timeout_s=self.tool_timeout_s, max_result_chars=self.max_result_chars,
-                      env_faults=self.fa.env_faults, render_result=render)
+        turns = Turns(
+            tok,
+            lambda: EvalEnvironment(self),
+            rows,
+            [f"eval:{s.id}" for s in chunk],
+            [prompt_text(s.prompt) for s in chunk],
+            max_turns=min(self.max_iterations, 15) + 1,
+            timeout_s=self.tool_timeout_s,
+            max_result_chars=self.max_result_chars,
+            env_faults=self.fa.env_faults,
+            render_result=render,
+        )
         prompts = []
         for s, obs in zip(chunk, turns.observations):
-            msgs = [dict(m) for m in s.prompt] if isinstance(s.prompt, list) else [{"role": "user",
-                                                                                     "content": s.prompt}]
+            msgs = (
+                [dict(m) for m in s.prompt] if isinstance(s.prompt, list) else [{"role": "user", "content": s.prompt}]
+            )
             if obs:  # joined as TRL joins an observation: appended to the last message
                 msgs[-1]["content"] = f"{msgs[-1]['content']}{obs}"
-            ids = self.processing_class.apply_chat_template(msgs, tools=self.tools or None, tokenize=True,
-                                                            add_generation_prompt=True, return_dict=True,
-                                                            chat_template=self.chat_template,
-                                                            **cast(dict[str, Any], self.chat_template_kwargs))
+            ids = self.processing_class.apply_chat_template(
+                msgs,
+                tools=self.tools or None,
+                tokenize=True,
+                add_generation_prompt=True,
+                return_dict=True,
+                chat_template=self.chat_template,
+                **cast(dict[str, Any], self.chat_template_kwargs),
+            )
             prompts.append(list(ids["input_ids"]))
         return turns, prompts
 
@@ -517,9 +650,15 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         values = self._call_rewards(rows, completions, completion_ids)
         return self._views(rows, completion_ids, texts, completions, values)
 
-    def _views(self, rows: list[dict[str, Any]], completion_ids: list[list[int]], texts: list[str],
-               completions: list[Any], values: list[list[float | None]],
-               episodes: list[Any] | None = None) -> list[RolloutView]:
+    def _views(
+        self,
+        rows: list[dict[str, Any]],
+        completion_ids: list[list[int]],
+        texts: list[str],
+        completions: list[Any],
+        values: list[list[float | None]],
+        episodes: list[Any] | None = None,
+    ) -> list[RolloutView]:
         """Views from each reward function's values per row; verdicts and components from what rlvr's
         rewards kept of their last call (``.last``), rlvr's verifier for rows none of them verified.
         ``episodes``: the rows are episodes (their cause, events, answer and finish join the view)."""
@@ -537,19 +676,35 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             vals = values[i]
             present = [(w, v) for w, v in zip(self.reward_weights.tolist(), vals) if v is not None]
             total = sum(w * v for w, v in present) if present else None  # TRL's nansum of what applied
-            view = RolloutView(prompt_key(r), verdicts[i], total, components[i], finish, texts[i], version, weights,
-                               unscored=not present, values=tuple(vals))
+            view = RolloutView(
+                prompt_key(r),
+                verdicts[i],
+                total,
+                components[i],
+                finish,
+                texts[i],
+                version,
+                weights,
+                unscored=not present,
+                values=tuple(vals),
+            )
             ep = episodes[i] if episodes is not None else None
             if ep is not None:
-                view = dataclasses.replace(view, finish=ep.finish, text=ep.answer, episode=ep.cause(owned),
-                                           events=tuple(e.cause for e in ep.events))
+                view = dataclasses.replace(
+                    view,
+                    finish=ep.finish,
+                    text=ep.answer,
+                    episode=ep.cause(owned),
+                    events=tuple(e.cause for e in ep.events),
+                )
                 if ep.reward is not None:
                     view = env_scored(view, ep)
             out.append(view)
         return out
 
-    def _call_rewards(self, rows: list[dict[str, Any]], completions: list[Any],
-                      completion_ids: list[list[int]]) -> list[list[float | None]]:
+    def _call_rewards(
+        self, rows: list[dict[str, Any]], completions: list[Any], completion_ids: list[list[int]]
+    ) -> list[list[float | None]]:
         """Every reward function's value for this process's rows (None where it declined), through
         TRL's own ``_calculate_rewards`` (reward models, async functions, environments, exactly as TRL
         calls them) with its logging hooks silenced: TRL's own call after this one logs. Every process
@@ -565,8 +720,9 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         n, rank = len(rows), self.accelerator.process_index
         return _values(got[rank * n : (rank + 1) * n])
 
-    def _kept(self, rows: list[dict[str, Any]], completions: list[Any], values: list[list[float | None]]
-              ) -> tuple[list[Verdict | None], list[dict[str, Any]], dict[str, float]]:
+    def _kept(
+        self, rows: list[dict[str, Any]], completions: list[Any], values: list[list[float | None]]
+    ) -> tuple[list[Verdict | None], list[dict[str, Any]], dict[str, float]]:
         n = len(rows)
         verdicts: list[Verdict | None] = [None] * n
         components: list[dict[str, Any]] = [{} for _ in range(n)]
@@ -589,8 +745,13 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         return verdicts, components, weights
 
     # ------------------------------------------------------------------ the decision
-    def _calculate_rewards(self, inputs: list[dict[str, Any]], prompts: list[Any], completions: list[Any],
-                           completion_ids_list: list[list[int]]) -> torch.Tensor:
+    def _calculate_rewards(
+        self,
+        inputs: list[dict[str, Any]],
+        prompts: list[Any],
+        completions: list[Any],
+        completion_ids_list: list[list[int]],
+    ) -> torch.Tensor:
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         gen = self._gen
         if gen is None or not self.model.training:
@@ -602,17 +763,23 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         texts = self.processing_class.batch_decode(completion_ids_list, skip_special_tokens=True)
         eps = gen.episodes
         views = self._views(inputs, completion_ids_list, texts, completions, values, eps)
-        gathered = gather_object([(rank, v, gen.first_causes[i] if gen.first_causes else None, r,
-                                   eps[i] if eps is not None else None)
-                                  for i, (v, r) in enumerate(zip(views, inputs))])
+        gathered = gather_object(
+            [
+                (rank, v, gen.first_causes[i] if gen.first_causes else None, r, eps[i] if eps is not None else None)
+                for i, (v, r) in enumerate(zip(views, inputs))
+            ]
+        )
         gen.views = [g[1] for g in gathered]
         gen.ranks = [g[0] for g in gathered]
         gen.rows_all = [g[3] for g in gathered]
         gen.episodes_all = [g[4] for g in gathered] if eps is not None else None
         first = [g[2] for g in gathered]
-        gen.decision = self.fa.decide(gen.views, self.state.global_step + 1,
-                                      first_causes=first if all(c is not None for c in first) else None,
-                                      drop_uninformative=self.failure.dynamic_sampling > 0)
+        gen.decision = self.fa.decide(
+            gen.views,
+            self.state.global_step + 1,
+            first_causes=first if all(c is not None for c in first) else None,
+            drop_uninformative=self.failure.dynamic_sampling > 0,
+        )
         if gen.episodes_all is not None:  # the same tool metrics as rlvr's engine logs
             from rlvr.episodes import tool_metrics
 
@@ -649,18 +816,37 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             self._pending_bits = None
         return loss * scale if scale != 1.0 else loss
 
-    def _get_per_token_logps_and_entropies(self, model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                                           logits_to_keep: int, batch_size: int | None = None,
-                                           compute_entropy: bool = False, **kw: Any) -> tuple[Any, Any, Any]:
+    def _get_per_token_logps_and_entropies(
+        self,
+        model: Any,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        logits_to_keep: int,
+        batch_size: int | None = None,
+        compute_entropy: bool = False,
+        **kw: Any,
+    ) -> tuple[Any, Any, Any]:
         bits = self._pending_bits
-        if bits is None or bits.shape[0] != input_ids.shape[0] or any(v is not None for v in kw.values()
-                                                                       if not isinstance(v, bool)):
-            return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
-                                                              batch_size, compute_entropy, **kw)
+        if (
+            bits is None
+            or bits.shape[0] != input_ids.shape[0]
+            or any(v is not None for v in kw.values() if not isinstance(v, bool))
+        ):
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, **kw
+            )
         return self._masked_logps(model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, bits)
 
-    def _masked_logps(self, model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
-                      batch_size: int | None, compute_entropy: bool, bits: torch.Tensor) -> tuple[Any, Any, None]:
+    def _masked_logps(
+        self,
+        model: Any,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        logits_to_keep: int,
+        batch_size: int | None,
+        compute_entropy: bool,
+        bits: torch.Tensor,
+    ) -> tuple[Any, Any, None]:
         """Per-token log-probs (and entropies) of the sampled tokens under their sampling masks."""
         from rlvr.algo.loss import token_logprobs
         from rlvr.decoding.constrain import unpack_bits
@@ -737,9 +923,11 @@ def _what_it_tells(dataset: Any, reward_funcs: Sequence[Any], episodes: Any) -> 
         base += "; tool and environment faults (tool_error, env_timeout, env_crash) and the policy's own"
     if verifies or columns & set(VERIFIABLE):
         return f"verifying each completion (correct / wrong / no_answer / bad_gold), and {base}"
-    return (f"no gold column and no rlvr reward: rows are scored by the reward functions alone (cause 'scored'); "
-            f"it still tells {base}. Add a gold column ({' / '.join(GOLD_COLUMNS)}) to tell format deaths from "
-            "verification deaths")
+    return (
+        f"no gold column and no rlvr reward: rows are scored by the reward functions alone (cause 'scored'); "
+        f"it still tells {base}. Add a gold column ({' / '.join(GOLD_COLUMNS)}) to tell format deaths from "
+        "verification deaths"
+    )
 
 
 def _check_episodes(kwargs: dict[str, Any], constrain: Any) -> Any:
@@ -750,9 +938,12 @@ def _check_episodes(kwargs: dict[str, Any], constrain: Any) -> Any:
     from rlvr.integrations.trl.episodes import check_tools, guard_factories, trl_methods
 
     if (isinstance(constrain, DecodingConfig) and constrain.constrain != "none") or (
-            constrain is not None and not isinstance(constrain, DecodingConfig)):
-        raise ConfigError("decoding.constrain with tools: the answer grammar would have to admit tool calls, which "
-                          "it does not; constrain: none for episodes with tools")
+        constrain is not None and not isinstance(constrain, DecodingConfig)
+    ):
+        raise ConfigError(
+            "decoding.constrain with tools: the answer grammar would have to admit tool calls, which "
+            "it does not; constrain: none for episodes with tools"
+        )
     check_tools(kwargs.get("tools") or [], "tools")
     factory = kwargs.get("environment_factory")
     factories = factory if isinstance(factory, dict) else ({None: factory} if factory is not None else {})
@@ -770,9 +961,11 @@ def _check_episodes(kwargs: dict[str, Any], constrain: Any) -> Any:
         from trl.chat_template_utils import supports_tool_calling
 
         if not supports_tool_calling(tok):
-            raise ConfigError("tools on TRL: the tokenizer's chat template cannot render a tool call and its result "
-                              "(TRL renders every turn through it); use a model whose template does (Qwen2.5/3, "
-                              "Llama 3.1, rlvr's tiny model), or set tokenizer.chat_template to one that does")
+            raise ConfigError(
+                "tools on TRL: the tokenizer's chat template cannot render a tool call and its result "
+                "(TRL renders every turn through it); use a model whose template does (Qwen2.5/3, "
+                "Llama 3.1, rlvr's tiny model), or set tokenizer.chat_template to one that does"
+            )
     return guard_factories(factory)
 
 
@@ -781,11 +974,13 @@ def _after_call_ids(tok: Any, chat_template: str | None) -> list[int]:
     the policy emits before TRL appends the result: ``<eos>`` for the tiny model, ``<|im_end|>`` and
     a newline for Qwen)."""
     call = [{"type": "function", "function": {"name": "f", "arguments": {}}}]
-    text = tok.apply_chat_template([{"role": "user", "content": "q"}, {"role": "assistant", "content": "",
-                                                                         "tool_calls": call}],
-                                   tokenize=False, chat_template=chat_template)
+    text = tok.apply_chat_template(
+        [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": call}],
+        tokenize=False,
+        chat_template=chat_template,
+    )
     at = text.rfind("</tool_call>")
-    tail = text[at + len("</tool_call>"):] if at >= 0 else ""
+    tail = text[at + len("</tool_call>") :] if at >= 0 else ""
     return list(tok(tail, add_special_tokens=False)["input_ids"]) if tail else []
 
 
@@ -825,9 +1020,11 @@ def _fit_bits(bits: torch.Tensor, length: int) -> torch.Tensor:
 def _vllm_structured_output(args: Any, decoding: DecodingConfig, tags: tuple[str | None, str]) -> None:
     """On TRL's vLLM path the answer grammar goes to vLLM as structured output (a regex)."""
     if decoding.constrain != "full":
-        raise ConfigError(f"decoding.constrain: {decoding.constrain} with vLLM: vLLM's structured output takes one "
-                          "pattern for the whole output, so only 'full' can be given to it; use full, or TRL's "
-                          "transformers generation (use_vllm: false) for the lazy answer trigger")
+        raise ConfigError(
+            f"decoding.constrain: {decoding.constrain} with vLLM: vLLM's structured output takes one "
+            "pattern for the whole output, so only 'full' can be given to it; use full, or TRL's "
+            "transformers generation (use_vllm: false) for the lazy answer trigger"
+        )
     from rlvr.decoding.grammars import output_regex
 
     if args.vllm_structured_outputs_regex is None:

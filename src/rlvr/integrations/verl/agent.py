@@ -65,13 +65,23 @@ class RlvrToolAgentLoop(ToolAgentLoop):
         self.faults = Faults(rates, env.fault_seed) if rates else None
 
     # ------------------------------------------------------------------ a tool call
-    def _event(self, st: dict[str, Any], cause: Cause, turn: int, detail: str, tool: str = "",
-               latency_s: float = 0.0, into: str = "events") -> None:
-        st[into].append({"cause": cause.value, "turn": turn, "detail": detail[:300], "tool": tool,
-                         "latency_s": round(latency_s, 4)})
+    def _event(
+        self,
+        st: dict[str, Any],
+        cause: Cause,
+        turn: int,
+        detail: str,
+        tool: str = "",
+        latency_s: float = 0.0,
+        into: str = "events",
+    ) -> None:
+        st[into].append(
+            {"cause": cause.value, "turn": turn, "detail": detail[:300], "tool": tool, "latency_s": round(latency_s, 4)}
+        )
 
-    async def _call_tool(self, tool_call: Any, tools_kwargs: dict[str, Any], agent_data: Any
-                         ) -> tuple[ToolResponse, float, dict[str, Any]]:
+    async def _call_tool(
+        self, tool_call: Any, tools_kwargs: dict[str, Any], agent_data: Any
+    ) -> tuple[ToolResponse, float, dict[str, Any]]:
         st = _state(agent_data)
         st["tool_calls"] += 1
         turn = max(agent_data.assistant_turns - 1, 0)
@@ -104,7 +114,8 @@ class RlvrToolAgentLoop(ToolAgentLoop):
             else:
                 try:
                     response, reward, res = await asyncio.wait_for(
-                        self._execute(tool, args, tools_kwargs, agent_data), self.timeout_s)
+                        self._execute(tool, args, tools_kwargs, agent_data), self.timeout_s
+                    )
                     return self._cut(response), reward, res
                 except TimeoutError:
                     last = (Cause.ENV_TIMEOUT, f"{name} ran past {self.timeout_s:g}s", time.monotonic() - start)
@@ -118,8 +129,9 @@ class RlvrToolAgentLoop(ToolAgentLoop):
         st["fault"] = True
         return ToolResponse(text=f"error: {last[1]}"), 0.0, {}
 
-    async def _execute(self, tool: Any, args: dict[str, Any], tools_kwargs: dict[str, Any], agent_data: Any
-                       ) -> tuple[ToolResponse, float, dict[str, Any]]:
+    async def _execute(
+        self, tool: Any, args: dict[str, Any], tools_kwargs: dict[str, Any], agent_data: Any
+    ) -> tuple[ToolResponse, float, dict[str, Any]]:
         """One run of the tool, as verl runs it (a function tool directly, a ``BaseTool`` through a
         fresh instance), its failures raised instead of turned into text."""
         if isinstance(tool, FunctionTool):
@@ -141,13 +153,14 @@ class RlvrToolAgentLoop(ToolAgentLoop):
             elif side == "right":
                 text = text[:n] + "...(truncated)"
             else:
-                text = text[: n // 2] + "...(truncated)..." + text[-(n // 2):]
+                text = text[: n // 2] + "...(truncated)..." + text[-(n // 2) :]
             response = response.model_copy(update={"text": text})
         return response
 
     # ------------------------------------------------------------------ how the episode ends
-    async def _handle_generating_state(self, agent_data: Any, sampling_params: dict[str, Any],
-                                       ignore_termination: bool = False) -> AgentState:
+    async def _handle_generating_state(
+        self, agent_data: Any, sampling_params: dict[str, Any], ignore_termination: bool = False
+    ) -> AgentState:
         state = await super()._handle_generating_state(agent_data, sampling_params, ignore_termination)
         if state == AgentState.TERMINATED:
             st = _state(agent_data)
@@ -155,8 +168,10 @@ class RlvrToolAgentLoop(ToolAgentLoop):
             turn = max(agent_data.assistant_turns - 1, 0)
             if len(agent_data.response_mask) >= self.response_length:
                 st["finish"] = "length"
-            elif ((self.max_assistant_turns and agent_data.assistant_turns >= self.max_assistant_turns)
-                  or (self.max_user_turns and agent_data.user_turns >= self.max_user_turns)) and CALL_END in text:
+            elif (
+                (self.max_assistant_turns and agent_data.assistant_turns >= self.max_assistant_turns)
+                or (self.max_user_turns and agent_data.user_turns >= self.max_user_turns)
+            ) and CALL_END in text:
                 self._event(st, Cause.TURN_LIMIT, turn, f"{agent_data.assistant_turns} turns without a final answer")
                 st["finish"] = "turn_limit"
             elif find_call(text) is not None:  # markup the parser could not read: verl took it for the answer
@@ -173,8 +188,12 @@ class RlvrToolAgentLoop(ToolAgentLoop):
             self._finish(agent_data)
             return AgentState.TERMINATED
         if state == AgentState.TERMINATED:
-            self._event(st, Cause.CONTEXT_OVERFLOW, turn, f"the tool result leaves no room in the "
-                        f"{self.response_length}-token response")
+            self._event(
+                st,
+                Cause.CONTEXT_OVERFLOW,
+                turn,
+                f"the tool result leaves no room in the {self.response_length}-token response",
+            )
             st["finish"] = "context_overflow"
             self._finish(agent_data)
         return state
@@ -182,8 +201,16 @@ class RlvrToolAgentLoop(ToolAgentLoop):
     def _finish(self, agent_data: Any) -> None:
         st = _state(agent_data)
         # the final answer is the last turn's text, when the episode ended on a turn of the policy's
-        answer = "" if st["finish"] in ("fault", "context_overflow") else self.tokenizer.decode(
-            agent_data.response_ids, skip_special_tokens=True)
+        answer = (
+            ""
+            if st["finish"] in ("fault", "context_overflow")
+            else self.tokenizer.decode(agent_data.response_ids, skip_special_tokens=True)
+        )
         agent_data.extra_fields[EPISODE_KEY] = {
-            "events": list(st["events"]), "recovered": list(st["recovered"]), "tool_calls": st["tool_calls"],
-            "turns": agent_data.assistant_turns, "finish": st["finish"], "answer": answer}
+            "events": list(st["events"]),
+            "recovered": list(st["recovered"]),
+            "tool_calls": st["tool_calls"],
+            "turns": agent_data.assistant_turns,
+            "finish": st["finish"],
+            "answer": answer,
+        }

@@ -51,10 +51,29 @@ class RowsDecision:
 
     def records(self, golds: Sequence[Any], tasks: Sequence[Any]) -> list[dict[str, Any]]:
         """``rollouts.jsonl`` lines, with each row's verl key."""
-        return [rollout_record(v, c, prompt=None, gold=g, task=t, advantage=float(a), admitted=bool(ok), key=r.key,
-                               **({"episode": ep} if (ep := _episode(r.info)) is not None else {}))
-                for r, v, c, a, ok, g, t in zip(self.rows, self.views, self.causes, self.advantages.tolist(),
-                                               self.admit.tolist(), golds, tasks, strict=True)]
+        return [
+            rollout_record(
+                v,
+                c,
+                prompt=None,
+                gold=g,
+                task=t,
+                advantage=float(a),
+                admitted=bool(ok),
+                key=r.key,
+                **({"episode": ep} if (ep := _episode(r.info)) is not None else {}),
+            )
+            for r, v, c, a, ok, g, t in zip(
+                self.rows,
+                self.views,
+                self.causes,
+                self.advantages.tolist(),
+                self.admit.tolist(),
+                golds,
+                tasks,
+                strict=True,
+            )
+        ]
 
 
 def view_of(row: Row) -> RolloutView:
@@ -65,18 +84,31 @@ def view_of(row: Row) -> RolloutView:
     """
     info = row.info
     if "cause" not in info or "status" not in info:
-        raise ConfigError(f"row {row.key}: its reward_extra_info has no rlvr cause ({sorted(info) or 'empty'}); "
-                          "rlvr's replay buffer reads what rlvr's reward manager writes: set "
-                          "reward.reward_manager.name=rlvr")
+        raise ConfigError(
+            f"row {row.key}: its reward_extra_info has no rlvr cause ({sorted(info) or 'empty'}); "
+            "rlvr's replay buffer reads what rlvr's reward manager writes: set "
+            "reward.reward_manager.name=rlvr"
+        )
     status = info["status"]
-    verdict = None if status == "none" else Verdict(Status(status), extracted=info.get("pred") or "",
-                                                    reason=info.get("reason") or "")
+    verdict = (
+        None
+        if status == "none"
+        else Verdict(Status(status), extracted=info.get("pred") or "", reason=info.get("reason") or "")
+    )
     components = {k: v for k, v in info.items() if k not in _RESERVED}
     episode = _episode(info)
     own = info.get("episode_cause") or ""
-    return RolloutView(row.prompt_id, verdict, info.get("total"), components, info.get("finish", "eos"),
-                       info.get("completion", ""), row.version, episode=Cause(own) if own else None,
-                       events=tuple(Cause(e["cause"]) for e in episode.get("events", [])) if episode else ())
+    return RolloutView(
+        row.prompt_id,
+        verdict,
+        info.get("total"),
+        components,
+        info.get("finish", "eos"),
+        info.get("completion", ""),
+        row.version,
+        episode=Cause(own) if own else None,
+        events=tuple(Cause(e["cause"]) for e in episode.get("events", [])) if episode else (),
+    )
 
 
 def _episode(info: dict[str, Any]) -> dict[str, Any] | None:
@@ -85,8 +117,9 @@ def _episode(info: dict[str, Any]) -> dict[str, Any] | None:
     return json.loads(raw) if raw else None
 
 
-def decide_rows(fa: FailureAware, rows: Sequence[Row], step: int,
-                first_causes: dict[str, Sequence[Cause]] | None = None) -> RowsDecision:
+def decide_rows(
+    fa: FailureAware, rows: Sequence[Row], step: int, first_causes: dict[str, Sequence[Cause]] | None = None
+) -> RowsDecision:
     """The failure-aware decision over a verl batch (``step``: verl's 1-based global step).
 
     Groups must all have the same size (verl's ``rollout.n``); a group verl padded or lost rows from

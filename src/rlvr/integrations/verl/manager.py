@@ -33,15 +33,23 @@ class RlvrRewardManager(RewardManagerBase):
             refused, since it would be silently unused).
     """
 
-    def __init__(self, config: Any, tokenizer: Any, compute_score: Any = None, reward_router_address: Any = None,
-                 reward_model_tokenizer: Any = None) -> None:
+    def __init__(
+        self,
+        config: Any,
+        tokenizer: Any,
+        compute_score: Any = None,
+        reward_router_address: Any = None,
+        reward_model_tokenizer: Any = None,
+    ) -> None:
         super().__init__(config, tokenizer, compute_score)
         custom = config.get("reward", {}).get("custom_reward_function", {}) if hasattr(config, "get") else {}
         if custom and custom.get("path"):
             from rlvr.errors import ConfigError
 
-            raise ConfigError("reward.reward_manager.name=rlvr scores with rlvr's rewards (the rlvr.rewards section); "
-                              f"reward.custom_reward_function.path={custom.get('path')!r} would go unused: drop it")
+            raise ConfigError(
+                "reward.reward_manager.name=rlvr scores with rlvr's rewards (the rlvr.rewards section); "
+                f"reward.custom_reward_function.path={custom.get('path')!r} would go unused: drop it"
+            )
         self.settings = settings_of(config)
         r = self.settings.rewards
         self.total = Total.from_config(r)
@@ -52,7 +60,7 @@ class RlvrRewardManager(RewardManagerBase):
         """Score the last sequence of one trajectory (verl's per-trajectory call)."""
         item = data[-1:][0]
         responses = item.batch["responses"]
-        valid = int(item.batch["attention_mask"][-responses.shape[-1]:].sum())
+        valid = int(item.batch["attention_mask"][-responses.shape[-1] :].sum())
         ids = responses[:valid]
         nt = item.non_tensor_batch
         gold = check_row(nt, f"trajectory of data_source {nt.get('data_source')!r}")
@@ -63,7 +71,19 @@ class RlvrRewardManager(RewardManagerBase):
         s = self.settings
         tool_fields = nt.get("tool_extra_fields")
         episode = tool_fields.get(EPISODE_KEY) if isinstance(tool_fields, dict) else None  # rlvr_tool_agent's
-        row = await self.loop.run_in_executor(None, lambda: score_row(
-            self.total, text, gold, finish=finish, data_source=nt.get("data_source"), extra_info=info, step=step,
-            exclude_truncated=s.failure.exclude_truncated, completion_chars=s.completion_chars, episode=episode))
+        row = await self.loop.run_in_executor(
+            None,
+            lambda: score_row(
+                self.total,
+                text,
+                gold,
+                finish=finish,
+                data_source=nt.get("data_source"),
+                extra_info=info,
+                step=step,
+                exclude_truncated=s.failure.exclude_truncated,
+                completion_chars=s.completion_chars,
+                episode=episode,
+            ),
+        )
         return {"reward_score": row.score, "reward_extra_info": row.extra}

@@ -69,15 +69,26 @@ class RlvrReplayBuffer(ReplayBuffer):
         *args, **kwargs: verl's ``ReplayBuffer`` arguments.
     """
 
-    def __init__(self, *args: Any, rlvr: VerlSettings | None = None, run_dir: str | Path | None = None,
-                 redraw_groups: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        rlvr: VerlSettings | None = None,
+        run_dir: str | Path | None = None,
+        redraw_groups: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.redraw_groups = redraw_groups
         self.rlvr = rlvr or settings_of({"rlvr": (self.sampler_kwargs or {}).get("rlvr")})
         out = run_dir or self.rlvr.run_dir
         self.run_dir = Path(out) if out else None
-        self.fa = FailureAware(self.rlvr.failure, group_size=1, scale_rewards=self.rlvr.scale_rewards,
-                               advantage_clip=self.rlvr.advantage_clip, run_dir=self.run_dir)
+        self.fa = FailureAware(
+            self.rlvr.failure,
+            group_size=1,
+            scale_rewards=self.rlvr.scale_rewards,
+            advantage_clip=self.rlvr.advantage_clip,
+            run_dir=self.run_dir,
+        )
         self._prompt_of_uid: dict[str, str] = {}
         self._logs: tuple[Any, Any] | None = None
         #: uids of groups to generate again: the trainer fetches their prompts first
@@ -130,15 +141,20 @@ class RlvrReplayBuffer(ReplayBuffer):
         keys = [k for k in tags if k.split("_")[0] in new]
         if not keys:
             return set()
-        data = tq.kv_batch_get(keys=keys, partition_id=partition_id,
-                               select_fields=["extra_fields", "extra_info", "reward_model", "data_source"])
+        data = tq.kv_batch_get(
+            keys=keys,
+            partition_id=partition_id,
+            select_fields=["extra_fields", "extra_info", "reward_model", "data_source"],
+        )
         groups: dict[str, list[int]] = {}
         for i, key in enumerate(keys):
             groups.setdefault(key.split("_")[0], []).append(i)
         out = set()
         for uid, ix in groups.items():
-            rows = [self._row(keys[i], data["extra_fields"][i], data["extra_info"][i], tags[keys[i]], global_steps)
-                    for i in ix]
+            rows = [
+                self._row(keys[i], data["extra_fields"][i], data["extra_info"][i], tags[keys[i]], global_steps)
+                for i in ix
+            ]
             views = [view_of(r) for r in rows]
             causes = self.fa.causes(views, global_steps)
             self._first.setdefault(uid, causes)
@@ -148,8 +164,17 @@ class RlvrReplayBuffer(ReplayBuffer):
             out.add(uid)
             self.redraw.append(uid)
             self._attempt[uid] = attempt + 1
-            self._replaced += [(uid, v, c, attempt + 1, (_data(data["reward_model"][i]) or {}).get("ground_truth"),
-                                _data(data["data_source"][i])) for v, c, i in zip(views, causes, ix, strict=True)]
+            self._replaced += [
+                (
+                    uid,
+                    v,
+                    c,
+                    attempt + 1,
+                    (_data(data["reward_model"][i]) or {}).get("ground_truth"),
+                    _data(data["data_source"][i]),
+                )
+                for v, c, i in zip(views, causes, ix, strict=True)
+            ]
         return out
 
     def _row(self, key: str, extra: Any, info: Any, tag: dict[str, Any], global_steps: int) -> Row:
@@ -157,12 +182,19 @@ class RlvrReplayBuffer(ReplayBuffer):
         uid = key.split("_")[0]
         pid = prompt_id_of(info)
         if not pid and self.fa.quarantine is not None:
-            raise ConfigError(f"trajectory {key}: its extra_info has no index (or prompt_id): rlvr's quarantine "
-                              "counts deaths per prompt by it; write the row index into extra_info.index when "
-                              "making the parquet, or set rlvr.failure.quarantine=false")
+            raise ConfigError(
+                f"trajectory {key}: its extra_info has no index (or prompt_id): rlvr's quarantine "
+                "counts deaths per prompt by it; write the row index into extra_info.index when "
+                "making the parquet, or set rlvr.failure.quarantine=false"
+            )
         self._prompt_of_uid[uid] = pid
-        return Row(key, uid, pid, dict(extra.get("reward_extra_info") or {}),
-                   int(tag.get("min_global_steps") or global_steps - 1))
+        return Row(
+            key,
+            uid,
+            pid,
+            dict(extra.get("reward_extra_info") or {}),
+            int(tag.get("min_global_steps") or global_steps - 1),
+        )
 
     # ------------------------------------------------------------------ the failure-aware step
     def sample(self, global_steps: int, partition_id: str, batch_size: int) -> tuple[Any, dict[str, Any]]:
@@ -170,15 +202,24 @@ class RlvrReplayBuffer(ReplayBuffer):
         if partition_id == "val" or not batch.keys:
             return batch, metrics
         data = tq.kv_batch_get(keys=batch.keys, partition_id=partition_id, select_fields=_FIELDS)
-        rows = [self._row(key, data["extra_fields"][i], data["extra_info"][i], batch.tags[i], global_steps)
-                for i, key in enumerate(batch.keys)]
+        rows = [
+            self._row(key, data["extra_fields"][i], data["extra_info"][i], batch.tags[i], global_steps)
+            for i, key in enumerate(batch.keys)
+        ]
         uids = {r.uid for r in rows}
         first: dict[str, Sequence[Cause]] = {u: c for u, c in self._first.items() if u in uids and self._attempt.get(u)}
         d = decide_rows(self.fa, rows, global_steps, first_causes=first)
         replaced, self._replaced = self._replaced, []
         # this step's bookkeeping of these groups is done; evicted ones' (their uids gone) too
-        known = set().union(*(k[partition_id] for k in (self.pending_keys, self.running_keys, self.finished_keys,
-                                                          self.failure_keys))) - uids
+        known = (
+            set().union(
+                *(
+                    k[partition_id]
+                    for k in (self.pending_keys, self.running_keys, self.finished_keys, self.failure_keys)
+                )
+            )
+            - uids
+        )
         queued = set(self.redraw)
         self._attempt = {u: a for u, a in self._attempt.items() if u in known or u in queued}
         self._first = {u: c for u, c in self._first.items() if u in known or u in queued}
@@ -207,16 +248,20 @@ class RlvrReplayBuffer(ReplayBuffer):
 
         if self._logs is None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            self._logs = (MetricsLog(self.run_dir, step - 1 if step > 1 else None),
-                          RolloutLog(self.run_dir, step - 1 if step > 1 else None) if self.rlvr.log_rollouts else None)
+            self._logs = (
+                MetricsLog(self.run_dir, step - 1 if step > 1 else None),
+                RolloutLog(self.run_dir, step - 1 if step > 1 else None) if self.rlvr.log_rollouts else None,
+            )
         metrics_log, rollout_log = self._logs
         metrics_log.log(step, {k: v for k, v in d.metrics.items() if not isinstance(v, dict)})
         if rollout_log is not None:
             golds = [(_data(rm) or {}).get("ground_truth") for rm in data["reward_model"]]
             sources = list(data["data_source"])
             records = d.records(golds, [_data(s) for s in sources])
-            records += [rollout_record(v, c, gold=gold, task=source, replaced=True, attempt=attempt)
-                        for _, v, c, attempt, gold, source in replaced]
+            records += [
+                rollout_record(v, c, gold=gold, task=source, replaced=True, attempt=attempt)
+                for _, v, c, attempt, gold, source in replaced
+            ]
             rollout_log.log(step, records)
 
     def close(self) -> None:
@@ -225,4 +270,3 @@ class RlvrReplayBuffer(ReplayBuffer):
                 if log is not None:
                     log.close()
             self._logs = None
-

@@ -40,16 +40,25 @@ class ScoredRow:
     extra: dict[str, Any]
 
 
-def episode_cause(record: Mapping[str, Any] | None,
-                  env_faults: frozenset[Cause] = ENVIRONMENT_FAULTS) -> Cause | None:
+def episode_cause(record: Mapping[str, Any] | None, env_faults: frozenset[Cause] = ENVIRONMENT_FAULTS) -> Cause | None:
     """An episode record's own cause (``rlvr_tool_agent``'s ``rlvr_episode``): an environment fault
     first, else the policy fault that ended it (turn limit, context overflow); None: the answer decides."""
     return own_cause([Cause(e["cause"]) for e in (record or {}).get("events", [])], env_faults)
 
 
-def score_row(total: Total, text: str, gold: Any, *, finish: str = "eos", data_source: str | None = None,
-              extra_info: Mapping[str, Any] | None = None, step: int | None = None, exclude_truncated: bool = False,
-              completion_chars: int = 2000, episode: Mapping[str, Any] | None = None) -> ScoredRow:
+def score_row(
+    total: Total,
+    text: str,
+    gold: Any,
+    *,
+    finish: str = "eos",
+    data_source: str | None = None,
+    extra_info: Mapping[str, Any] | None = None,
+    step: int | None = None,
+    exclude_truncated: bool = False,
+    completion_chars: int = 2000,
+    episode: Mapping[str, Any] | None = None,
+) -> ScoredRow:
     """Score one completion against its gold and say what killed it, if anything.
 
     Args:
@@ -77,8 +86,11 @@ def score_row(total: Total, text: str, gold: Any, *, finish: str = "eos", data_s
     cause = cause_of(v.status, finish, text=text) if v is not None and row.total is not None else Cause.INVALID
     own = episode_cause(episode) if episode is not None else None
     cause = own or cause
-    admitted = (cause not in NEVER_ADMITTED and cause not in ENVIRONMENT_FAULTS
-                and not (exclude_truncated and cause is Cause.TRUNCATED))
+    admitted = (
+        cause not in NEVER_ADMITTED
+        and cause not in ENVIRONMENT_FAULTS
+        and not (exclude_truncated and cause is Cause.TRUNCATED)
+    )
     extra: dict[str, Any] = {
         "acc": 1.0 if v is not None and v.correct else 0.0,
         "total": row.total,

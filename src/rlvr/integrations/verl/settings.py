@@ -27,8 +27,20 @@ from rlvr.errors import ConfigError
 #: What the reward manager writes into every row's ``reward_extra_info`` (same keys on every row;
 #: ``episode``: the JSON of what ``rlvr_tool_agent`` recorded of a multi-turn episode, "" for a
 #: single-turn row; ``episode_cause``: its own cause, "" when the answer decides).
-EXTRA_KEYS = ("acc", "total", "status", "cause", "admit", "finish", "pred", "reason", "completion", "episode",
-              "episode_cause", "tool_calls")
+EXTRA_KEYS = (
+    "acc",
+    "total",
+    "status",
+    "cause",
+    "admit",
+    "finish",
+    "pred",
+    "reason",
+    "completion",
+    "episode",
+    "episode_cause",
+    "tool_calls",
+)
 
 
 class VerlEnvSettings(_Strict):
@@ -112,16 +124,19 @@ def check_config(config: Any) -> VerlSettings:
     estimator = str(_get(config, "algorithm.adv_estimator", ""))
     mode = _get(config, "trainer.v1.trainer_mode", "sync")
     if estimator == "rlvr_grpo" and manager != "rlvr":
-        raise ConfigError(f"algorithm.adv_estimator=rlvr_grpo needs reward.reward_manager.name=rlvr (it is "
-                          f"{manager!r}): the estimator admits rows by the causes rlvr's reward manager writes; "
-                          "set reward.reward_manager.name=rlvr, or use algorithm.adv_estimator=grpo")
+        raise ConfigError(
+            f"algorithm.adv_estimator=rlvr_grpo needs reward.reward_manager.name=rlvr (it is "
+            f"{manager!r}): the estimator admits rows by the causes rlvr's reward manager writes; "
+            "set reward.reward_manager.name=rlvr, or use algorithm.adv_estimator=grpo"
+        )
     if mode == "rlvr":
         if manager != "rlvr":
-            raise ConfigError(f"trainer.v1.trainer_mode=rlvr needs reward.reward_manager.name=rlvr (it is "
-                              f"{manager!r})")
+            raise ConfigError(f"trainer.v1.trainer_mode=rlvr needs reward.reward_manager.name=rlvr (it is {manager!r})")
         if estimator != "rlvr_grpo":
-            raise ConfigError(f"trainer.v1.trainer_mode=rlvr needs algorithm.adv_estimator=rlvr_grpo (it is "
-                              f"{estimator!r}): excluded rows must stay out of the group baseline")
+            raise ConfigError(
+                f"trainer.v1.trainer_mode=rlvr needs algorithm.adv_estimator=rlvr_grpo (it is "
+                f"{estimator!r}): excluded rows must stay out of the group baseline"
+            )
         if not _get(config, "trainer.use_v1", True):
             raise ConfigError("trainer.v1.trainer_mode=rlvr is a v1 trainer: set trainer.use_v1=true")
     check_tools_config(config)
@@ -138,28 +153,35 @@ def check_tools_config(config: Any) -> None:
     agent = _get(config, "actor_rollout_ref.rollout.agent.default_agent_loop")
     if not yaml_path and not fn_path:
         if agent == "rlvr_tool_agent":
-            raise ConfigError(f"actor_rollout_ref.rollout.agent.default_agent_loop=rlvr_tool_agent has no tools: set "
-                              f"{mt}.tool_config_path (a tool YAML; rlvr's: examples/verl/rlvr_tools.yaml) or "
-                              f"{mt}.function_tool_path")
+            raise ConfigError(
+                f"actor_rollout_ref.rollout.agent.default_agent_loop=rlvr_tool_agent has no tools: set "
+                f"{mt}.tool_config_path (a tool YAML; rlvr's: examples/verl/rlvr_tools.yaml) or "
+                f"{mt}.function_tool_path"
+            )
         return
     try:
         from verl.tools.tool_registry import load_all_tools
     except ImportError:  # pragma: no cover - verl is there whenever a verl config is
         return
     try:
-        tools = load_all_tools(tool_config_path=str(yaml_path) if yaml_path else None,
-                               function_tool_path=str(fn_path) if fn_path else None)
+        tools = load_all_tools(
+            tool_config_path=str(yaml_path) if yaml_path else None, function_tool_path=str(fn_path) if fn_path else None
+        )
     except Exception as e:
         key = f"{mt}.tool_config_path" if yaml_path else f"{mt}.function_tool_path"
-        raise ConfigError(f"{key}={yaml_path or fn_path!r} cannot be loaded: {type(e).__name__}: {e} (each tool "
-                          "needs class_name, config.type: native and a tool_schema, or a described "
-                          "@function_tool)") from None
+        raise ConfigError(
+            f"{key}={yaml_path or fn_path!r} cannot be loaded: {type(e).__name__}: {e} (each tool "
+            "needs class_name, config.type: native and a tool_schema, or a described "
+            "@function_tool)"
+        ) from None
     if not tools:
         raise ConfigError(f"{mt}.tool_config_path / function_tool_path define no tools")
     fmt = _get(config, f"{mt}.format", "hermes")
     if agent == "rlvr_tool_agent" and fmt != "hermes":
-        raise ConfigError(f"{mt}.format={fmt!r}: rlvr_tool_agent reads calls in the Hermes markup "
-                          "(<tool_call>...</tool_call>) to tell a malformed call from an answer; set it to hermes")
+        raise ConfigError(
+            f"{mt}.format={fmt!r}: rlvr_tool_agent reads calls in the Hermes markup "
+            "(<tool_call>...</tool_call>) to tell a malformed call from an answer; set it to hermes"
+        )
 
 
 ID_KEYS = ("prompt_id", "index", "id")
@@ -181,15 +203,19 @@ def check_row(row: Mapping[str, Any], where: str, *, needs_id: bool = False) -> 
         ConfigError: the row lacks either, naming the column and the fix.
     """
     if needs_id and prompt_key(row.get("extra_info")) is None:
-        raise ConfigError(f"{where}: the row has no extra_info.index (or prompt_id); rlvr's quarantine "
-                          "(rlvr.failure.quarantine, on by default) counts deaths per prompt by it: write the row's "
-                          "index there when making the parquet (as verl's examples/data_preprocess scripts do), or "
-                          "set +rlvr.failure.quarantine=false")
+        raise ConfigError(
+            f"{where}: the row has no extra_info.index (or prompt_id); rlvr's quarantine "
+            "(rlvr.failure.quarantine, on by default) counts deaths per prompt by it: write the row's "
+            "index there when making the parquet (as verl's examples/data_preprocess scripts do), or "
+            "set +rlvr.failure.quarantine=false"
+        )
     rm = row.get("reward_model")
     gold = rm.get("ground_truth") if isinstance(rm, Mapping) else None
     if gold is None:
         keys = ", ".join(sorted(map(str, row))) or "none"
-        raise ConfigError(f"{where}: the row has no reward_model.ground_truth (its columns: {keys}); rlvr verifies "
-                          "against it: write the gold there when making the parquet (as verl's "
-                          "examples/data_preprocess scripts do)")
+        raise ConfigError(
+            f"{where}: the row has no reward_model.ground_truth (its columns: {keys}); rlvr verifies "
+            "against it: write the gold there when making the parquet (as verl's "
+            "examples/data_preprocess scripts do)"
+        )
     return gold

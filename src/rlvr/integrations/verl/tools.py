@@ -36,8 +36,9 @@ class _RlvrTool(BaseTool):
         schema = tool_schema_ or OpenAIFunctionToolSchema.model_validate(tool_schema(fn))
         super().__init__(config, schema)
 
-    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
-                      ) -> tuple[ToolResponse, float, dict[str, Any]]:
+    async def execute(
+        self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
+    ) -> tuple[ToolResponse, float, dict[str, Any]]:
         text = await asyncio.to_thread(self.fn, **parameters)
         return ToolResponse(text=str(text)), 0.0, {}
 

@@ -48,21 +48,32 @@ class RlvrTrainer(PPOTrainerSync):
         metric = self._resolve_filter_groups_metric()
         run_dir = self.rlvr.run_dir or self.config.trainer.get("default_local_dir")
         return RlvrReplayBuffer(
-            trainer_mode="sync", trainer_config=self.config.trainer.v1.get("sync", {}),
+            trainer_mode="sync",
+            trainer_config=self.config.trainer.v1.get("sync", {}),
             max_off_policy_threshold=sampler.max_off_policy_threshold,
-            max_off_policy_strategy=sampler.max_off_policy_strategy, sampler_kwargs=sampler.sampler_kwargs,
-            refill_fn=self._add_prompts_to_generate, filter_groups_metric=metric,
-            sync_refill_failed_groups=True, train_batch_size=self.config.data.train_batch_size, gen_batch_size=1,
+            max_off_policy_strategy=sampler.max_off_policy_strategy,
+            sampler_kwargs=sampler.sampler_kwargs,
+            refill_fn=self._add_prompts_to_generate,
+            filter_groups_metric=metric,
+            sync_refill_failed_groups=True,
+            train_batch_size=self.config.data.train_batch_size,
+            gen_batch_size=1,
             max_inflight_gen_batches=filter_groups.get("max_inflight_gen_batches", 1) if metric else 1,
-            rlvr=self.rlvr, run_dir=run_dir, redraw_groups=True)
+            rlvr=self.rlvr,
+            run_dir=run_dir,
+            redraw_groups=True,
+        )
 
     def _init_dataloader(self) -> None:
         with open_dict(self.config):  # one prompt per fetch: quarantined ones skipped, evicted groups refilled exactly
             self.config.data.gen_batch_size = 1
         super()._init_dataloader()
         if len(self.train_dataset):
-            check_row(self.train_dataset[0], f"data.train_files {self.config.data.train_files}, row 0",
-                      needs_id=self.rlvr.failure.quarantine)
+            check_row(
+                self.train_dataset[0],
+                f"data.train_files {self.config.data.train_files}, row 0",
+                needs_id=self.rlvr.failure.quarantine,
+            )
 
     def _fetch_one_gen_batch(self) -> Any:
         rb = self.replay_buffer

@@ -131,7 +131,7 @@ def _decode_bounded(x, budget, refs, depth):
         return [_decode_bounded(v, budget, refs, depth + 1) for v in x]
     if t is not dict or len(x) != 1:
         raise ValueError("not an encoded value")
-    (tag, v), = x.items()
+    ((tag, v),) = x.items()
     if tag == "int" and type(v) is str:
         return int(v)
     if tag == "float" and type(v) is str and v in ("inf", "-inf", "nan"):
@@ -182,19 +182,38 @@ def strict_equal(got, want, depth=0):
     if tw in _NUMBERS:
         return tg in _NUMBERS and got == want
     if tw in (list, tuple):
-        return tg is tw and len(got) == len(want) and all(
-            strict_equal(g, w, depth + 1) for g, w in zip(got, want))
+        return tg is tw and len(got) == len(want) and all(strict_equal(g, w, depth + 1) for g, w in zip(got, want))
     if tw is dict:
-        return tg is dict and len(got) == len(want) and all(
-            k in got and strict_equal(got[k], v, depth + 1) for k, v in want.items())
+        return (
+            tg is dict
+            and len(got) == len(want)
+            and all(k in got and strict_equal(got[k], v, depth + 1) for k, v in want.items())
+        )
     if tw in (set, frozenset):
         return tg in (set, frozenset) and got == want
     return tg is tw and got == want
 
 
-_COMPARE_DUNDERS = ("__eq__", "__ne__", "__hash__", "__bool__", "__len__", "__lt__", "__le__", "__gt__",
-                    "__ge__", "__contains__", "__index__", "__int__", "__float__", "__abs__", "__sub__",
-                    "__rsub__", "__str__", "__repr__")
+_COMPARE_DUNDERS = (
+    "__eq__",
+    "__ne__",
+    "__hash__",
+    "__bool__",
+    "__len__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__contains__",
+    "__index__",
+    "__int__",
+    "__float__",
+    "__abs__",
+    "__sub__",
+    "__rsub__",
+    "__str__",
+    "__repr__",
+)
 
 
 def lying_dunders(x):
@@ -224,7 +243,7 @@ def _why(e):
     """``Type: message`` of an exception, even one whose ``__str__`` raises."""
     name = _type_name(e)
     try:
-        return ("%s: %s" % (name, str.__str__(str(e)))[:300])
+        return "%s: %s" % (name, str.__str__(str(e)))[:300]
     except BaseException:
         return name
 
@@ -235,23 +254,36 @@ def _why(e):
 # for their own use and hand no frame back; the value, when set, is the function that must be
 # *their* caller (logging's ``currentframe`` returns a frame unless findCaller is asking).
 _FRAME_CALLERS = {
-    ("enum.py", "_create_"): None, ("typing.py", "_caller"): None,
-    ("collections/__init__.py", "namedtuple"): None, ("subprocess.py", "_text_encoding"): None,
-    ("warnings.py", "warn"): None, ("asyncio/events.py", "__init__"): None,
-    ("asyncio/format_helpers.py", "extract_stack"): None, ("asyncio/futures.py", "__init__"): None,
-    ("asyncio/streams.py", "__init__"): None, ("logging/__init__.py", "<lambda>"): "findCaller",
+    ("enum.py", "_create_"): None,
+    ("typing.py", "_caller"): None,
+    ("collections/__init__.py", "namedtuple"): None,
+    ("subprocess.py", "_text_encoding"): None,
+    ("warnings.py", "warn"): None,
+    ("asyncio/events.py", "__init__"): None,
+    ("asyncio/format_helpers.py", "extract_stack"): None,
+    ("asyncio/futures.py", "__init__"): None,
+    ("asyncio/streams.py", "__init__"): None,
+    ("logging/__init__.py", "<lambda>"): "findCaller",
     ("logging/__init__.py", "handleError"): None,
     ("traceback.py", "_walk_tb_with_full_positions"): "_extract_from_extended_frame_gen",
 }
 _FRAME_ATTRS = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
 _ALWAYS = {
-    "sys._current_frames": "sys._current_frames()", "gc.get_objects": "a gc.get_objects() scan",
-    "gc.get_referrers": "gc.get_referrers()", "gc.get_referents": "gc.get_referents()",
-    "sys.settrace": "a trace hook (sys.settrace)", "sys.setprofile": "a profile hook (sys.setprofile)",
-    "sys.addaudithook": "another audit hook", "os.system": "os.system()",
-    "subprocess.Popen": "starting a process", "os.posix_spawn": "starting a process",
-    "os.exec": "exec of another program", "os.spawn": "starting a process", "os.fork": "os.fork()",
-    "os.forkpty": "os.fork()", "pty.spawn": "starting a process",
+    "sys._current_frames": "sys._current_frames()",
+    "gc.get_objects": "a gc.get_objects() scan",
+    "gc.get_referrers": "gc.get_referrers()",
+    "gc.get_referents": "gc.get_referents()",
+    "sys.settrace": "a trace hook (sys.settrace)",
+    "sys.setprofile": "a profile hook (sys.setprofile)",
+    "sys.addaudithook": "another audit hook",
+    "os.system": "os.system()",
+    "subprocess.Popen": "starting a process",
+    "os.posix_spawn": "starting a process",
+    "os.exec": "exec of another program",
+    "os.spawn": "starting a process",
+    "os.fork": "os.fork()",
+    "os.forkpty": "os.fork()",
+    "pty.spawn": "starting a process",
     "sys._getframemodulename": "sys._getframemodulename()",
 }
 _BANNED_MODULES = ("ctypes", "_ctypes", "_testcapi", "_testinternalcapi", "_xxsubinterpreters")
@@ -271,7 +303,7 @@ def install_audit_hook(report):
     def caller(depth):
         code = getframe(depth).f_code
         name = code.co_filename
-        rel = name[len(stdlib):] if name.startswith(stdlib) and "-packages" not in name else None
+        rel = name[len(stdlib) :] if name.startswith(stdlib) and "-packages" not in name else None
         return rel, code.co_name
 
     def allowed_frame_use():

@@ -167,10 +167,26 @@ def main():
     emit("done")
 
 
-_CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-        ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
-_OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-        "in": lambda a, b: a in b, "not in": lambda a, b: a not in b}
+_CMP = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+}
+_OPS = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "in": lambda a, b: a in b,
+    "not in": lambda a, b: a not in b,
+}
 
 
 def _compare(op, a, b):
@@ -227,7 +243,8 @@ class _Rewrite(ast.NodeTransformer):
             "except __rlvr_stop__:\n    raise\n"
             "except BaseException as __rlvr_e__:\n"
             "    __rlvr_ok__, __rlvr_why__ = False, 'raised ' + type(__rlvr_e__).__name__\n"
-            "__rlvr_record__(%d, __rlvr_ok__, __rlvr_why__)\n" % ("failed: " + src, i)).body
+            "__rlvr_record__(%d, __rlvr_ok__, __rlvr_why__)\n" % ("failed: " + src, i)
+        ).body
         body[0].body[0].value.args[0] = _Strict().visit(node.test)
         return [ast.copy_location(s, node) for s in body]
 

@@ -29,8 +29,21 @@ from rlvr.verify.code._harness import plain, strict_equal
 
 #: Builtins a test may wrap the result in; applied here, to plain data.
 _WRAPPERS: dict[str, Callable[..., Any]] = {
-    "set": set, "frozenset": frozenset, "sorted": sorted, "list": list, "tuple": tuple, "len": len, "abs": abs,
-    "round": round, "str": str, "int": int, "float": float, "bool": bool, "sum": sum, "min": min, "max": max,
+    "set": set,
+    "frozenset": frozenset,
+    "sorted": sorted,
+    "list": list,
+    "tuple": tuple,
+    "len": len,
+    "abs": abs,
+    "round": round,
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "sum": sum,
+    "min": min,
+    "max": max,
 }
 _ORDER = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
@@ -83,8 +96,12 @@ class _Compiler:
     def result(self, node: ast.expr) -> tuple[tuple[Any, ...], dict[str, Any], tuple[tuple[str, tuple[Any, ...]], ...]]:
         """``callee(literals...)``, possibly inside wrappers: its arguments and the wrappers."""
         wrappers: list[tuple[str, tuple[Any, ...]]] = []
-        while isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _WRAPPERS \
-                and node.func.id not in self.callees:
+        while (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _WRAPPERS
+            and node.func.id not in self.callees
+        ):
             if not node.args or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 raise _NotCompilable
             wrappers.append((node.func.id, tuple(_literal(a) for a in node.args[1:])))
@@ -114,8 +131,12 @@ class _Compiler:
 
     def _isclose(self, test: ast.Call, source: str) -> Check | None:
         f = test.func
-        named = (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "math"
-                 and f.attr == "isclose") or (isinstance(f, ast.Name) and f.id == "isclose")
+        named = (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id == "math"
+            and f.attr == "isclose"
+        ) or (isinstance(f, ast.Name) and f.id == "isclose")
         if not named:
             return None
         if len(test.args) != 2 or any(k.arg not in ("rel_tol", "abs_tol") for k in test.keywords):
@@ -134,10 +155,16 @@ class _Compiler:
         if not isinstance(left, ast.Call):
             return None
         f = left.func
-        is_abs = (isinstance(f, ast.Name) and f.id == "abs") or (isinstance(f, ast.Attribute) and isinstance(
-            f.value, ast.Name) and f.value.id == "math" and f.attr == "fabs")
-        if not (is_abs and len(left.args) == 1 and isinstance(left.args[0], ast.BinOp)
-                and isinstance(left.args[0].op, ast.Sub) and type(op) in (ast.Lt, ast.LtE)):
+        is_abs = (isinstance(f, ast.Name) and f.id == "abs") or (
+            isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "math" and f.attr == "fabs"
+        )
+        if not (
+            is_abs
+            and len(left.args) == 1
+            and isinstance(left.args[0], ast.BinOp)
+            and isinstance(left.args[0].op, ast.Sub)
+            and type(op) in (ast.Lt, ast.LtE)
+        ):
             return None
         diff = left.args[0]
         for res, exp in ((diff.left, diff.right), (diff.right, diff.left)):
@@ -270,7 +297,11 @@ def _evaluate(check: Check, returned: Any) -> tuple[bool, str]:
         ok = not strict_equal(r, e)
     elif k in _FLIP:
         ok = ((_number(r) and _number(e)) or (type(r) is type(e) and type(r) in (str, tuple, list))) and {
-            "lt": r < e, "le": r <= e, "gt": r > e, "ge": r >= e}[k]
+            "lt": r < e,
+            "le": r <= e,
+            "gt": r > e,
+            "ge": r >= e,
+        }[k]
     elif k in ("in", "not_in"):
         ok = _member(r, e) == (k == "in")
     elif k in ("contains", "not_contains"):
@@ -302,8 +333,11 @@ def case_equal(got: Any, want: Any, tol: float = 0.0) -> bool:
             return math.isclose(got, want, rel_tol=tol or 1e-9, abs_tol=tol or 1e-9)
         return got == want
     if isinstance(want, list | tuple):  # JSON specs cannot tell a tuple from a list
-        return type(got) in (list, tuple) and len(got) == len(want) and all(
-            case_equal(g, w, tol) for g, w in zip(got, want))
+        return (
+            type(got) in (list, tuple)
+            and len(got) == len(want)
+            and all(case_equal(g, w, tol) for g, w in zip(got, want))
+        )
     if isinstance(want, dict):
         return type(got) is dict and set(got) == set(want) and all(case_equal(got[k], want[k], tol) for k in want)
     return strict_equal(got, want)

@@ -46,8 +46,12 @@ def _check(ret: int, what: str) -> None:
 
 
 def _mount(src: str, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    _check(_libc.mount(src.encode(), target.encode(), fstype.encode() if fstype else None, flags,
-                       data.encode() if data else None), f"mount {target}")
+    _check(
+        _libc.mount(
+            src.encode(), target.encode(), fstype.encode() if fstype else None, flags, data.encode() if data else None
+        ),
+        f"mount {target}",
+    )
 
 
 def _bind_read_only(src: str, target: str) -> None:

@@ -71,11 +71,21 @@ def get_language(name: str) -> Language:
     raise ConfigError(f"no code language {name!r}; known: {', '.join(sorted(_LANGUAGES))}")
 
 
-register_language(Language("python", ("python", "py", "python3"), "solution.py", (_python(), "-I", "{source}"),
-                           harness=True))
-register_language(Language("c", ("c",), "main.c", ("./prog",),
-                           build=f"{shutil.which('gcc') or 'gcc'} -O1 -o prog main.c -lm"))
-register_language(Language("cpp", ("cpp", "c++", "cc"), "main.cpp", ("./prog",),
-                           build=f"{shutil.which('g++') or 'g++'} -O1 -o prog main.cpp"))
-register_language(Language("javascript", ("javascript", "js", "node"), "main.js",
-                           (shutil.which("node") or "node", "{source}")))
+register_language(
+    Language("python", ("python", "py", "python3"), "solution.py", (_python(), "-I", "{source}"), harness=True)
+)
+register_language(
+    Language("c", ("c",), "main.c", ("./prog",), build=f"{shutil.which('gcc') or 'gcc'} -O1 -o prog main.c -lm")
+)
+register_language(
+    Language(
+        "cpp",
+        ("cpp", "c++", "cc"),
+        "main.cpp",
+        ("./prog",),
+        build=f"{shutil.which('g++') or 'g++'} -O1 -o prog main.cpp",
+    )
+)
+register_language(
+    Language("javascript", ("javascript", "js", "node"), "main.js", (shutil.which("node") or "node", "{source}"))
+)

@@ -141,8 +141,10 @@ def isolation_warning(level: str) -> str:
     """The loud line a verdict carries when only resource limits guarded the run ("" otherwise)."""
     if level == "namespaces":
         return ""
-    return ("SANDBOX WEAK: rlimits only (no namespaces: not root, or the kernel refused them); "
-            "network and world-writable host directories were reachable")
+    return (
+        "SANDBOX WEAK: rlimits only (no namespaces: not root, or the kernel refused them); "
+        "network and world-writable host directories were reachable"
+    )
 
 
 def _next_uid() -> int:
@@ -194,8 +196,9 @@ def live_processes(uid: int | None = None) -> list[int]:
         except OSError:
             continue
         owner = int(fields.get("Uid", "-1").split()[0])
-        if (owner == uid if uid is not None else owner >= _UID_BASE) and not fields.get(
-                "State", "").strip().startswith("Z"):
+        if (owner == uid if uid is not None else owner >= _UID_BASE) and not fields.get("State", "").strip().startswith(
+            "Z"
+        ):
             out.append(int(entry.name))
     return out
 
@@ -209,8 +212,12 @@ def _kill_uid(uid: int) -> None:
     end = time.monotonic() + 3
     while True:
         if shutil.which("setpriv") and shutil.which("kill"):  # no fork of a large parent process
-            subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "kill", "-9", "-1"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            subprocess.run(
+                ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "kill", "-9", "-1"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
         else:
             pid = os.fork()
             if pid == 0:  # pragma: no cover - runs in the forked child
@@ -224,6 +231,7 @@ def _kill_uid(uid: int) -> None:
         if not live_processes(uid) or time.monotonic() > end:
             return
         time.sleep(0.005)
+
 
 def _namespace_child(limits: Limits, uid: int, workdir: str, status_w: int) -> Callable[[], None]:
     """``preexec_fn`` of a namespace sandbox: enter the jail, then the limits (after the forks and
@@ -270,8 +278,15 @@ class Running:
             if proc is not None:
                 r_fd, status_fd = self._fds
                 uid = self.uid
-                _pump(proc, r_fd, self._stdin, self.limits, res, self._start,
-                      (lambda: _kill_uid(uid)) if uid is not None else None)
+                _pump(
+                    proc,
+                    r_fd,
+                    self._stdin,
+                    self.limits,
+                    res,
+                    self._start,
+                    (lambda: _kill_uid(uid)) if uid is not None else None,
+                )
                 res.wall_s = time.monotonic() - self._start
                 res.returncode = proc.returncode
                 why = _read_status(status_fd)
@@ -330,9 +345,14 @@ def start(
                 os.chown(dirpath, uid, uid)
                 for n in names:
                     os.chown(os.path.join(dirpath, n), uid, uid)
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
-               "HOME": _WORKDIR if level == "namespaces" else host_dir,
-               "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "TMPDIR": "/tmp",
+            "HOME": _WORKDIR if level == "namespaces" else host_dir,
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+        }
         r_fd, w_fd = os.pipe()
         s_r, s_w = os.pipe()
         if level == "namespaces":
@@ -347,8 +367,17 @@ def start(
         running._stdin, running._start = stdin.encode() if isinstance(stdin, str) else stdin, time.monotonic()
         try:
             running.proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
-                preexec_fn=pre, pass_fds=passed, start_new_session=True, close_fds=True)
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                preexec_fn=pre,
+                pass_fds=passed,
+                start_new_session=True,
+                close_fds=True,
+            )
         except (OSError, subprocess.SubprocessError) as e:
             os.close(w_fd)
             os.close(s_w)
@@ -377,8 +406,15 @@ def run(
     return start(argv, files, stdin=stdin, limits=limits, level=level).finish()
 
 
-def _pump(proc: subprocess.Popen[bytes], r_fd: int, data: bytes, limits: Limits, res: RunResult, start: float,
-          kill_user: Callable[[], None] | None) -> None:
+def _pump(
+    proc: subprocess.Popen[bytes],
+    r_fd: int,
+    data: bytes,
+    limits: Limits,
+    res: RunResult,
+    start: float,
+    kill_user: Callable[[], None] | None,
+) -> None:
     """Feed stdin, collect stdout/stderr/results up to the caps, enforce the wall clock.
 
     To stop a run, the sandbox user's processes are killed first: under namespaces
@@ -436,7 +472,7 @@ def _pump(proc: subprocess.Popen[bytes], r_fd: int, data: bytes, limits: Limits,
                 continue
             buf = bufs[tag]
             room = cap - len(buf)
-            buf += chunk[:max(room, 0)]
+            buf += chunk[: max(room, 0)]
             if len(chunk) > room:
                 res.output_exceeded = True
                 open_reads = 0

@@ -47,9 +47,20 @@ def _harness_source(name: str = "_harness.py") -> str:
 
 
 def _invalid(why: str, code: str = "", rule: str = "", **details: Any) -> Verdict:
-    return Verdict(Status.NO_ANSWER, extracted=code[:2000], method=Method.EXECUTION, reason=why,
-                   details={"invalid": details.pop("kind", "no_code"), "rule": rule, "passed": 0, "total": 0,
-                            "pass_fraction": 0.0, **details})
+    return Verdict(
+        Status.NO_ANSWER,
+        extracted=code[:2000],
+        method=Method.EXECUTION,
+        reason=why,
+        details={
+            "invalid": details.pop("kind", "no_code"),
+            "rule": rule,
+            "passed": 0,
+            "total": 0,
+            "pass_fraction": 0.0,
+            **details,
+        },
+    )
 
 
 def _python_syntax(code: str) -> str:
@@ -67,9 +78,12 @@ def _defines(code: str, name: str) -> bool:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     head = name.split(".")[0]
-    return any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == head
-               for n in tree.body) or any(isinstance(n, ast.Assign) and any(
-                   isinstance(t, ast.Name) and t.id == head for t in n.targets) for n in tree.body)
+    return any(
+        isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == head for n in tree.body
+    ) or any(
+        isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == head for t in n.targets)
+        for n in tree.body
+    )
 
 
 def verify_code(
@@ -99,12 +113,20 @@ def verify_code(
     try:
         return _verify_code(completion, gold, timeout, language, early_stop, bare, limits)
     except Exception as e:  # a bug of ours, never the program's win: not scored, and said loudly
-        return Verdict(Status.ERROR, method=Method.EXECUTION,
-                       reason=f"code verifier error: {type(e).__name__}: {str(e)[:200]}")
+        return Verdict(
+            Status.ERROR, method=Method.EXECUTION, reason=f"code verifier error: {type(e).__name__}: {str(e)[:200]}"
+        )
 
 
-def _verify_code(completion: str, gold: Any, timeout: float | None, language: str | None, early_stop: bool,
-                 bare: bool, limits: sandbox.Limits | None) -> Verdict:
+def _verify_code(
+    completion: str,
+    gold: Any,
+    timeout: float | None,
+    language: str | None,
+    early_stop: bool,
+    bare: bool,
+    limits: sandbox.Limits | None,
+) -> Verdict:
     try:
         spec = parse_spec(gold)
         lang = get_language(language or spec.language)
@@ -131,8 +153,17 @@ def _verify_code(completion: str, gold: Any, timeout: float | None, language: st
     passed, total, failures, level, extra = result
     warn = sandbox.isolation_warning(level)
     frac = passed / total if total else 0.0
-    details = {"passed": passed, "total": total, "pass_fraction": frac, "isolation": level, "rule": rule,
-               "failures": failures[:_MAX_FAILURES], "language": lang.name, "mode": spec.mode, **extra}
+    details = {
+        "passed": passed,
+        "total": total,
+        "pass_fraction": frac,
+        "isolation": level,
+        "rule": rule,
+        "failures": failures[:_MAX_FAILURES],
+        "language": lang.name,
+        "mode": spec.mode,
+        **extra,
+    }
     if extra.get("tamper"):  # data, not a crash: -1, and the alarm alarms/code_tamper
         reason, status = f"tamper attempt: {extra['tamper']} (scored wrong)", Status.WRONG
     elif total and passed == total:
@@ -141,8 +172,13 @@ def _verify_code(completion: str, gold: Any, timeout: float | None, language: st
     else:
         reason = f"{passed}/{total} tests passed" + (f"; first failure: {failures[0]}" if failures else "")
         status = Status.WRONG
-    return Verdict(status, extracted=code[:2000], method=Method.EXECUTION,
-                   reason=f"{reason} [{warn}]" if warn else reason, details=details)
+    return Verdict(
+        status,
+        extracted=code[:2000],
+        method=Method.EXECUTION,
+        reason=f"{reason} [{warn}]" if warn else reason,
+        details=details,
+    )
 
 
 #: ``(passed, total, failures, isolation level, extra details)``.
@@ -192,8 +228,9 @@ def _limits(limits: sandbox.Limits, wall: float) -> sandbox.Limits:
     return replace(limits, wall_s=max(0.1, wall))
 
 
-def _run_io(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float,
-            early_stop: bool) -> _Result | Verdict:
+def _run_io(
+    code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float, early_stop: bool
+) -> _Result | Verdict:
     end = time.monotonic() + budget
     passed, failures, level, uids = 0, [], sandbox.isolation(), []
     for i, case in enumerate(spec.cases):
@@ -203,8 +240,9 @@ def _run_io(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, b
             if early_stop:
                 break
             continue
-        run = sandbox.run(_build_argv(lang), {lang.source: code}, stdin=str(case["input"]),
-                          limits=_limits(limits, left))
+        run = sandbox.run(
+            _build_argv(lang), {lang.source: code}, stdin=str(case["input"]), limits=_limits(limits, left)
+        )
         level = run.isolation
         uids += _uids(run)
         if run.error:
@@ -223,8 +261,9 @@ def _run_io(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, b
     return passed, len(spec.cases), failures, level, {"checks": "outside", "sandbox_uids": uids}
 
 
-def _run_harness(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float,
-                 early_stop: bool) -> _Result | Verdict:
+def _run_harness(
+    code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float, early_stop: bool
+) -> _Result | Verdict:
     """Python: call cases and assert tests of the usual shape run as calls judged here (the expected
     values never enter the sandbox); other assert tests run in a sandbox of their own, calling the
     program in another (:func:`_run_apart`)."""
@@ -238,12 +277,18 @@ def _run_harness(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limi
     if checks is None:
         return _run_apart(code, spec, lang, limits, budget, early_stop)
     calls = [c for c in checks if c.calls]
-    order = {"mode": "calls", "entry_point": spec.entry_point,
-             "calls": [{"args": encode(list(c.args)), "kwargs": encode(c.kwargs)} for c in calls]}
+    order = {
+        "mode": "calls",
+        "entry_point": spec.entry_point,
+        "calls": [{"args": encode(list(c.args)), "kwargs": encode(c.kwargs)} for c in calls],
+    }
     nonce = secrets.token_hex(8)
-    run = sandbox.run([lang.run[0], "-I", _HARNESS, "{result_fd}"], {lang.source: code, _HARNESS: _harness_source()},
-                      stdin=json.dumps({"nonce": nonce, "source": lang.source, **order}),
-                      limits=_limits(limits, budget))
+    run = sandbox.run(
+        [lang.run[0], "-I", _HARNESS, "{result_fd}"],
+        {lang.source: code, _HARNESS: _harness_source()},
+        stdin=json.dumps({"nonce": nonce, "source": lang.source, **order}),
+        limits=_limits(limits, budget),
+    )
     if run.error:
         return Verdict(Status.ERROR, extracted=code[:2000], method=Method.EXECUTION, reason=run.error)
     passed, total, failures, level, extra = _judge_calls(checks, _read_report(run, nonce), early_stop)
@@ -307,8 +352,9 @@ def _tampered(rep: _Report, total: int, checks: str) -> _Result:
     return 0, total, [f"tamper attempt: {rep.tamper}"], rep.level, {"checks": checks, "tamper": rep.tamper}
 
 
-def _run_apart(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float,
-               early_stop: bool) -> _Result | Verdict:
+def _run_apart(
+    code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float, early_stop: bool
+) -> _Result | Verdict:
     """Tests that must run as code (loops, helpers) in their own sandbox, the program in another.
 
     Two pipes join them and carry plain values only: the tests call stand-ins for the program's
@@ -324,13 +370,25 @@ def _run_apart(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits
             [lang.run[0], "-I", _HARNESS, "{result_fd}", "{calls}", "{replies}"],
             {lang.source: code, _HARNESS: harness},
             stdin=json.dumps({"nonce": prog_nonce, "source": lang.source, "mode": "serve"}),
-            limits=wall, channels={"calls": calls_r, "replies": replies_w})
+            limits=wall,
+            channels={"calls": calls_r, "replies": replies_w},
+        )
         tests = sandbox.start(
             [lang.run[0], "-I", _TESTS, "{result_fd}", "{calls}", "{replies}"],
             {_TESTS: _harness_source("_tests.py"), _HARNESS: harness},
-            stdin=json.dumps({"nonce": tests_nonce, "tests": spec.tests, "entry_point": spec.entry_point,
-                              "prompt": spec.prompt, "early_stop": early_stop, "names": _top_level_names(code)}),
-            limits=wall, channels={"calls": calls_w, "replies": replies_r})
+            stdin=json.dumps(
+                {
+                    "nonce": tests_nonce,
+                    "tests": spec.tests,
+                    "entry_point": spec.entry_point,
+                    "prompt": spec.prompt,
+                    "early_stop": early_stop,
+                    "names": _top_level_names(code),
+                }
+            ),
+            limits=wall,
+            channels={"calls": calls_w, "replies": replies_r},
+        )
     finally:
         for fd in (calls_r, calls_w, replies_r, replies_w):
             os.close(fd)
@@ -351,8 +409,9 @@ def _run_apart(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits
     failures = [f"test {i}: {why}" for i, (ok, why) in sorted(rep.cases.items()) if not ok]
     passed = sum(ok for ok, _ in rep.cases.values())
     if not rep.done:
-        failures.append(rep.fatal or prog_rep.fatal or _run_failure(tests_run)
-                        or "the run ended before the tests finished")
+        failures.append(
+            rep.fatal or prog_rep.fatal or _run_failure(tests_run) or "the run ended before the tests finished"
+        )
         passed = min(passed, total - 1)
     return passed, total, failures, rep.level, {"checks": "apart", **extra}
 
@@ -400,8 +459,14 @@ def _judge_calls(checks: list[Check], rep: _Report, early_stop: bool) -> _Result
 
 def _case_check(case: dict[str, Any], tol: float) -> Check:
     """A function-call case as a check: the result equals the expected value (floats within ``tol``)."""
-    return Check("case", tuple(case.get("args", [])), dict(case.get("kwargs", {})), case.get("result"),
-                 tol={"tol": tol}, source=f"case {case.get('args', [])!r}"[:160])
+    return Check(
+        "case",
+        tuple(case.get("args", [])),
+        dict(case.get("kwargs", {})),
+        case.get("result"),
+        tol={"tol": tol},
+        source=f"case {case.get('args', [])!r}"[:160],
+    )
 
 
 def _run_program(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limits, budget: float) -> _Result | Verdict:
@@ -412,12 +477,18 @@ def _run_program(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limi
     if (bad := _built(lang, run, code)) is not None:
         return bad
     why = _run_failure(run)
-    return (0 if why else 1), 1, ([why] if why else []), run.isolation, {
-        "checks": "exit_status", "sandbox_uids": _uids(run)}
+    return (
+        (0 if why else 1),
+        1,
+        ([why] if why else []),
+        run.isolation,
+        {"checks": "exit_status", "sandbox_uids": _uids(run)},
+    )
 
 
 def same_output(got: str, want: str, float_tol: float = 0.0) -> bool:
     """Whitespace-tolerant output comparison (token by token, line by line; floats within tolerance)."""
+
     def lines(s: str) -> list[list[str]]:
         out = [ln.split() for ln in s.strip().splitlines()]
         return [ln for ln in out if ln]

@@ -21,6 +21,17 @@ from rlvr.verify.judge.reply import (
 )
 
 __all__ = [
-    "HTTPJudge", "JudgeBackend", "JudgeReply", "JudgeStats", "JudgeUnavailable", "JudgedVerifier", "ReplyError",
-    "TransformersJudge", "check_reply", "default_undecidable", "judge_messages", "parse_reply", "uncovered",
+    "HTTPJudge",
+    "JudgeBackend",
+    "JudgeReply",
+    "JudgeStats",
+    "JudgeUnavailable",
+    "JudgedVerifier",
+    "ReplyError",
+    "TransformersJudge",
+    "check_reply",
+    "default_undecidable",
+    "judge_messages",
+    "parse_reply",
+    "uncovered",
 ]

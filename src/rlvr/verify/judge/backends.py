@@ -31,8 +31,15 @@ class HTTPJudge:
         temperature / max_tokens: sampling settings for the reply.
     """
 
-    def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
-                 *, temperature: float = 0.0, max_tokens: int = 256) -> None:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+    ) -> None:
         import requests
 
         self.base_url = (base_url or os.environ.get("RLVR_JUDGE_BASE_URL") or "http://localhost:8000/v1").rstrip("/")
@@ -49,11 +56,16 @@ class HTTPJudge:
         return self._local.s
 
     def __call__(self, messages: list[dict[str, str]], *, timeout: float) -> str:
-        body = {"model": self.model, "messages": messages, "temperature": self.temperature,
-                "max_tokens": self.max_tokens}
+        body = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
         try:
-            r = self._session().post(f"{self.base_url}/chat/completions", json=body, headers=self._headers,
-                                     timeout=timeout)
+            r = self._session().post(
+                f"{self.base_url}/chat/completions", json=body, headers=self._headers, timeout=timeout
+            )
         except self._requests.RequestException as e:
             raise JudgeUnavailable(f"judge unreachable: {type(e).__name__}: {e}") from None
         if r.status_code != 200:
@@ -90,14 +102,19 @@ class TransformersJudge:
         from transformers import MaxTimeCriteria, StoppingCriteriaList
 
         with self._lock:
-            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
-                                                     return_dict=True)
+            ids = self.tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+            )
             input_ids = ids["input_ids"].to(self.model.device)
             mask = ids.get("attention_mask")
             mask = None if mask is None else mask.to(input_ids.device)
             with torch.no_grad():
-                out = self.model.generate(input_ids=input_ids, attention_mask=mask,
-                                          max_new_tokens=self.max_new_tokens, do_sample=False,
-                                          stopping_criteria=StoppingCriteriaList([MaxTimeCriteria(timeout)]),
-                                          pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
-            return self.tokenizer.decode(out[0, input_ids.shape[1]:], skip_special_tokens=True)
+                out = self.model.generate(
+                    input_ids=input_ids,
+                    attention_mask=mask,
+                    max_new_tokens=self.max_new_tokens,
+                    do_sample=False,
+                    stopping_criteria=StoppingCriteriaList([MaxTimeCriteria(timeout)]),
+                    pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+                )
+            return self.tokenizer.decode(out[0, input_ids.shape[1] :], skip_special_tokens=True)

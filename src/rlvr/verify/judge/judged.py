@@ -52,7 +52,8 @@ _NOT_PROSE = frozenset(
     "sqrt frac dfrac tfrac cdot times text mathrm mathbf infty sin cos tan cot sec csc log exp arcsin arccos "
     "arctan left right boxed and the leq geq neq cup cap mbox circ degree degrees percent units unit meters meter "
     "metres inches inch feet foot hours hour minutes minute seconds second dollars dollar cents cent miles mile "
-    "pounds pound grams gram liters litres days day years year weeks week".split())
+    "pounds pound grams gram liters litres days day years year weeks week".split()
+)
 
 
 def _prose_words(text: str) -> set[str]:
@@ -106,10 +107,14 @@ class JudgeStats:
         """Flat ``judge/...`` metrics (``None`` where there is nothing to average)."""
         lat = sorted(self.latencies)
         return {
-            "judge/rows": self.rows, "judge/rule_decided": self.rule_decided, "judge/judged": self.judged,
-            "judge/calls": self.calls, "judge/cache_hits": self.cache_hits,
+            "judge/rows": self.rows,
+            "judge/rule_decided": self.rule_decided,
+            "judge/judged": self.judged,
+            "judge/calls": self.calls,
+            "judge/cache_hits": self.cache_hits,
             "judge/uncertain_rate": self.uncertain / self.rows if self.rows else 0.0,
-            "judge/demoted": self.demoted, "judge/failures": self.failures,
+            "judge/demoted": self.demoted,
+            "judge/failures": self.failures,
             "judge/audit_agreement": self.audit_agree / self.audited if self.audited else None,
             "judge/latency_mean_s": sum(lat) / len(lat) if lat else None,
             "judge/latency_p90_s": lat[int(0.9 * (len(lat) - 1))] if lat else None,
@@ -158,7 +163,7 @@ class JudgedVerifier:
         self.judge = judge
         self.open_tasks = set(open_tasks)
         self.timeout, self.retries, self.backoff = timeout, retries, backoff
-        self.deadline = deadline if deadline is not None else timeout * (retries + 1) + backoff * (2 ** retries)
+        self.deadline = deadline if deadline is not None else timeout * (retries + 1) + backoff * (2**retries)
         self.concurrency, self.breaker, self.audit_rate = max(1, concurrency), breaker, audit_rate
         self.jobs, self.rule_timeout, self.strict = jobs, rule_timeout, strict
         self.undecidable = undecidable
@@ -188,16 +193,18 @@ class JudgedVerifier:
         questions = list(questions) if questions is not None else [""] * n
         tasks = list(tasks) if tasks is not None else [None] * n
         rule_tasks = [None if t in self.open_tasks else t for t in tasks]
-        rules = verify_many(completions, golds, rule_tasks, jobs=self.jobs, timeout=self.rule_timeout,
-                            strict=self.strict)
+        rules = verify_many(
+            completions, golds, rule_tasks, jobs=self.jobs, timeout=self.rule_timeout, strict=self.strict
+        )
         out: list[Verdict] = list(rules)
         to_judge: list[int] = []
         audit: list[int] = []
         for i, v in enumerate(rules):
             if self._needs_judge(v, tasks[i] in self.open_tasks, completions[i]):
                 to_judge.append(i)
-            elif (v.status in (Status.CORRECT, Status.WRONG) and self.audit_rate
-                  and self._rng.random() < self.audit_rate):
+            elif (
+                v.status in (Status.CORRECT, Status.WRONG) and self.audit_rate and self._rng.random() < self.audit_rate
+            ):
                 audit.append(i)
         with self._lock:
             self.stats.rows += n
@@ -205,8 +212,10 @@ class JudgedVerifier:
             self.stats.judged += len(to_judge)
         if not to_judge and not audit:
             return out
-        keys = {i: (str(questions[i] or ""), self._answer(completions[i], rules[i]),
-                    self._gold_text(golds[i], rules[i])) for i in to_judge + audit}
+        keys = {
+            i: (str(questions[i] or ""), self._answer(completions[i], rules[i]), self._gold_text(golds[i], rules[i]))
+            for i in to_judge + audit
+        }
         replies = self._judge_all(sorted(set(keys.values())))
         for i in to_judge:
             out[i] = self._verdict(rules[i], keys[i], replies[keys[i]])
@@ -306,7 +315,7 @@ class JudgedVerifier:
             with self._lock:
                 state["fails_in_a_row"] += 1
             if attempt < self.retries:
-                time.sleep(min(self.backoff * 2 ** attempt, max(0.0, end - time.monotonic())))
+                time.sleep(min(self.backoff * 2**attempt, max(0.0, end - time.monotonic())))
         return why
 
     def _verdict(self, rule: Verdict, key: tuple[str, str, str], got: JudgeReply | str) -> Verdict:
@@ -315,17 +324,30 @@ class JudgedVerifier:
         if isinstance(got, str):
             with self._lock:
                 self.stats.failures += 1
-            return Verdict(Status.UNCERTAIN, extracted=answer, method=Method.JUDGE, gold=gold,
-                           reason=f"judge unavailable: {got}", details=details)
+            return Verdict(
+                Status.UNCERTAIN,
+                extracted=answer,
+                method=Method.JUDGE,
+                gold=gold,
+                reason=f"judge unavailable: {got}",
+                details=details,
+            )
         details["judge"] = {"verdict": got.verdict, "reason": got.reason, "final_answer": got.final_answer}
         if problems := check_reply(got, answer):
             with self._lock:
                 self.stats.demoted += 1
-            return Verdict(Status.UNCERTAIN, extracted=answer, method=Method.JUDGE, gold=gold,
-                           reason="judge reply demoted: " + "; ".join(problems), details=details | {"checks": problems})
+            return Verdict(
+                Status.UNCERTAIN,
+                extracted=answer,
+                method=Method.JUDGE,
+                gold=gold,
+                reason="judge reply demoted: " + "; ".join(problems),
+                details=details | {"checks": problems},
+            )
         status = Status.CORRECT if got.verdict == "correct" else Status.WRONG
-        return Verdict(status, extracted=answer, method=Method.JUDGE, gold=gold, reason=f"judge: {got.reason}",
-                       details=details)
+        return Verdict(
+            status, extracted=answer, method=Method.JUDGE, gold=gold, reason=f"judge: {got.reason}", details=details
+        )
 
 
 def from_config(cfg: Any, *, seed: int = 0, device: Any = None) -> JudgedVerifier:
@@ -343,5 +365,12 @@ def from_config(cfg: Any, *, seed: int = 0, device: Any = None) -> JudgedVerifie
         backend: Any = TransformersJudge(model, device=device)
     else:
         backend = HTTPJudge(cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env))
-    return JudgedVerifier(backend, open_tasks=cfg.open_tasks, timeout=cfg.timeout, retries=cfg.retries,
-                          concurrency=cfg.concurrency, audit_rate=cfg.audit_rate, seed=seed)
+    return JudgedVerifier(
+        backend,
+        open_tasks=cfg.open_tasks,
+        timeout=cfg.timeout,
+        retries=cfg.retries,
+        concurrency=cfg.concurrency,
+        audit_rate=cfg.audit_rate,
+        seed=seed,
+    )

@@ -90,15 +90,25 @@ def parse_reply(text: str) -> JudgeReply:
 _NEG = r"(?:not|n't|never|no longer|fails? to|does not|doesn't|isn't|is not)"
 _SAYS_WRONG = re.compile(
     rf"\b(?:incorrect|wrong|mismatch(?:es)?|differs?|different|unequal|not (?:equal|equivalent|correct|the same)|"
-    rf"{_NEG} (?:match|agree|equal|correspond))\b", re.I)
-_SAYS_RIGHT = re.compile(r"\b(?:is correct|are correct|correct answer|matches|match(?:es)? the reference|"
-                         r"equivalent|equals|is equal|the same as|agrees?|identical)\b", re.I)
+    rf"{_NEG} (?:match|agree|equal|correspond))\b",
+    re.I,
+)
+_SAYS_RIGHT = re.compile(
+    r"\b(?:is correct|are correct|correct answer|matches|match(?:es)? the reference|"
+    r"equivalent|equals|is equal|the same as|agrees?|identical)\b",
+    re.I,
+)
 _HEDGE = re.compile(
     r"\b(?:maybe|perhaps|possibly|probably|might|may be|not sure|unsure|uncertain|unclear|hard to (?:say|tell)|"
     r"can(?:not|'t) (?:tell|determine|be sure)|arguably|on the other hand|however|although|though|"
-    r"i think|i guess|seems?|appears? to|either)\b", re.I)
-_LAST_PART = re.compile(r"\b(?:last|final|trailing|ending|end(?:s|ing)? (?:in|with))\s+(?:digit|character|char|"
-                        r"token|letter|number|symbol|part)s?\b|\bends? (?:in|with)\b", re.I)
+    r"i think|i guess|seems?|appears? to|either)\b",
+    re.I,
+)
+_LAST_PART = re.compile(
+    r"\b(?:last|final|trailing|ending|end(?:s|ing)? (?:in|with))\s+(?:digit|character|char|"
+    r"token|letter|number|symbol|part)s?\b|\bends? (?:in|with)\b",
+    re.I,
+)
 
 
 def _norm(s: str) -> str:
@@ -133,8 +143,9 @@ def check_reply(reply: JudgeReply, extracted: str) -> list[str]:
     if m := _HEDGE.search(reason):
         problems.append(f"hedging: the reason says {m.group(0)!r}")
     if extracted and not _same_answer(reply.final_answer, extracted):
-        problems.append(f"final_answer: the judge judged {reply.final_answer[:60]!r}, "
-                        f"the extracted answer is {extracted[:60]!r}")
+        problems.append(
+            f"final_answer: the judge judged {reply.final_answer[:60]!r}, the extracted answer is {extracted[:60]!r}"
+        )
     if _last_part_only(reason, extracted):
         problems.append("last_token: the reason argues from the answer's last token or character only")
     return problems

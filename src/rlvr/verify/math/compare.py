@@ -68,12 +68,16 @@ def _same_string(pred: Candidate, gold: Candidate, details: dict[str, str]) -> V
     value such as ``\\frac{1}{0}`` never is: it equals nothing)."""
     if normalize(pred.text) != normalize(gold.text) or _DIVIDES_BY_ZERO.search(gold.text):
         return None
-    return Verdict(Status.CORRECT, pred.text, Method.STRING, "answers are identical after normalisation",
-                   gold.text, details)
+    return Verdict(
+        Status.CORRECT, pred.text, Method.STRING, "answers are identical after normalisation", gold.text, details
+    )
 
 
-_NEGATION = re.compile(r"\b(?:incorrect|wrong|false|invalid|not\s+(?:correct|right|the\s+answer|it|valid))\b"
-                       r"|^\W*(?:not|never)\b|\bisn't\b", re.IGNORECASE)
+_NEGATION = re.compile(
+    r"\b(?:incorrect|wrong|false|invalid|not\s+(?:correct|right|the\s+answer|it|valid))\b"
+    r"|^\W*(?:not|never)\b|\bisn't\b",
+    re.IGNORECASE,
+)
 
 
 def _negated(span: str) -> bool:
@@ -89,7 +93,7 @@ def _final_statement(completion: str) -> str:
         start = completion.rfind("<answer", 0, end)
         close = completion.find(">", start) if start != -1 else -1
         if close != -1 and close < end:
-            return completion[close + 1:end]
+            return completion[close + 1 : end]
     at = completion.rfind("\\boxed")
     if at == -1:
         at = completion.rfind("\\fbox")
@@ -104,8 +108,11 @@ def compare(completion: str, gold: str, strict: bool = False) -> Verdict:
         raise TypeError(f"completion and gold must be str, got {type(completion).__name__}, {type(gold).__name__}")
     completion, gold = answer_text(completion), plain_unicode(gold)
     if (talk := grader_talk(completion)) is not None:
-        return Verdict(Status.WRONG, reason=f"addressed to the grader, not an answer: {talk}",
-                       details={"rule": "grader_talk", "grader_talk": talk})
+        return Verdict(
+            Status.WRONG,
+            reason=f"addressed to the grader, not an answer: {talk}",
+            details={"rule": "grader_talk", "grader_talk": talk},
+        )
     if _negated(stated := _final_statement(completion)):
         why = f"the answer says it is not the answer: {stated[:60]!r}"
         return Verdict(Status.WRONG, stated[:200], Method.STRING, why, details={"rule": "negated"})
@@ -133,17 +140,24 @@ def compare(completion: str, gold: str, strict: bool = False) -> Verdict:
     span = p_cand.text
     details = {"rule": p_cand.rule, "gold_rule": g_cand.rule if g_cand else ""}
     if not p_alts and p_refused is None:  # a span was found but nothing in it reads as an answer
-        return Verdict(Status.NO_ANSWER, extracted=span, gold=g_span, details=details,
-                       reason=f"no answer could be read from {span[:60]!r}")
+        return Verdict(
+            Status.NO_ANSWER,
+            extracted=span,
+            gold=g_span,
+            details=details,
+            reason=f"no answer could be read from {span[:60]!r}",
+        )
     if not p_alts:
-        return Verdict(Status.TIMEOUT, extracted=span, gold=g_span, details=details,
-                       reason=f"refused up front: {p_refused}")
+        return Verdict(
+            Status.TIMEOUT, extracted=span, gold=g_span, details=details, reason=f"refused up front: {p_refused}"
+        )
     if RANGE_MARK in span and re.fullmatch(rf"[-+]?[\d.]+{RANGE_MARK}[-+]?[\d.]+", span):
         why = f"a range ({span.replace(RANGE_MARK, '-')}) is not one answer"
         return Verdict(Status.WRONG, span, Method.STRING, why, g_span, {**details, "rule": "range"})
     if _negated(span):
-        return Verdict(Status.WRONG, span, Method.STRING, f"the answer says it is not the answer: {span[:60]!r}",
-                       g_span, details)
+        return Verdict(
+            Status.WRONG, span, Method.STRING, f"the answer says it is not the answer: {span[:60]!r}", g_span, details
+        )
     if g_cand is not None and (v := _same_string(p_cand, g_cand, details)):
         return v
     if unevaluated(g_alts, p_alts, span):  # "4 - 1" for 3: the question restated, not answered

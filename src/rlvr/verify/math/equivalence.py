@@ -187,10 +187,15 @@ def unevaluated(g_alts: Alts, p_alts: Alts, span: str) -> bool:
         return False
     if all(isinstance(p, Num) for p in p_alts):  # parsing evaluated a/b: read what was written
         m = _FRACTION.fullmatch(span.strip())
-        return m is not None and int(m.group(1) or m.group(2)) not in (0, 1) and all(
-            p.value.denominator == 1 for p in p_alts if isinstance(p, Num))
-    return all(isinstance(p, Expr) and isinstance(p.expr, sympy.Expr) and not p.expr.free_symbols
-               and bool(p.expr.is_rational) for p in p_alts)
+        return (
+            m is not None
+            and int(m.group(1) or m.group(2)) not in (0, 1)
+            and all(p.value.denominator == 1 for p in p_alts if isinstance(p, Num))
+        )
+    return all(
+        isinstance(p, Expr) and isinstance(p.expr, sympy.Expr) and not p.expr.free_symbols and bool(p.expr.is_rational)
+        for p in p_alts
+    )
 
 
 _FRACTION = re.compile(r"[-+]?\s*(?:\d+\s*/\s*(\d+)|\\[dt]?frac\s*\{\s*[-+]?\d+\s*\}\s*\{\s*(\d+)\s*\})")
@@ -244,4 +249,3 @@ def equal_alts(gold: Alts, pred: Alts) -> tuple[bool, Method]:
             if method is Method.NONE:
                 method = m
     return False, method
-

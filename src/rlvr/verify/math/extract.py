@@ -90,12 +90,12 @@ def unfinished_answer(text: str) -> str | None:
     if body is None:
         return None
     opens = [m.end() for m in _ANSWER_OPEN.finditer(body)]
-    if opens and not _ANSWER_CLOSE.search(body, opens[-1]) and "</" not in body[opens[-1]:]:
+    if opens and not _ANSWER_CLOSE.search(body, opens[-1]) and "</" not in body[opens[-1] :]:
         return "the final <answer> was never closed (an unfinished answer)"
     starts = list(_BOX_START.finditer(body))
     if starts:
         last = starts[-1]
-        rest = body[last.end():].lstrip(" \t")
+        rest = body[last.end() :].lstrip(" \t")
         if rest.startswith("{") and not _closes(rest):
             return "the final \\boxed{ was never closed (an unfinished answer)"
     return None
@@ -145,9 +145,7 @@ def find_boxes(text: str) -> list[tuple[int, int, str]]:
 
 # What may stand between two boxes that form one list: punctuation, math delimiters,
 # spacing commands and a few connecting words ("and", "or", "for part (a) and").
-_BETWEEN_NOISE = re.compile(
-    r"\\text(?:bf|rm|normal)?\s*\{([^{}]*)\}|\\[()\[\]]|\\q?quad|\\[,;:! ]|\$|[\s,;.&]|\\\\"
-)
+_BETWEEN_NOISE = re.compile(r"\\text(?:bf|rm|normal)?\s*\{([^{}]*)\}|\\[()\[\]]|\\q?quad|\\[,;:! ]|\$|[\s,;.&]|\\\\")
 _CONNECTORS = {"and", "or"}
 
 
@@ -178,9 +176,7 @@ def boxed_candidate(text: str) -> Candidate | None:
 _ANSWER_IS = re.compile(
     r"(?:final\s+answer|the\s+answer|answer)\s*(?:is\b|:|=|(?=\$|\\[(\[]))\s*(?::\s*)?", re.IGNORECASE
 )
-_MATH_SPAN = re.compile(
-    r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\(([^\n]+?)\\\)|(?<![\\$])\$((?:\\\$|[^$\n])+?)\$", re.DOTALL
-)
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\(([^\n]+?)\\\)|(?<![\\$])\$((?:\\\$|[^$\n])+?)\$", re.DOTALL)
 
 
 def _leading_math(s: str) -> str | None:
@@ -237,7 +233,7 @@ def solutions_candidate(text: str) -> Candidate | None:
     last = None
     for m in _SOLUTIONS.finditer(tail):
         last = m
-    if last is None or (tail[last.end():].strip(" .!\n") and re.search(r"\d", tail[last.end():])):
+    if last is None or (tail[last.end() :].strip(" .!\n") and re.search(r"\d", tail[last.end() :])):
         return None  # values written after it: the list is not the final statement
     pairs = _PAIR.findall(last.group(0))
     if len({name for name, _ in pairs}) != 1 or len(pairs) < 2:
@@ -256,7 +252,7 @@ def relations_candidate(text: str) -> Candidate | None:
     last = None
     for m in _RELATIONS.finditer(tail):
         last = m
-    if last is None or re.search(r"\d", tail[last.end():]):
+    if last is None or re.search(r"\d", tail[last.end() :]):
         return None
     names = set(re.findall(r"(?<![\\a-zA-Z])[a-zA-Z](?=\s*(?:<|>|\\[lg]e))", last.group(0)))
     return Candidate("solutions", (last.group(0).strip(),)) if len(names) == 1 else None
@@ -301,20 +297,21 @@ def mask_currency(text: str) -> str:
         close = text.find("$", m.end())
         line = text.find("\n", m.end())
         unclosed = close == -1 or (line != -1 and line < close)
-        inside = "" if unclosed else text[m.end():close]
+        inside = "" if unclosed else text[m.end() : close]
         if unclosed or (_CURRENCY_PROSE.search(inside) and _CURRENCY_PROSE.search(_latex_free(inside))):
-            out.append(text[pos:m.start()] + " ")
+            out.append(text[pos : m.start()] + " ")
             pos = m.end()
         else:  # a real span: kept, and skipped past
-            out.append(text[pos:close + 1])
+            out.append(text[pos : close + 1])
             pos = close + 1
     return "".join(out) + text[pos:]
 
 
 # "2-3 hours", "about 2 - 3", "2 to 3", "2—3": a range of values, never one answer
 _RANGE_HEAD = re.compile(r"([-+]?\d+(?:\.\d+)?)\s*(—|-|\bto\b)\s*$")
-_APPROX = re.compile(r"\b(?:about|around|approximately|roughly|between|from|range|ranges|some|maybe)\s*$",
-                     re.IGNORECASE)
+_APPROX = re.compile(
+    r"\b(?:about|around|approximately|roughly|between|from|range|ranges|some|maybe)\s*$", re.IGNORECASE
+)
 RANGE_MARK = "—"  # how a range reads as a candidate: "2—3"
 
 
@@ -323,7 +320,7 @@ def _range(text: str, start: int, end: int) -> tuple[int, str] | None:
     m = _RANGE_HEAD.search(text, max(0, start - 40), start)
     if m is None or m.end() != start:
         return None
-    before, after = text[max(0, m.start() - 20): m.start()], text[end: end + 30]
+    before, after = text[max(0, m.start() - 20) : m.start()], text[end : end + 30]
     if m.group(2) == "-" and not (_APPROX.search(before) or re.match(r"\s*[a-zA-Z]{2,}", after)):
         return None  # "5-3": arithmetic, unless prose says it is a range ("about 2-3", "2-3 hours")
     if re.search(r"[=+*/^]\s*$", before):
@@ -371,8 +368,10 @@ _NUMBER = re.compile(
 )
 # a word of prose: two Latin letters, or a run of letters of a script maths is not written in
 # ("所以答案是", "ответ": CJK, kana, hangul, Cyrillic, Arabic, Hebrew, Devanagari, Thai)
-_PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}|[\u0400-\u04ff\u0590-\u06ff\u0900-\u097f\u0e00-\u0e7f"
-                         r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+_PROSE_WORD = re.compile(
+    r"(?<![\\a-zA-Z])[a-zA-Z]{2,}|[\u0400-\u04ff\u0590-\u06ff\u0900-\u097f\u0e00-\u0e7f"
+    r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+"
+)
 _BARE_OK_WORDS = {"and", "or", "percent", "pct", "percentage", "the"}
 
 

@@ -64,8 +64,10 @@ def too_big_at_points(expr: sympy.Basic) -> bool:
     ``x^99999999`` passes :func:`check_expr` (it is symbolic), but at ``x = 37/13`` it is an exact
     rational of hundreds of millions of digits: one GMP call that no time limit interrupts.
     """
-    return any(isinstance(node, sympy.Pow) and _log10_size(node, POINT_DIGITS) > MAX_RESULT_DIGITS
-               for node in sympy.preorder_traversal(expr))
+    return any(
+        isinstance(node, sympy.Pow) and _log10_size(node, POINT_DIGITS) > MAX_RESULT_DIGITS
+        for node in sympy.preorder_traversal(expr)
+    )
 
 
 def _log10_size(node: sympy.Basic, symbol_digits: float = 0.0) -> float:

@@ -12,17 +12,65 @@ import re
 import unicodedata
 from functools import lru_cache
 
-_SUPERSCRIPTS = str.maketrans({"⁰": "0", "¹": "1", "²": "2", "³": "3", "⁴": "4", "⁵": "5",
-                               "⁶": "6", "⁷": "7", "⁸": "8", "⁹": "9", "⁻": "-", "⁺": "+"})
+_SUPERSCRIPTS = str.maketrans(
+    {
+        "⁰": "0",
+        "¹": "1",
+        "²": "2",
+        "³": "3",
+        "⁴": "4",
+        "⁵": "5",
+        "⁶": "6",
+        "⁷": "7",
+        "⁸": "8",
+        "⁹": "9",
+        "⁻": "-",
+        "⁺": "+",
+    }
+)
 _SUPER_RUN = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]+")
-_VULGAR = {"½": "1/2", "⅓": "1/3", "⅔": "2/3", "¼": "1/4", "¾": "3/4", "⅕": "1/5", "⅖": "2/5",
-           "⅗": "3/5", "⅘": "4/5", "⅙": "1/6", "⅚": "5/6", "⅛": "1/8", "⅜": "3/8", "⅝": "5/8",
-           "⅞": "7/8"}
+_VULGAR = {
+    "½": "1/2",
+    "⅓": "1/3",
+    "⅔": "2/3",
+    "¼": "1/4",
+    "¾": "3/4",
+    "⅕": "1/5",
+    "⅖": "2/5",
+    "⅗": "3/5",
+    "⅘": "4/5",
+    "⅙": "1/6",
+    "⅚": "5/6",
+    "⅛": "1/8",
+    "⅜": "3/8",
+    "⅝": "5/8",
+    "⅞": "7/8",
+}
 _UNICODE_MATH = {
-    "√": "\\sqrt", "∞": "\\infty", "×": "\\times", "·": "\\cdot", "⋅": "\\cdot", "÷": "/",
-    "−": "-", "–": "-", "—": "-", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne ", "π": "\\pi ",
-    "∪": "\\cup ", "∩": "\\cap ", "∈": "\\in ", "∅": "\\emptyset ", "±": "\\pm ", "∓": "\\mp ",
-    "≈": "\\approx ", "°": "^\\circ", "θ": "\\theta ", "α": "\\alpha ", "β": "\\beta ",
+    "√": "\\sqrt",
+    "∞": "\\infty",
+    "×": "\\times",
+    "·": "\\cdot",
+    "⋅": "\\cdot",
+    "÷": "/",
+    "−": "-",
+    "–": "-",
+    "—": "-",
+    "≤": "\\le ",
+    "≥": "\\ge ",
+    "≠": "\\ne ",
+    "π": "\\pi ",
+    "∪": "\\cup ",
+    "∩": "\\cap ",
+    "∈": "\\in ",
+    "∅": "\\emptyset ",
+    "±": "\\pm ",
+    "∓": "\\mp ",
+    "≈": "\\approx ",
+    "°": "^\\circ",
+    "θ": "\\theta ",
+    "α": "\\alpha ",
+    "β": "\\beta ",
 }
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE_MATH)))
 
@@ -33,25 +81,30 @@ _LEFT_RIGHT = re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![a-zA-
 _FRAC_VARIANTS = re.compile(r"\\[dtc]frac\b")
 _DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ\b|\\circ\b|\\degree\b|\bdegrees?\b")
 _TRIG_DEGREES = re.compile(
-    r"\\(sin|cos|tan|sec|csc|cot)\s*\(?\s*([-+]?\d+(?:\.\d+)?)\s*(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ\b|\\degree\b)\s*\)?")
+    r"\\(sin|cos|tan|sec|csc|cot)\s*\(?\s*([-+]?\d+(?:\.\d+)?)\s*(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ\b|\\degree\b)\s*\)?"
+)
 _TEXT_CMD = re.compile(
-    r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mbox|operatorname|mathit)\s*\{([^{}]*)\}")
+    r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mbox|operatorname|mathit)\s*\{([^{}]*)\}"
+)
 _PERCENT = re.compile(r"\\%|\s*\b(?:percentage|percent|pct)\b\.?")
 _THOUSANDS_MARKED = re.compile(r"(\d)(?:,\\!\s*|\{,\}|\\,|\\!)(?=\d{3}(?!\d))")
 # Not "(12,102)": a pair in brackets is an interval or a tuple, not a number.
 _THOUSANDS_PLAIN = re.compile(
-    r"(?<![\d.,])(?<![(\[]\s)(?<![(\[])[1-9]\d{0,2}(?:,\d{3})+(?![\d,])(?!\s?[)\]])(?:\.\d+)?")
+    r"(?<![\d.,])(?<![(\[]\s)(?<![(\[])[1-9]\d{0,2}(?:,\d{3})+(?![\d,])(?!\s?[)\]])(?:\.\d+)?"
+)
 _SPACED_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _DOLLAR_WORD = re.compile(r"\\\$")
 # Trailing units after a quantity: "35 cm", "125 miles", "15 cm^2", "50 km/h", "7 \mathrm{m}^2",
 # "50 \text{ km/h}" (one letter is a unit only inside \text/\mathrm: "7 m" may be a product).
 _TRAILING_UNITS = re.compile(
     r"(?<=[\d}.)])\s*(?:(?:\\(?:text|mathrm|mbox|textrm|rm)\s*\{\s*[a-zA-Z][a-zA-Z/ .]*\}"
-    r"|[a-zA-Z]{2,}\.?(?:/[a-zA-Z]+)?)(?:\s*\^\s*\{?\d\}?)?\s*)+$")
+    r"|[a-zA-Z]{2,}\.?(?:/[a-zA-Z]+)?)(?:\s*\^\s*\{?\d\}?)?\s*)+$"
+)
 # Units written in \text after a symbol: "36\pi \text{ cm}^2" (never the constants \mathrm{e}, \mathrm{i}).
 _TEXT_UNITS = re.compile(
     r"(?<=\S)\s*(?:\\(?:text|mathrm|mbox|textrm|rm)\s*\{(?!\s*[eid]\s*\})\s*[a-zA-Z][a-zA-Z/ .]*\}"
-    r"(?:\s*\^\s*\{?\d\}?)?\s*)+$")
+    r"(?:\s*\^\s*\{?\d\}?)?\s*)+$"
+)
 _TEXT_MATH = re.compile(r"\\(?:text|mbox|textrm|textbf)\s*\{\s*\$([^$]*)\$\s*\}")
 _TEXT_PERCENT = re.compile(r"\\(?:text|mathrm|mbox|textrm)\s*\{\s*%\s*\}")
 

@@ -268,13 +268,20 @@ def _union(s: str) -> Expr | None:
     return Expr(sympy.Union(*sets)) if sets else None
 
 
-_LESS = {"<": (True, False), "\\lt": (True, False), "\\le": (False, False), "\\leq": (False, False),
-         "<=": (False, False), "\\leqslant": (False, False)}
+_LESS = {
+    "<": (True, False),
+    "\\lt": (True, False),
+    "\\le": (False, False),
+    "\\leq": (False, False),
+    "<=": (False, False),
+    "\\leqslant": (False, False),
+}
 _GREATER = {">": True, "\\gt": True, "\\ge": False, "\\geq": False, ">=": False, "\\geqslant": False}
 
 
 def _simple_interval(parts: list[str], ops: list[str]) -> Expr | None:
     """Fast path: ``x < c``, ``c \\ge x``, ``a < x \\le b`` with a plain name and constant bounds."""
+
     def const(side: str) -> sympy.Expr | None:
         v = _scalar(parse_alts(side)) if side.strip() else None
         return v if v is not None and not v.free_symbols else None
@@ -553,18 +560,64 @@ def try_parse(span: str) -> tuple[Alts, str | None]:
 #: Representative spans: parsing them once fills the LaTeX parser's prediction cache
 #: (ANTLR's DFA), which makes every later parse in this process several times faster.
 _WARM_UP = (
-    r"\frac{x+2}{7}", r"\sqrt{2}+\sqrt{5}", r"\frac{9}{4}\pi", r"2 \sin b \cos a", r"x^2+y^2+4x-6y",
-    r"\begin{pmatrix}1 & 2 \\ 3 & 4\end{pmatrix}", r"y=-\frac{1}{2}x+\frac{3}{4}", r"1 \le |z| \le 2",
-    r"x \geq 5", r"(2,12) \cup (12,102)", r"10^{\frac{\sqrt{13}-5}{6}}", r"\sec^2(y)", r"e^{i\pi}",
-    r"-2(x-1)^2+5", r"\frac{1}{3\sqrt[3]{x}^2}", r"\log_2 8", r"a_{37}", r"f(x)", r"3+2i", r"\tan^2(y)+1",
-    r"2x+5", r"34x+45y-20z+100", r"x^2/16 + y^2/12", r"\frac{\sqrt{\sqrt{11}+\sqrt{194}}}{15+2\sqrt{33}}",
-    r"\sum_{k=0}^{n-1} F_k F_{n-k-1}", r"\frac{108 + 31\sqrt{5}}{216}", r"3(x + 2)^2 - 2", r"\pi r^2 h",
-    r"\frac{\pi}{2}", r"4\sqrt{2}", r"\cos^2 x", r"\arctan(1)", r"\ln 2", r"\binom{5}{2}", r"|x-2|",
-    r"x < 3", r"-x \le 5", r"\begin{pmatrix} -1/3 \\ 2/3 \end{pmatrix}", r"\dfrac{3}{56}", r"5!",
+    r"\frac{x+2}{7}",
+    r"\sqrt{2}+\sqrt{5}",
+    r"\frac{9}{4}\pi",
+    r"2 \sin b \cos a",
+    r"x^2+y^2+4x-6y",
+    r"\begin{pmatrix}1 & 2 \\ 3 & 4\end{pmatrix}",
+    r"y=-\frac{1}{2}x+\frac{3}{4}",
+    r"1 \le |z| \le 2",
+    r"x \geq 5",
+    r"(2,12) \cup (12,102)",
+    r"10^{\frac{\sqrt{13}-5}{6}}",
+    r"\sec^2(y)",
+    r"e^{i\pi}",
+    r"-2(x-1)^2+5",
+    r"\frac{1}{3\sqrt[3]{x}^2}",
+    r"\log_2 8",
+    r"a_{37}",
+    r"f(x)",
+    r"3+2i",
+    r"\tan^2(y)+1",
+    r"2x+5",
+    r"34x+45y-20z+100",
+    r"x^2/16 + y^2/12",
+    r"\frac{\sqrt{\sqrt{11}+\sqrt{194}}}{15+2\sqrt{33}}",
+    r"\sum_{k=0}^{n-1} F_k F_{n-k-1}",
+    r"\frac{108 + 31\sqrt{5}}{216}",
+    r"3(x + 2)^2 - 2",
+    r"\pi r^2 h",
+    r"\frac{\pi}{2}",
+    r"4\sqrt{2}",
+    r"\cos^2 x",
+    r"\arctan(1)",
+    r"\ln 2",
+    r"\binom{5}{2}",
+    r"|x-2|",
+    r"x < 3",
+    r"-x \le 5",
+    r"\begin{pmatrix} -1/3 \\ 2/3 \end{pmatrix}",
+    r"\dfrac{3}{56}",
+    r"5!",
     # shapes MATH-500's answers take (each cost 5-80 ms on its first parse in a fresh process)
-    r"\frac{5 \pi^2}{4}", r"4210_{5}", r"(a+5)(b+2)", r"x^8 + x^7 + x^6 + x^5 + x^4 + x + 1", r"\frac{11+9a}{20}",
-    r"-\frac{\pi}{6}", r"8n^2 + 4n + 1", r"-\sqrt{3}", r"\frac{20000}{\pi}", r"\frac{3\sqrt{3}}{4}", r"\cot x",
-    r"18+2\pi", r"6 - 5i", r"3 + 2 \sqrt{2}", r"5x - 7y + 11z + 4", r"3R^2", r"\sin(\frac{60\pi}{180})",
+    r"\frac{5 \pi^2}{4}",
+    r"4210_{5}",
+    r"(a+5)(b+2)",
+    r"x^8 + x^7 + x^6 + x^5 + x^4 + x + 1",
+    r"\frac{11+9a}{20}",
+    r"-\frac{\pi}{6}",
+    r"8n^2 + 4n + 1",
+    r"-\sqrt{3}",
+    r"\frac{20000}{\pi}",
+    r"\frac{3\sqrt{3}}{4}",
+    r"\cot x",
+    r"18+2\pi",
+    r"6 - 5i",
+    r"3 + 2 \sqrt{2}",
+    r"5x - 7y + 11z + 4",
+    r"3R^2",
+    r"\sin(\frac{60\pi}{180})",
 )
 
 
