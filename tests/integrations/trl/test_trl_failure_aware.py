@@ -294,14 +294,14 @@ def test_trl_sees_the_prompt_ids_rlvr_engine_would(tmp_path: Path, template: str
     """A model trained on rlvr's engine must see the same prompt ids under TRL: tiny tokenizers saved
     with a template that leaves out <bos> get their prompts rendered as text for TRL."""
     from rlvr.data.prompts import encode
-    from rlvr.integrations.trl.from_config import _dataset
+    from rlvr.integrations.trl.from_config import trl_dataset
     from rlvr.models.tiny import CHAT_TEMPLATE, build_tokenizer
 
     tok = build_tokenizer()
     if template == "without bos":
         tok.chat_template = CHAT_TEMPLATE.replace("{{ bos_token }}", "")
     cfg = load_config(None, [*TINY, "engine=trl", f"run.out_dir={tmp_path}", "run.steps=1"])
-    dataset, _ = _dataset(cfg, tok)
+    dataset, _ = trl_dataset(cfg, tok)
     trainer = _trainer(
         tmp_path, [dict(r) for r in dataset.select(range(8))], [lambda completions, **k: [0.0] * len(completions)]
     )

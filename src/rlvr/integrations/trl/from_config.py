@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import TrainConfig, dump_config
+from rlvr.setup import build
 
 
 def grpo_args(cfg: TrainConfig, *, use_cpu: bool) -> Any:
@@ -75,15 +76,18 @@ def grpo_args(cfg: TrainConfig, *, use_cpu: bool) -> Any:
     return GRPOConfig(**fields)
 
 
-def _dataset(cfg: TrainConfig, tokenizer: Any) -> tuple[Any, list[Any]]:
+def trl_dataset(
+    cfg: TrainConfig, tokenizer: Any, data: tuple[list[Any] | None, list[Any]] | None = None
+) -> tuple[Any, list[Any]]:
     """The training rows as a ``datasets.Dataset`` (chat prompts kept as messages when the tokenizer
-    has a template, else rendered as rlvr renders them) and the held-out rows."""
+    has a template, else rendered as rlvr renders them) and the held-out rows. ``data``: ``(training
+    rows or None for a synthetic stream, held-out rows)`` as the set-up built them (default: the config's)."""
     from datasets import Dataset
 
     from rlvr.data.prompts import render
     from rlvr.data.stream import DataStream, default_data
 
-    rows, held = default_data(cfg)
+    rows, held = data if data is not None else default_data(cfg)
     if rows is None:  # a synthetic stream: the rows the run will use, in its order
         stream = DataStream(cfg, None)
         rows = stream.take(cfg.run.steps * cfg.rollout.prompts_per_step * 2)
@@ -126,34 +130,15 @@ def train_trl(
     from rlvr.errors import ConfigError
     from rlvr.integrations.trl.runfolder import checkpoint_step
     from rlvr.integrations.trl.trainer import FailureAwareGRPOTrainer
-    from rlvr.models.load import load_model
-    from rlvr.rewards import Total
-    from rlvr.runtime import setup_torch
 
-    setup_torch(cfg.run.threads, cfg.run.seed)
     out = Path(cfg.run.out_dir)
     ckpt = get_last_checkpoint(str(out)) if resume and out.is_dir() else None
     if resume and ckpt is None:
         raise ConfigError(f"--resume: {out} has no TRL checkpoint (checkpoint-N) to continue")
-    from rlvr.models.device import resolve_device
-
-    device = resolve_device(cfg.run.device)  # refused here, before the model loads
-    if device.type == "cpu":
-        from rlvr.runtime import check_cpu_precision
-
-        check_cpu_precision({"model.dtype": cfg.model.dtype, "model.autocast": cfg.model.autocast})
-    # TRL places the model (accelerate) and sets up gradient checkpointing from its args
-    model, tok = load_model(cfg.model.model_copy(update={"gradient_checkpointing": False}), cfg.run.seed)
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    dataset, held = _dataset(cfg, tok)
-    total = Total.from_config(cfg.rewards)
-    fmt = total.rewards.get("format")
-    tags = (getattr(fmt, "think_tag", None), getattr(fmt, "answer_tag", "answer"))
-    if cfg.decoding.constrain != "none":  # the format reward's weight as rlvr's engine sets it under constraints
-        from rlvr.decoding.constrain import from_config
-
-        from_config(cfg.decoding, tok, model.get_output_embeddings().weight.shape[0], total)
+    run = build(cfg, engine="trl")  # the same set-up as rlvr's engine; TRL places the model itself
+    device, model, tok, total = run.device, run.model, run.tokenizer, run.rewards
+    dataset, held = trl_dataset(cfg, tok, (run.train_rows, run.eval_rows))
+    tags = run.tags
     args = grpo_args(cfg, use_cpu=device.type == "cpu")
     callbacks = []
     if on_log is not None:
@@ -167,14 +152,14 @@ def train_trl(
     from rlvr.decoding.truncation import Truncation
 
     episodes: dict[str, Any] = {}
-    if cfg.env is not None:  # rlvr's environment on TRL's tool loop, under rlvr's guards
-        from rlvr.episodes import Faults, environment_class
+    if cfg.env is not None and run.env_cls is not None:  # rlvr's environment on TRL's tool loop, under rlvr's guards
+        from rlvr.episodes import Faults
         from rlvr.integrations.trl.episodes import trl_environment
 
         env = cfg.env
         rates = {str(k): v for k, v in env.faults.items()}
         episodes = {
-            "environment_factory": trl_environment(environment_class(env.tools, env.environment)),
+            "environment_factory": trl_environment(run.env_cls),
             "tool_timeout_s": env.tool_timeout_s,
             "max_result_chars": env.max_result_chars,
             "env_faults": Faults(rates, env.fault_seed) if rates else None,

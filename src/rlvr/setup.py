@@ -1,0 +1,99 @@
+"""One set-up of a run from its config, for every engine.
+
+rlvr's own engine (:class:`rlvr.engine.trainer.GRPOTrainer`) and the TRL engine
+(:func:`rlvr.integrations.trl.from_config.train_trl`) build what a config names here, the same way:
+the device and precision checked before any model loads, the model and tokenizer, the training
+and held-out rows, the rewards and the format's tags, the answer grammar, the environment class.
+What only one engine has (rlvr's optimizer and reference model, TRL's ``GRPOConfig``) stays there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from rlvr.config import TrainConfig
+from rlvr.data.stream import default_data
+from rlvr.data.tasks import Sample
+from rlvr.decoding.constrain import from_config as constrainer_for
+from rlvr.episodes import check_environment, environment_class
+from rlvr.models.device import resolve_device
+from rlvr.models.load import load_model
+from rlvr.rewards import Total
+from rlvr.runtime import check_cpu_precision, setup_torch
+
+
+@dataclass
+class RunSetup:
+    """What a config names, built.
+
+    Attributes:
+        device: where the policy runs (``run.device``).
+        model, tokenizer: the policy (on ``device`` for rlvr's engine; TRL places its own).
+        train_rows: the training rows (None: the config's synthetic task, streamed).
+        eval_rows: the held-out rows.
+        rewards: the weighted total of the configured rewards (components kept apart).
+        tags: the format reward's ``(think, answer)`` tags.
+        constrainer: the answer grammar (``decoding``), None without one.
+        env_cls: the episodes' environment class (``env``), None for single-turn rollouts.
+    """
+
+    device: Any
+    model: Any
+    tokenizer: Any
+    train_rows: list[Sample] | None
+    eval_rows: list[Sample]
+    rewards: Total
+    tags: tuple[str | None, str]
+    constrainer: Any
+    env_cls: type | None
+
+
+def check_device(cfg: TrainConfig, engine: Literal["rlvr", "trl"] = "rlvr") -> Any:
+    """The device ``run.device`` names, and the precisions the config asks for checked on it: a
+    CPU that would emulate bfloat16 is refused here, with its timings, before any model loads."""
+    device = resolve_device(cfg.run.device)
+    if device.type == "cpu":
+        asked: dict[str, str] = {"model.dtype": cfg.model.dtype, "model.autocast": cfg.model.autocast}
+        if engine == "rlvr":  # TRL samples with its own generation, in the model's precision
+            asked["rollout.dtype"] = cfg.rollout.dtype
+        check_cpu_precision(asked)
+    return device
+
+
+def build(
+    cfg: TrainConfig,
+    *,
+    engine: Literal["rlvr", "trl"] = "rlvr",
+    model: Any = None,
+    tokenizer: Any = None,
+    train_rows: list[Sample] | None = None,
+    eval_rows: list[Sample] | None = None,
+    rewards: Total | None = None,
+) -> RunSetup:
+    """Everything a run of ``cfg`` needs before its engine's own pieces (any of them given is kept).
+
+    On TRL the model stays where it loads (accelerate places it) and TRL sets up gradient
+    checkpointing from its own arguments.
+    """
+    setup_torch(cfg.run.threads, cfg.run.seed)
+    device = check_device(cfg, engine)
+    if model is None:
+        mcfg = cfg.model if engine == "rlvr" else cfg.model.model_copy(update={"gradient_checkpointing": False})
+        model, tokenizer = load_model(mcfg, cfg.run.seed, device if engine == "rlvr" else None)
+    elif engine == "rlvr":
+        model = model.to(device)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if train_rows is None and eval_rows is None:
+        train_rows, eval_rows = default_data(cfg)
+    rewards = rewards or Total.from_config(cfg.rewards)
+    fmt = rewards.rewards.get("format")
+    tags = (getattr(fmt, "think_tag", None), getattr(fmt, "answer_tag", "answer"))
+    # built here on every engine: where the grammar forces the format, the format reward's weight goes to 0
+    constrainer = constrainer_for(cfg.decoding, tokenizer, model.get_output_embeddings().weight.shape[0], rewards)
+    env_cls = None
+    if cfg.env is not None:  # episodes with tools: the environment is built and described once, up front
+        env_cls = environment_class(cfg.env.tools, cfg.env.environment)
+        check_environment(env_cls)
+    return RunSetup(device, model, tokenizer, train_rows, eval_rows or [], rewards, tags, constrainer, env_cls)
