@@ -1,1 +1,34 @@
-"""The GRPO objective, pure and engine-neutral: group advantages, the clipped-ratio loss and its normalisers."""
+"""The GRPO objective, pure and engine-neutral: group advantages, the clipped-ratio loss and its normalisers.
+
+Every engine (rlvr's own, the TRL adapter, verl's estimator) and the failure step import these; they
+import no engine. What each aggregation divides by, and the invariances that follow, are in
+:mod:`rlvr.algo.loss`.
+"""
+
+from rlvr.algo.advantages import (
+    Scale,
+    flat_groups,
+    group_advantages,
+    indexed_group_advantages,
+    normalized_sum,
+    scale_of,
+    zero_std_fraction,
+)
+from rlvr.algo.loss import AGGREGATIONS, LossStats, Normalizer, k3_kl, policy_loss, register_aggregation, token_logprobs
+
+__all__ = [
+    "AGGREGATIONS",
+    "LossStats",
+    "Normalizer",
+    "Scale",
+    "flat_groups",
+    "group_advantages",
+    "indexed_group_advantages",
+    "k3_kl",
+    "normalized_sum",
+    "policy_loss",
+    "register_aggregation",
+    "scale_of",
+    "token_logprobs",
+    "zero_std_fraction",
+]

@@ -1,1 +1,3 @@
-"""The ``rlvr`` command line: one thin module per command, :mod:`rlvr.cli.app` prints and exits."""
+"""The ``rlvr`` command line: one thin module per command; :mod:`rlvr.cli.console` prints and exits."""
+
+__all__: list[str] = []

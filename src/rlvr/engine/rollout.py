@@ -274,7 +274,7 @@ def _cat_bits(a: RolloutBatch, b: RolloutBatch, tc: int) -> torch.Tensor | None:
     return torch.cat([_widen_bits(a, tc, w), _widen_bits(b, tc, w)])
 
 
-def _sample(
+def sample_tokens(
     logits: torch.Tensor, temperature: float, top_p: float, u: torch.Tensor | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample one token per row; return it and its log-prob under the tempered distribution.
@@ -504,7 +504,7 @@ def generate(
                 bits[live.cpu(), pos[live].cpu()] = step_bits[live.cpu()]  # the masks stay on the CPU
             draw(int(at[~done[active]].max()) + 1)  # the positions rows still going sample at
             u = draws[at.clamp(max=max_new_tokens - 1), active][:, None] if temperature > 0 else None
-            tok, lp = _sample(logits, temperature, top_p, u)
+            tok, lp = sample_tokens(logits, temperature, top_p, u)
             ended = done[active]  # rows still decoded after their end get the pad
             tok = tok.masked_fill(ended, pad)
             go = (~ended).nonzero().squeeze(1)

@@ -19,6 +19,7 @@ from rlvr.episodes.guard import Faults, Guard, call_markup, find_call, result_ma
 from rlvr.episodes.loop import Policy, run_episode
 from rlvr.episodes.metrics import tool_metrics
 from rlvr.episodes.tools import TOOLS, Calculator, EnvCrash, PythonTool, evaluate, toolbox
+from rlvr.episodes.traces import calculator_trace, trace_of
 
 __all__ = [
     "ENVIRONMENT_FAULTS",
@@ -35,6 +36,7 @@ __all__ = [
     "PythonTool",
     "ToolCall",
     "Turn",
+    "calculator_trace",
     "call_markup",
     "check_environment",
     "environment_class",
@@ -47,4 +49,5 @@ __all__ = [
     "tool_schema",
     "toolbox",
     "tools_of",
+    "trace_of",
 ]

@@ -61,6 +61,9 @@ def bad_arguments(name: str, args: Any, parameters: Mapping[str, Any] | None) ->
     ``parameters``), None when they can: the policy's ``bad_arguments`` on every engine."""
     if not isinstance(args, dict):
         return f"the arguments of {name} must be an object, got {type(args).__name__}"
+    for key, value in args.items():  # text no tool can be handed (a lone surrogate from a JSON escape)
+        if isinstance(value, str) and (why := _unencodable(value)) is not None:
+            return f"bad arguments for {name}: {key!r} cannot be written as UTF-8 ({why})"
     if not parameters:
         return None
     import jsonschema
@@ -70,6 +73,14 @@ def bad_arguments(name: str, args: Any, parameters: Mapping[str, Any] | None) ->
     except jsonschema.ValidationError as e:
         return f"bad arguments for {name}: {e.message}"
     return None
+
+
+def _unencodable(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+        return None
+    except UnicodeEncodeError as e:
+        return f"a lone surrogate at character {e.start}"
 
 
 @dataclass(frozen=True)

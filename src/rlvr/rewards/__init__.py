@@ -7,6 +7,7 @@
 
 from rlvr.rewards.accuracy import Accuracy
 from rlvr.rewards.base import (
+    REWARDS,
     Reward,
     Scored,
     available_rewards,
@@ -26,9 +27,11 @@ from rlvr.rewards.process import Process
 from rlvr.rewards.repetition import Repetition
 from rlvr.rewards.schedule import Schedule
 from rlvr.rewards.steps import ReasoningSteps
+from rlvr.rewards.verdicts import clear_cache as clear_verdict_cache
 
 __all__ = [
     "DEFAULT_WEIGHTS",
+    "REWARDS",
     "Accuracy",
     "Code",
     "CodePassRate",
@@ -46,6 +49,7 @@ __all__ = [
     "Total",
     "available_rewards",
     "build_reward",
+    "clear_verdict_cache",
     "completion_text",
     "register",
     "register_alias",

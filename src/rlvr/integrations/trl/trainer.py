@@ -38,6 +38,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -133,7 +134,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         self.truncation = truncation  # injected (tests, benchmarks): rlvr.decoding.truncation.Truncation
         self.tool_timeout_s, self.max_result_chars, self.env_faults = tool_timeout_s, max_result_chars, env_faults
         if kwargs.get("tools") or kwargs.get("environment_factory") is not None:
-            kwargs["environment_factory"] = _check_episodes(kwargs, constrain)
+            kwargs["environment_factory"] = _check_episodes(kwargs, constrain, tool_timeout_s)
         args_ = kwargs.get("args") or (args[2] if len(args) > 2 else None)
         decoding = constrain if isinstance(constrain, DecodingConfig) else None
         if decoding is not None and decoding.constrain != "none" and args_ is not None and args_.use_vllm:
@@ -572,6 +573,42 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             eps.append(ep)
         return eps
 
+    def _get_tool_suffix_ids(self, tool_messages: list[dict[str, Any]]) -> list[int]:
+        """TRL's tokens of the tool results, except that a result's text never becomes special tokens:
+        a tool that prints ``<eos>`` or ``<|im_end|>`` gives those characters as ordinary tokens (as
+        rlvr's engine tokenizes tool results), not a stop or a turn boundary the policy never wrote.
+        Results without a special token's text go through TRL unchanged."""
+        tok = self._tokenizer
+        specials = [s for s in getattr(tok, "all_special_tokens", []) if s]
+        texts = [m.get("content") for m in tool_messages]
+        if self._is_vlm or not any(isinstance(c, str) and any(s in c for s in specials) for c in texts):
+            return cast(list[int], super()._get_tool_suffix_ids(tool_messages))
+        marks = [f"\x00rlvr-result-{k}\x00" for k in range(len(tool_messages))]
+        dummy = [
+            {"role": "user", "content": "dummy"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"type": "function", "function": {"name": tool_messages[0]["name"], "arguments": {}}}],
+            },
+        ]
+        render = partial(
+            tok.apply_chat_template,
+            tokenize=False,
+            chat_template=self.chat_template,
+            **cast(dict[str, Any], self.chat_template_kwargs),
+        )
+        prefix = render(dummy, add_generation_prompt=False)
+        full = render(dummy + [dict(m, content=mk) for m, mk in zip(tool_messages, marks)], add_generation_prompt=True)
+        suffix = full[len(prefix) :] if full.startswith(prefix) else full
+        ids: list[int] = []
+        for k, mark in enumerate(marks):  # the template's own text as TRL tokenizes it, each result split
+            head, _, suffix = suffix.partition(mark)
+            ids += tok(head, add_special_tokens=False)["input_ids"]
+            content = texts[k] if isinstance(texts[k], str) else json.dumps(texts[k])
+            ids += tok(content, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        return ids + list(tok(suffix, add_special_tokens=False)["input_ids"])
+
     def eval_turns(self, chunk: list[Any]) -> tuple[Any, list[list[int]]]:
         """Held-out episodes for rlvr's greedy evaluation (``turns_for`` of
         :func:`rlvr.engine.evaluate.greedy_eval`): each sample with a fresh environment and no injected
@@ -930,7 +967,7 @@ def _what_it_tells(dataset: Any, reward_funcs: Sequence[Any], episodes: Any) -> 
     )
 
 
-def _check_episodes(kwargs: dict[str, Any], constrain: Any) -> Any:
+def _check_episodes(kwargs: dict[str, Any], constrain: Any, tool_timeout_s: float) -> Any:
     """TRL's ``tools`` / ``environment_factory`` checked before TRL builds anything (every tool can be
     described; one environment can be built; the chat template can render a tool call); returns the
     factory guarded (:func:`rlvr.integrations.trl.episodes.guard_factories`)."""
@@ -956,6 +993,12 @@ def _check_episodes(kwargs: dict[str, Any], constrain: Any) -> Any:
         if not callable(getattr(env, "reset", None)):
             raise ConfigError(f"{where}: {type(env).__name__} has no reset(**row) method")
         check_tools(trl_methods(env), where)
+        own = getattr(getattr(env, "_rlvr_env", env), "timeout_s", None)  # a tool's own limit (the python tool's)
+        if isinstance(own, int | float) and tool_timeout_s < own + 1.0:
+            raise ConfigError(
+                f"tool_timeout_s {tool_timeout_s:g}s is not above {where}'s own tool limit ({own:g}s): the guard "
+                f"would stop a program the policy wrote to loop and blame the environment; give at least {own + 1:g}s"
+            )
     tok = kwargs.get("processing_class")
     if tok is not None:
         from trl.chat_template_utils import supports_tool_calling

@@ -26,11 +26,21 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the 
 from _rlvr_harness import _no_constant, _why, decode, encode, plain, strict_equal
 
 _MAX_REPLY = 1 << 22
-_EXCEPTIONS = {k: v for k, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, Exception)}
+# Exceptions that steer control flow rather than report an error (a ``for`` loop, ``map``, ``zip`` or
+# ``next(it, default)`` takes StopIteration as "no more items"): never rebuilt from the program's
+# raise, or a program could end the tests' loop before its asserts run.
+_PROTOCOL = ("StopIteration", "StopAsyncIteration")
+_EXCEPTIONS = {
+    k: v for k, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, Exception) and k not in _PROTOCOL
+}
 
 
 class ProgramGone(Exception):
     """The program under test exited, was killed or answered something that is not a reply."""
+
+
+class ProgramRaised(Exception):
+    """The program raised an exception the tests must not take for control flow (StopIteration)."""
 
 
 class Channel:
@@ -62,6 +72,8 @@ class Channel:
         except (ValueError, KeyError, TypeError, RecursionError) as e:
             self.gone = "unreadable reply from the program under test (%s)" % _why(e)
             raise ProgramGone(self.gone) from None
+        if kind in _PROTOCOL:
+            raise ProgramRaised("the program raised %s: %s" % (kind, why))
         raise _EXCEPTIONS.get(kind, ProgramGone)(why)  # a builtin exception type is rebuilt, by name only
 
 

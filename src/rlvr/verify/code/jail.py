@@ -20,12 +20,18 @@ groups, ``no_new_privs``: no set-uid binary can raise it again) and returns, so 
 program is exec'd. When PID 1 exits or is killed, the kernel kills everything else in the
 namespace. A failure raises, which ``Popen`` reports as the sandbox's error: the program has not
 started, so it can never fake one.
+
+Kernel state that outlives a process and is not namespaced is closed too: :func:`seal` installs a
+seccomp filter (both sandbox levels) under which the key-management calls (``add_key``,
+``request_key``, ``keyctl``) fail with ``EPERM``, so no run can leave a note in a user keyring for a
+later one. SysV IPC and abstract sockets live in the run's own IPC and network namespaces.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import signal
 from collections.abc import Sequence
 
@@ -37,6 +43,56 @@ _DEVICES = ("null", "zero", "random", "urandom")
 _LINKS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
 # Loaded here, in the parent: nothing is imported or loaded in the forked child.
 _libc = ctypes.CDLL(None, use_errno=True)
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+#: (audit arch, add_key, request_key, keyctl) by machine: the calls the filter refuses.
+_KEY_CALLS = {"x86_64": (0xC000003E, 248, 249, 250), "aarch64": (0xC00000B7, 217, 218, 219)}
+
+
+def _key_filter() -> _SockFprog | None:
+    """A seccomp program: the key-management calls of this machine's ABI fail with EPERM (on
+    x86-64 every x32 call too, so they cannot be reached by another number); the rest is allowed."""
+    calls = _KEY_CALLS.get(platform.machine())
+    if calls is None:
+        return None
+    arch, add_key, request_key, keyctl = calls
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    prog = [
+        (ld, 0, 0, 4),  # the call's audit arch
+        (jeq, 0, 5, arch),  # another ABI: allowed (7)
+        (ld, 0, 0, 0),  # the call number
+        (jge, 4, 0, 0x40000000),  # x32: refused (8)
+        (jeq, 3, 0, add_key),
+        (jeq, 2, 0, request_key),
+        (jeq, 1, 0, keyctl),
+        (ret, 0, 0, allow),
+        (ret, 0, 0, deny),
+    ]
+    arr = (_SockFilter * len(prog))(*(_SockFilter(*ins) for ins in prog))
+    fprog = _SockFprog(len(prog), arr)
+    fprog._keep = arr  # the array lives as long as the program
+    return fprog
+
+
+_FILTER = _key_filter()
+
+
+def seal() -> None:
+    """No new privileges (no set-uid binary can raise them) and the key-call filter, for this
+    process and everything it execs (in the forked child, just before exec)."""
+    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if _FILTER is not None:
+        _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(_FILTER), 0, 0), "seccomp")
 
 
 def _check(ret: int, what: str) -> None:
@@ -80,7 +136,7 @@ def enter(uid: int, workdir: str, file_mb: int, read_only: Sequence[str] = ()) -
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
-    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    seal()
 
 
 def _wait_and_mirror(pid: int) -> None:

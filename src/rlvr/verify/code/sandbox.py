@@ -19,18 +19,23 @@ Two levels, chosen once per process by :func:`isolation` and named in every resu
     stay reachable; every verdict says so loudly in its reason.
 
 Both levels apply the same :class:`Limits` (wall and CPU time, address space, file
-size, processes, open files, output size), run the program as a user id used by
-no one else (when root), and end by killing everything that user id still runs,
-so nothing outlives the call. :func:`start` returns a :class:`Running` sandbox, so
+size, processes, open files, output size) and, as root, run the program as a user id that
+no other live run holds (claimed under a lock shared by every process on the machine), in
+control groups of its own (:mod:`rlvr.verify.code.cgroups`: memory and processes of the whole
+run together, at most one CPU). Every run ends whole: when its verdict is returned,
+everything in its control groups and everything its user id still runs has been killed,
+however it detached. Key-management calls are refused (:func:`rlvr.verify.code.jail.seal`),
+so no kernel keyring carries anything from one run to the next. :func:`start` returns a :class:`Running` sandbox, so
 that two can run at once joined by pipes (the code verifier's tests and the program
 under test, each in its own sandbox); :func:`run` is start-and-finish.
 """
 
 from __future__ import annotations
 
-import itertools
+import fcntl
 import os
 import resource
+import secrets
 import selectors
 import shutil
 import signal
@@ -42,13 +47,16 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from rlvr.verify.code import jail
+from rlvr.verify.code import cgroups, jail
 
 #: The sandbox's working directory, as the program sees it (namespaces; in place under rlimits).
 _WORKDIR = "/work"
-#: A user id range nobody uses: each run gets its own, so limits and clean-up are per run.
+#: A user id range nobody uses: each live run holds one of its own, so limits and clean-up are per run.
 _UID_BASE = 2_000_000
-_uid_counter = itertools.count()
+_UID_SPAN = 1_000_000
+#: Where runs claim their user ids (one lock file per id, held while the run lives), shared by every
+#: verifier process on the machine; a lock dies with the process that held it.
+_UID_LOCKS = Path("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()) / "rlvr-sandbox-uids"
 #: Host paths the namespace sandbox binds read-only besides ``/usr`` (see :func:`expose`).
 _READ_ONLY: list[str] = []
 
@@ -100,6 +108,9 @@ class RunResult:
         error: why the sandbox itself could not run the program (not the program's fault).
         uid: the throwaway user id it ran as (``None`` when not root): what to look for when
             checking that nothing of this run is left.
+        limits_held: ``per run`` when control groups held memory, processes and CPU for the run's
+            processes together; ``per process`` when only resource limits did (no cgroups).
+        memory_exceeded: the run's processes together ran past the memory limit and were killed.
     """
 
     returncode: int | None
@@ -113,6 +124,8 @@ class RunResult:
     error: str = ""
     uid: int | None = None
     notes: list[str] = field(default_factory=list)
+    limits_held: str = "per process"
+    memory_exceeded: bool = False
 
     @property
     def ok(self) -> bool:
@@ -147,9 +160,28 @@ def isolation_warning(level: str) -> str:
     )
 
 
-def _next_uid() -> int:
-    # pid-based blocks keep concurrent worker processes apart; the counter rotates within a block
-    return _UID_BASE + (os.getpid() % 100_000) * 16 + next(_uid_counter) % 16
+def _claim_uid() -> tuple[int, int]:
+    """A user id no live run holds, and the locked descriptor that holds it (close it to release).
+
+    Ids are drawn at random from a large range and claimed with a lock every verifier process on
+    the machine respects; an id whose earlier holder died leaving processes behind has them killed
+    before it is used again (or another id is drawn)."""
+    _UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    for _ in range(1000):
+        uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
+        fd = os.open(_UID_LOCKS / str(uid), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        if live_processes(uid):  # left by a holder that died: cleared, or not used
+            _kill_uid(uid)
+            if live_processes(uid):
+                os.close(fd)
+                continue
+        return uid, fd
+    raise OSError("no free sandbox user id")
 
 
 def _set_limits(limits: Limits, uid: int | None) -> None:
@@ -170,13 +202,16 @@ def _set_limits(limits: Limits, uid: int | None) -> None:
     jail.die_with_parent()  # die with the verifier, whatever kills it
 
 
-def _rlimits_child(limits: Limits, uid: int | None) -> Callable[[], None]:
+def _rlimits_child(limits: Limits, uid: int | None, group: cgroups.RunGroup | None) -> Callable[[], None]:
     def pre() -> None:
+        if group is not None:
+            group.join()
         _set_limits(limits, uid)
         if uid is not None:
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
+        jail.seal()
 
     return pre
 
@@ -233,13 +268,18 @@ def _kill_uid(uid: int) -> None:
         time.sleep(0.005)
 
 
-def _namespace_child(limits: Limits, uid: int, workdir: str, status_w: int) -> Callable[[], None]:
-    """``preexec_fn`` of a namespace sandbox: enter the jail, then the limits (after the forks and
-    the copy, so neither counts against the program), then exec. A failure is written to
-    ``status_w``, close-on-exec: the program never holds it, so it can never fake one."""
+def _namespace_child(
+    limits: Limits, uid: int, workdir: str, status_w: int, group: cgroups.RunGroup | None
+) -> Callable[[], None]:
+    """``preexec_fn`` of a namespace sandbox: join the run's control groups, enter the jail, then the
+    limits (after the forks and the copy, so neither counts against the program), then exec. A
+    failure is written to ``status_w``, close-on-exec: the program never holds it, so it can never
+    fake one."""
 
     def pre() -> None:
         try:
+            if group is not None:
+                group.join()
             jail.die_with_parent()
             jail.enter(uid, workdir, limits.file_mb, _READ_ONLY)
             _set_limits(limits, uid)
@@ -257,19 +297,35 @@ class Running:
     ends the run from any thread (the other half of a pair that is no longer needed).
     """
 
-    def __init__(self, limits: Limits, level: str, uid: int | None, host_dir: str) -> None:
-        self.limits, self.uid, self.host_dir = limits, uid, host_dir
-        self.result = RunResult(returncode=None, isolation=level, uid=uid)
+    def __init__(
+        self,
+        limits: Limits,
+        level: str,
+        uid: int | None,
+        host_dir: str,
+        group: cgroups.RunGroup | None = None,
+        lock: int = -1,
+    ) -> None:
+        self.limits, self.uid, self.host_dir, self.group, self.lock = limits, uid, host_dir, group, lock
+        self.result = RunResult(
+            returncode=None, isolation=level, uid=uid, limits_held="per run" if group is not None else "per process"
+        )
         self.proc: subprocess.Popen[bytes] | None = None
         self._fds: tuple[int, int] = (-1, -1)  # (results read end, sandbox status read end)
         self._stdin, self._start = b"", 0.0
 
     def kill(self) -> None:
         """Stop the run now (its result says it was killed, by signal)."""
-        if self.uid is not None:
-            _kill_uid(self.uid)
+        self._kill_all()
         if self.proc is not None:
             _killpg(self.proc)
+
+    def _kill_all(self) -> None:
+        """Everything of the run: its control groups, then whatever its user id still runs."""
+        if self.group is not None:
+            self.group.kill()
+        if self.uid is not None and live_processes(self.uid):
+            _kill_uid(self.uid)
 
     def finish(self) -> RunResult:
         """Wait for the run (up to its wall-clock limit), collect what it wrote, clean up."""
@@ -285,7 +341,7 @@ class Running:
                     self.limits,
                     res,
                     self._start,
-                    (lambda: _kill_uid(uid)) if uid is not None else None,
+                    self._kill_all if uid is not None or self.group is not None else None,
                 )
                 res.wall_s = time.monotonic() - self._start
                 res.returncode = proc.returncode
@@ -296,8 +352,15 @@ class Running:
         finally:
             if proc is not None:
                 _reap(proc)
-            if self.uid is not None and res.isolation != "namespaces":  # namespaces: the kernel killed them
-                _kill_uid(self.uid)
+            # the run ends whole: a process that left PID 1's session, dropped its parent-death signal
+            # or kept PID 1 itself alive is in the run's groups and runs as its user id
+            self._kill_all()
+            if self.group is not None:
+                res.memory_exceeded = self.group.oom_killed()
+                self.group.close()
+            if self.lock >= 0:
+                os.close(self.lock)  # the user id is free again: nothing of the run is left
+                self.lock = -1
             shutil.rmtree(self.host_dir, ignore_errors=True)
 
 
@@ -331,9 +394,15 @@ def start(
     anything the program does.
     """
     level = level or isolation()
-    uid = _next_uid() if os.geteuid() == 0 else None
+    uid, lock = _claim_uid() if os.geteuid() == 0 else (None, -1)
+    group = None
+    if uid is not None and cgroups.layout() is not None:
+        try:
+            group = cgroups.RunGroup(f"uid{uid}", memory_mb=limits.memory_mb, processes=limits.processes)
+        except OSError:
+            group = None  # the run still has its resource limits; its result says they were per process
     host_dir = tempfile.mkdtemp(prefix="rlvr-sbx-")
-    running = Running(limits, level, uid, host_dir)
+    running = Running(limits, level, uid, host_dir, group, lock)
     try:
         for name, content in files.items():
             path = Path(host_dir, name)
@@ -357,9 +426,9 @@ def start(
         s_r, s_w = os.pipe()
         if level == "namespaces":
             assert uid is not None  # namespaces require root
-            cmd, pre, cwd = list(argv), _namespace_child(limits, uid, host_dir, s_w), "/"
+            cmd, pre, cwd = list(argv), _namespace_child(limits, uid, host_dir, s_w, group), "/"
         else:
-            cmd, pre, cwd = list(argv), _rlimits_child(limits, uid), host_dir
+            cmd, pre, cwd = list(argv), _rlimits_child(limits, uid, group), host_dir
         named = {"result_fd": w_fd, **(channels or {})}
         for key, fd in named.items():
             cmd = [a.replace("{" + key + "}", str(fd)) for a in cmd]
@@ -390,7 +459,7 @@ def start(
             running._fds = (r_fd, s_r)
         return running
     except BaseException:
-        shutil.rmtree(host_dir, ignore_errors=True)
+        running.finish()  # nothing started, or it is ended: groups, the user id and the folder released
         raise
 
 

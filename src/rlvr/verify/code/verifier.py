@@ -63,6 +63,20 @@ def _invalid(why: str, code: str = "", rule: str = "", **details: Any) -> Verdic
     )
 
 
+def unencodable(text: str) -> str | None:
+    r"""Why ``text`` cannot be encoded as UTF-8 (a lone surrogate, which JSON escapes can carry), or None.
+
+    Example:
+        >>> unencodable("print(1)") is None, unencodable("x = '\ud800'")
+        (True, "a lone surrogate '\\ud800' at character 5")
+    """
+    try:
+        text.encode("utf-8")
+        return None
+    except UnicodeEncodeError as e:
+        return f"a lone surrogate {text[e.start]!r} at character {e.start}"
+
+
 def _python_syntax(code: str) -> str:
     """'' when ``code`` compiles, else the error (hostile sources cannot crash the check)."""
     try:
@@ -135,6 +149,8 @@ def _verify_code(
     code, rule = extract_code(completion, lang, bare=bare)
     if not code.strip():
         return _invalid(f"no {lang.name} code found (fenced block or <answer>)")
+    if (why := unencodable(code)) is not None:  # the policy's text, not the sandbox's fault
+        return _invalid(f"the program cannot be written as UTF-8: {why}", code, rule, kind="encoding")
     if lang.name == "python":
         if spec.prompt and spec.entry_point and not _defines(code, spec.entry_point):
             code = spec.prompt + code  # HumanEval style: the completion continues the prompt
@@ -508,6 +524,6 @@ def same_output(got: str, want: str, float_tol: float = 0.0) -> bool:
                 fx, fy = float(x), float(y)
             except ValueError:
                 return False
-            if abs(fx - fy) > float_tol * max(1.0, abs(fy)):
+            if not abs(fx - fy) <= float_tol * max(1.0, abs(fy)):  # NaN is never within a tolerance
                 return False
     return True

@@ -1,0 +1,266 @@
+"""Every run ends whole, holds a user id of its own, leaves no kernel state, and its limits hold for
+all of its processes together, so one run cannot change another's verdict.
+
+Each phenomenon with instances of its own (not the held-back round's): the tests stay safe beside
+other work (their own user ids and control groups, checked by what they started).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from rlvr.types import Status
+from rlvr.verify.code import cgroups, sandbox
+from rlvr.verify.code.verifier import verify_code
+
+ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="user ids and control groups per run need root")
+GROUPS = pytest.mark.skipif(cgroups.layout() is None, reason="no control groups on this machine")
+PY = "/usr/bin/python3"
+IO = {"cases": [{"input": "", "output": "ok"}]}
+
+
+def fenced(code: str) -> str:
+    return f"```python\n{code}\n```"
+
+
+def left(*results: sandbox.RunResult) -> list[int]:
+    return [pid for r in results if r.uid is not None for pid in sandbox.live_processes(r.uid)]
+
+
+# A first process that leaves everything behind: no parent-death signal, a session of its own, no
+# descriptors (so its pipes close as if it had ended), then it waits, alive.
+DETACH = (
+    "import ctypes, os, time\n"
+    "ctypes.CDLL(None).prctl(1, 0, 0, 0, 0)\n"  # PR_SET_PDEATHSIG 0
+    "print('ok', flush=True)\n"
+    "os.setsid()\n"
+    "os.closerange(0, 1024)\n"
+    "time.sleep(60)\n"
+)
+
+
+@ROOT
+@pytest.mark.parametrize("where", ["first process", "a child that double-forks"])
+def test_a_process_that_detaches_is_gone_when_the_verdict_returns(where: str) -> None:
+    code = (
+        DETACH
+        if where == "first process"
+        else (
+            "import os\nif os.fork() == 0:\n    if os.fork() == 0:\n"
+            + "".join("        " + ln + "\n" for ln in DETACH.splitlines())
+            + "    os._exit(0)\nos.wait()\nprint('ok')\n"
+        )
+    )
+    t0 = time.monotonic()
+    run = sandbox.run([PY, "-I", "-c", code], {}, limits=sandbox.Limits(wall_s=3))
+    assert time.monotonic() - t0 < 6
+    assert left(run) == [], f"{where}: outlived its run"
+
+
+@ROOT
+def test_a_detached_python_tool_program_is_gone_after_the_call() -> None:
+    from rlvr.episodes.tools import PythonTool
+
+    before = set(sandbox.live_processes())
+    out = PythonTool().python(DETACH)
+    assert "ran past" in out  # its first process is still alive at the limit: the program had not ended
+    assert set(sandbox.live_processes()) - before == set()  # and it is gone: nothing new of any sandbox user id
+
+
+@ROOT
+def test_runs_at_the_same_time_never_share_a_user_id_and_a_held_id_is_not_drawn() -> None:
+    held: list[int] = []
+    locks: list[int] = []
+    lock = threading.Lock()
+
+    def claim() -> None:
+        uid, fd = sandbox._claim_uid()
+        with lock:
+            held.append(uid)
+            locks.append(fd)
+
+    threads = [threading.Thread(target=claim) for _ in range(64)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    try:
+        assert len(set(held)) == len(held) == 64
+        runs = [sandbox.start([PY, "-c", "import time; time.sleep(0.5)"], {}) for _ in range(4)]
+        assert len({r.uid for r in runs} | set(held)) == 68  # no live run's id was drawn again
+        for r in runs:
+            r.finish()
+    finally:
+        for fd in locks:
+            os.close(fd)
+
+
+@ROOT
+def test_an_orphan_left_under_a_user_id_is_killed_before_the_id_is_used_again(tmp_path) -> None:
+    """A verifier that died without cleaning up (simulated: a process left under a claimed id whose
+    lock was then released): the next claim of that id kills the leftover, or draws another id."""
+    uid, fd = sandbox._claim_uid()
+    os.close(fd)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the leftover
+        os.setgid(uid)
+        os.setuid(uid)
+        time.sleep(30)
+        os._exit(0)
+    try:
+        deadline = time.monotonic() + 5
+        while not sandbox.live_processes(uid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sandbox.live_processes(uid)
+        original = sandbox.secrets.randbelow
+        sandbox.secrets.randbelow = lambda n: uid - sandbox._UID_BASE  # type: ignore[assignment]
+        try:
+            again, fd2 = sandbox._claim_uid()
+        finally:
+            sandbox.secrets.randbelow = original  # type: ignore[assignment]
+        assert again == uid and sandbox.live_processes(uid) == []
+        os.close(fd2)
+    finally:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+        os.waitpid(pid, 0)
+
+
+@ROOT
+def test_a_kernel_keyring_carries_nothing_from_one_run_to_the_next() -> None:
+    add = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "r = libc.syscall(248, b'user', b'note', b'secret', 6, -4)\n"  # add_key(..., KEY_SPEC_USER_KEYRING)
+        "print(r, ctypes.get_errno())\n"
+    )
+    run = sandbox.run([PY, "-I", "-c", add], {})
+    assert run.stdout.split() == ["-1", "1"]  # refused: EPERM
+    read = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "r = libc.syscall(249, b'user', b'note', None, 0)\n"  # request_key
+        "print(r, ctypes.get_errno())\n"
+    )
+    assert sandbox.run([PY, "-I", "-c", read], {}).stdout.split() == ["-1", "1"]
+
+
+@ROOT
+@GROUPS
+@pytest.mark.parametrize(
+    "how",
+    [
+        "children that each hold a share",
+        "an unmapped memfd",
+        "a tmpfs file of /tmp",
+    ],
+)
+def test_memory_is_capped_for_all_of_a_runs_processes_together(how: str) -> None:
+    code = {
+        "children that each hold a share": (
+            "import os, time\nfor _ in range(4):\n    if os.fork() == 0:\n        b = bytearray(90 << 20)\n"
+            "        b[::4096] = b'x' * len(b[::4096])\n        time.sleep(3)\n        os._exit(0)\n"
+            "ok = sum(os.waitstatus_to_exitcode(os.wait()[1]) == 0 for _ in range(4))\n"
+            "print('all held' if ok == 4 else f'{ok} held')\n"
+        ),
+        "an unmapped memfd": (
+            "import os\nfd = os.memfd_create('m')\nfor _ in range(300):\n    os.write(fd, b'x' * (1 << 20))\n"
+            "print('held')\n"
+        ),
+        "a tmpfs file of /tmp": (
+            "f = open('/tmp/big', 'wb')\nfor _ in range(300):\n    f.write(b'x' * (1 << 20))\n"
+            "f.flush()\nprint('held')\n"
+        ),
+    }[how]
+    limits = sandbox.Limits(wall_s=8, memory_mb=200, file_mb=400, processes=16)
+    run = sandbox.run([PY, "-I", "-c", code], {}, limits=limits)
+    assert run.limits_held == "per run"
+    assert "all held" not in run.stdout and run.stdout.strip() != "held", f"{how}: held more than the run's limit"
+    assert run.memory_exceeded
+    assert left(run) == []
+
+
+@ROOT
+@GROUPS
+def test_a_swarm_of_spinners_cannot_starve_a_right_answer_beside_it() -> None:
+    """A run that starts spinners in sessions of their own gets at most one CPU: a right answer run
+    at the same time (about half a second of work alone) still finishes inside its limit."""
+    spin = (
+        "import os\nfor _ in range(12):\n    if os.fork() == 0:\n        os.setsid()\n        while True:\n"
+        "            pass\nimport time\ntime.sleep(20)\n"
+    )
+    hog = sandbox.start([PY, "-I", "-c", spin], {}, limits=sandbox.Limits(wall_s=12, processes=32))
+    try:
+        time.sleep(1.0)  # the spinners are up
+        work = "s = 0\nfor i in range(6_000_000):\n    s += i\nprint('ok')"
+        v = verify_code(fenced(work), IO, timeout=8)
+        assert v.status is Status.CORRECT, v.reason
+    finally:
+        hog.kill()
+        res = hog.finish()
+    assert left(res) == []
+
+
+@ROOT
+def test_what_holds_the_limits_is_said() -> None:
+    run = sandbox.run([PY, "-c", "print(1)"], {})
+    assert run.limits_held == ("per run" if cgroups.layout() is not None else "per process")
+
+
+# ---------------------------------------------------------------------------------------- verdicts
+
+
+@ROOT
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "def check(candidate):\n    for x, y in zip([1, 2, 3], map(candidate, [1, 2, 3])):\n"
+        "        assert y == 2 * x\n",
+        "def check(candidate):\n    it = (candidate(x) for x in [1, 2])\n    assert next(it, 2) == 2\n"
+        "    assert next(it, 4) == 4\n",
+        "def check(candidate):\n    for y in iter(lambda: candidate(1), None):\n        assert y == 2\n        break\n",
+    ],
+    ids=["map in a for loop", "next with a default", "iter with a sentinel"],
+)
+def test_no_exception_of_the_program_changes_how_the_tests_run(tests: str) -> None:
+    """The program raises what a loop takes for "no more items": the loop must not end quietly with
+    its asserts unreached (they would count as passed), the right answer still passes."""
+    spec = {"entry_point": "f", "tests": tests}
+    forged = verify_code(fenced("def f(x):\n    raise StopIteration('done')"), spec)
+    assert forged.status is Status.WRONG, forged.reason
+    assert verify_code(fenced("def f(x):\n    return 2 * x"), spec).status is Status.CORRECT
+
+
+@ROOT
+@pytest.mark.parametrize("printed", ["nan", "-nan", "NaN", "inf"])
+def test_non_finite_numbers_never_equal_under_a_tolerance(printed: str) -> None:
+    spec = {"cases": [{"input": "", "output": "0.25\n"}], "float_tol": 1e-3}
+    assert verify_code(fenced(f"print('{printed}')"), spec).status is Status.WRONG
+    assert verify_code(fenced("print(0.2501)"), spec).status is Status.CORRECT
+
+
+def test_text_that_cannot_be_encoded_is_the_policys_not_the_sandboxs() -> None:
+    v = verify_code(fenced("s = 'a\udc80b'\nprint(s)"), IO)
+    assert v.status is Status.NO_ANSWER and "UTF-8" in v.reason  # the policy's (-0.2), never `error`
+    from rlvr.diagnostics.causes import Cause
+    from rlvr.episodes import Guard, PythonTool
+
+    guard = Guard({"python": PythonTool().python}, key="k", timeout_s=10, max_result_chars=2000)
+    out = guard.invoke("python", {"code": "print('\ud83d')"}, 0)
+    assert out.event is not None and out.event.cause is Cause.BAD_ARGUMENTS  # a policy fault, not tool_error
+
+
+def test_a_tool_limit_below_the_python_tools_own_is_refused() -> None:
+    from rlvr.config import load_config
+    from rlvr.episodes import check_environment, toolbox
+    from rlvr.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"env.tool_timeout_s 5s is not above the python tool's own limit"):
+        check_environment(toolbox(["python"]), 5.0)
+    check_environment(toolbox(["python"]), 6.0)
+    check_environment(toolbox(["calculator"]), 1.0)  # no limit of its own
+    assert load_config(None, ["env={tools: [python], tool_timeout_s: 5}"]).env is not None  # checked at set-up
