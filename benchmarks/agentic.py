@@ -69,9 +69,9 @@ ARMS = {
 def warm_model(out: Path, steps: int, seed: int = 0, after_call: str = "") -> dict:
     """The tiny model after SFT on calculator traces of 3-digit products (the tool-use warm-up;
     ``after_call``: what the engine's turn format writes between a call and its result)."""
-    from rlvr.data.tasks import arithmetic
-    from rlvr.episodes.traces import trace_of
-    from rlvr.models.tiny import build_model, build_tokenizer
+    from rlvr.data import arithmetic
+    from rlvr.episodes import trace_of
+    from rlvr.models import build_model, build_tokenizer
     from rlvr.runtime import setup_torch
     from rlvr.sft import sft
 
@@ -112,7 +112,7 @@ def train(
     warm: Path, out: Path, steps: int, every: int, rate: float, extra: list[str], seed: int, engine: str = "rlvr"
 ) -> list[dict]:
     from rlvr.config import load_config
-    from rlvr.engine.trainer import GRPOTrainer
+    from rlvr.engine import GRPOTrainer
     from rlvr.runs import read_metrics
 
     cfg = load_config(
@@ -132,7 +132,7 @@ def train(
     )
     t0 = time.perf_counter()
     if engine == "trl":
-        from rlvr.integrations.trl.from_config import train_trl
+        from rlvr.integrations.trl import train_trl
 
         train_trl(
             cfg,

@@ -44,8 +44,7 @@ sys.path.insert(0, src_path())
 
 from rlvr.data import humaneval
 from rlvr.verify import verify_code_batch
-from rlvr.verify.code import sandbox
-from rlvr.verify.code.languages import get_language
+from rlvr.verify.code import get_language, sandbox
 
 # name -> (right body, wrong body, entry point, [(args, result)])
 PROBLEMS = {

@@ -48,6 +48,11 @@ def outcomes(arm: str) -> dict[str, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="rlvr's arm only, against the recorded TRL passes")
+    ap.add_argument(
+        "--reuse-trl",
+        action="store_true",
+        help="take TRL's arm from the last run in $TRLSUITE_WORK (it does not depend on rlvr's code)",
+    )
     a = ap.parse_args()
     if not (HARNESS / "run.sh").exists():
         sys.exit(f"no harness at {HARNESS} (../shared is not there): nothing to run")
@@ -55,7 +60,7 @@ def main() -> None:
         recorded = json.loads((RESULTS / "conformance.json").read_text())["figures"]
         trl_passed = set(recorded["trl_passed"])
     else:
-        trl = run_arm("trl")
+        trl = outcomes("trl") if a.reuse_trl else run_arm("trl")
         trl_passed = {t for t, o in trl.items() if o == "passed"}
     rlvr = run_arm("rlvr")
     lost = sorted(t for t in trl_passed if rlvr.get(t) != "passed")

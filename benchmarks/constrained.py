@@ -48,11 +48,10 @@ def main() -> None:
     from failure_aware import warm_model
 
     from rlvr.config import ModelConfig
-    from rlvr.data.prompts import encode
-    from rlvr.data.tasks import addition_eval
-    from rlvr.decoding.constrain import Constrainer
-    from rlvr.engine.rollout import generate
-    from rlvr.models.load import load_model
+    from rlvr.data import addition_eval, encode
+    from rlvr.decoding import Constrainer
+    from rlvr.engine import generate
+    from rlvr.models import load_model
     from rlvr.runtime import setup_torch
     from rlvr.types import Status
     from rlvr.verify.math import verify_math

@@ -55,8 +55,8 @@ def warm_model(out: Path, seed: int, untagged: float = 1 / 3) -> Path:
     """SFT the tiny model until a lenient held-out accuracy of 0.3, a share ``untagged`` of its targets
     ``the sum is N`` instead of ``<answer>N</answer>`` (the format-weak start); the saved model's
     folder."""
-    from rlvr.data.tasks import Sample, addition_eval, addition_train
-    from rlvr.models.tiny import build_model, build_tokenizer
+    from rlvr.data import Sample, addition_eval, addition_train
+    from rlvr.models import build_model, build_tokenizer
     from rlvr.runtime import setup_torch
     from rlvr.sft import sft
 
@@ -118,13 +118,13 @@ def run(
     if engine == "trl":
         import warnings
 
-        from rlvr.integrations.trl.from_config import train_trl
+        from rlvr.integrations.trl import train_trl
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             train_trl(cfg)
     else:
-        from rlvr.engine.trainer import GRPOTrainer
+        from rlvr.engine import GRPOTrainer
 
         GRPOTrainer(cfg).train()
     return [m for m in read_metrics(out) if "eval/accuracy" in m or "verify/no_answer" in m]

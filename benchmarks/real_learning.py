@@ -79,8 +79,8 @@ FINETUNE = {
 
 def rows(spec: str) -> list:
     """reasoning-gym's entries as maths rows (gold: the entry's answer; rlvr's maths verifier judges)."""
-    from rlvr.data.reasoning_gym import load
-    from rlvr.data.tasks import Sample
+    from rlvr.data import Sample
+    from rlvr.data import load_reasoning_gym as load
 
     return [
         Sample(s.prompt, str(json.loads(s.gold)["entry"]["answer"]), "math", f"cs{i}") for i, s in enumerate(load(spec))
@@ -162,7 +162,7 @@ class Clock:
 def child(a: argparse.Namespace) -> dict:
     import torch
 
-    from rlvr.engine.evaluate import greedy_eval
+    from rlvr.engine import greedy_eval
     from rlvr.runtime import setup_torch
 
     setup_torch(1, a.seed)
@@ -192,7 +192,7 @@ def child(a: argparse.Namespace) -> dict:
 
     clock_points = [m * 60 for m in a.points]
     if a.engine == "rlvr":
-        from rlvr.engine.trainer import GRPOTrainer
+        from rlvr.engine import GRPOTrainer
 
         trainer = GRPOTrainer(cfg, train_rows=train, eval_rows=[])
         clock = Clock(clock_points, budget, evaluate_with(trainer.model, trainer.tok), log)
@@ -214,8 +214,8 @@ def _trl(a, cfg, train, points, budget, evaluate_with, log) -> dict:
     from transformers import TrainerCallback
     from trl import GRPOTrainer
 
-    from rlvr.integrations.trl.from_config import grpo_args
-    from rlvr.models.load import load_model
+    from rlvr.integrations.trl import grpo_args
+    from rlvr.models import load_model
     from rlvr.rewards import Total
 
     model, tok = load_model(cfg.model, cfg.run.seed)

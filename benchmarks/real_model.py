@@ -66,7 +66,7 @@ def _rss_mb() -> float:
 
 
 def _rows(n: int, system: str, offset: int = 0) -> list:
-    from rlvr.data.datasets import load_samples
+    from rlvr.data import load_samples
 
     return load_samples(GSM8K, system_prompt=system)[offset : offset + n]
 
@@ -76,9 +76,9 @@ def child_decode(a: argparse.Namespace) -> dict:
     """rlvr's rollouts vs plain ``generate``, then one decoding step against its floors."""
     import torch
 
-    from rlvr.data.prompts import encode
-    from rlvr.engine.rollout import generate
-    from rlvr.models.load import load_model
+    from rlvr.data import encode
+    from rlvr.engine import generate
+    from rlvr.models import load_model
 
     _setup()
     model, tok = load_model("smollm2-135m", device=a.device)
@@ -185,8 +185,8 @@ def _step_profile(model, tok, prompts, a) -> dict:
     """Where one of rlvr's decoding steps goes, per precision: the whole step, the lm_head, sampling."""
     import torch
 
-    from rlvr.engine.rollout import _sample
-    from rlvr.models.fast_decode import FastDecoder, supports
+    from rlvr.engine import sample_tokens
+    from rlvr.models import FastDecoder, supports
 
     if not supports(model) or a.device != "cpu":
         return {}
@@ -210,7 +210,7 @@ def _step_profile(model, tok, prompts, a) -> dict:
                 logits = dec.step(tok_)
                 times.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
-                _sample(logits, 1.0, 1.0, u)
+                sample_tokens(logits, 1.0, 1.0, u)
                 samples.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 torch.nn.functional.linear(x, dec.w_out)
@@ -264,11 +264,11 @@ def child_train(a: argparse.Namespace) -> dict:
     _setup()
     out = Path(tempfile.mkdtemp(prefix=f"rlvr-real-{a.engine}-"))
     cfg = _train_cfg(a, a.engine, out)
-    from rlvr.data.stream import default_data
+    from rlvr.data import default_data
 
     rows, _ = default_data(cfg)
     if a.engine == "rlvr":
-        from rlvr.engine.trainer import GRPOTrainer
+        from rlvr.engine import GRPOTrainer
 
         trainer = GRPOTrainer(cfg, train_rows=rows, eval_rows=[])
         steps, mix = [], []
@@ -298,9 +298,9 @@ def _trl_steps(cfg, rows, n_steps: int) -> dict:
     from transformers import TrainerCallback
     from trl import GRPOTrainer
 
-    from rlvr.data.prompts import render
-    from rlvr.integrations.trl.from_config import grpo_args
-    from rlvr.models.load import load_model
+    from rlvr.data import render
+    from rlvr.integrations.trl import grpo_args
+    from rlvr.models import load_model
     from rlvr.rewards import Total
 
     model, tok = load_model(cfg.model, cfg.run.seed)
@@ -335,8 +335,8 @@ def child_seed003(a: argparse.Namespace) -> dict:
     """~20 rlvr steps of SmolLM2 under R1's think/answer template: one variant."""
     import tempfile
 
-    from rlvr.data.stream import default_data
-    from rlvr.engine.trainer import GRPOTrainer
+    from rlvr.data import default_data
+    from rlvr.engine import GRPOTrainer
 
     _setup()
     extra = {

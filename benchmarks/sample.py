@@ -35,8 +35,8 @@ BOXED = "Solve the problem step by step, then give the final number as <answer>N
 def run(model_spec: str, data: str, prompts: int, k: int, tokens: int, system: str | None) -> dict:
     import torch
 
-    from rlvr.data.datasets import load_samples
-    from rlvr.models.load import load_for_inference
+    from rlvr.data import load_samples
+    from rlvr.models import load_for_inference
     from rlvr.rewards import Total
     from rlvr.runtime import setup_torch
     from rlvr.traces import SampleSettings, sample_file

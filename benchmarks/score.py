@@ -87,7 +87,7 @@ def make_rows(n: int, seed: int) -> tuple[list[list[dict]], list[str]]:
 
 def run_rlvr(completions, golds, jobs: int) -> tuple[float, list]:
     from rlvr.rewards import Total
-    from rlvr.verify.math.parse import warm_up
+    from rlvr.verify.math import warm_up
 
     total = Total({"accuracy": 1.0, "format": 0.1, "cosine": 1.0, "repetition": 1.0}, jobs=jobs)
     t = time.perf_counter()

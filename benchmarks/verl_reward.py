@@ -42,9 +42,9 @@ def main() -> None:
     from verl import DataProto
     from verl.trainer.ppo.reward import load_reward_manager
 
-    from rlvr.data.datasets import load_samples
-    from rlvr.models.tiny import build_tokenizer
-    from rlvr.rewards.verdicts import clear_cache
+    from rlvr.data import load_samples
+    from rlvr.models import build_tokenizer
+    from rlvr.rewards import clear_verdict_cache as clear_cache
 
     torch.set_num_threads(1)
     tok = build_tokenizer(max_length=512)

@@ -39,8 +39,8 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from rlvr.config import load_config
-    from rlvr.data.tasks import Sample
-    from rlvr.engine.trainer import GRPOTrainer
+    from rlvr.data import Sample
+    from rlvr.engine import GRPOTrainer
 
     torch.set_num_threads(1)
     out = Path(args.log_dir)

