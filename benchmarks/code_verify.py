@@ -43,8 +43,17 @@ from results import Bar, drop_worktree, report, run_child, src_path, worktree
 sys.path.insert(0, src_path())
 
 from rlvr.data import humaneval
-from rlvr.verify import verify_code_batch
-from rlvr.verify.code import get_language, sandbox
+from rlvr.verify.code import sandbox
+
+# an older tree measured with --against may predate the package's public faces
+try:
+    from rlvr.verify import verify_code_batch
+except ImportError:
+    from rlvr.verify.code.verifier import verify_code_batch  # type: ignore[no-redef]
+try:
+    from rlvr.verify.code import get_language
+except ImportError:
+    from rlvr.verify.code.languages import get_language  # type: ignore[no-redef]
 
 # name -> (right body, wrong body, entry point, [(args, result)])
 PROBLEMS = {

@@ -34,10 +34,10 @@ def test_peer_suite_accuracy(cases: list[dict]) -> None:
         if not ok:
             misses.append(c["id"])
     assert right["default"] / n_default >= 0.993, misses
-    # 0.973: mv-028 (math-verify's latex-only option reads "Answer (9+1)" as 10) is refused on
-    # purpose since the computation-restated rule: a policy that copies the question's expression
-    # into its answer is not paid (tests/verify/math/test_adversarial.py)
-    assert right["all"] / len(cases) >= 0.973, misses
+    # 0.977: the peers' cases give no question, so a closed form equal to the gold is correct again
+    # (mv-028, "Answer (9+1)" for 10 under math-verify's latex-only option); with the question given,
+    # an answer that restates its computation is wrong (tests/verify/math/test_adversarial.py)
+    assert right["all"] / len(cases) >= 0.977, misses
     restated = {c["id"]: c for c in cases}.get("mv-028")
     if restated is not None:
-        assert verify_math(restated["prediction"], restated["gold"]).details["rule"] == "unevaluated"
+        assert verify_math(restated["prediction"], restated["gold"]).correct

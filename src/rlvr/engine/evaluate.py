@@ -9,7 +9,8 @@ from typing import Any
 from rlvr.data.prompts import encode
 from rlvr.data.tasks import Sample
 from rlvr.engine.rollout import generate
-from rlvr.verify.registry import verify
+from rlvr.rewards.base import prompt_text
+from rlvr.verify.registry import verify_with
 
 
 def greedy_eval(
@@ -63,7 +64,7 @@ def greedy_eval(
             elif ep is not None and ep.reward is not None:
                 statuses["correct" if ep.reward > 0 else "wrong"] += 1
             else:
-                status = verify(text, s.gold, s.task, timeout=5.0).status.value
+                status = verify_with(text, s.gold, s.task, timeout=5.0, question=prompt_text(s.prompt)).status.value
                 statuses[status] += 1
                 if len(kept) < examples:
                     kept.append({"id": str(s.id), "completion": text, "status": status})

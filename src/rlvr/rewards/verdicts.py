@@ -20,12 +20,26 @@ from rlvr.verify.registry import canonical_task, verify_with
 
 
 @lru_cache(maxsize=32_768)
-def _cached(completion: str, gold: str, task: str | None, strict: bool, timeout: float | None) -> Verdict:
-    return _verify(completion, gold, task, strict, timeout)
+def _cached(
+    completion: str, gold: str, task: str | None, strict: bool, timeout: float | None, question: str | None
+) -> Verdict:
+    return _verify(completion, gold, task, strict, timeout, question)
 
 
-def _verify(completion: str, gold: Any, task: str | None, strict: bool, timeout: float | None) -> Verdict:
-    return verify_with(completion, gold, task, strict=strict, timeout=timeout)
+def _verify(
+    completion: str, gold: Any, task: str | None, strict: bool, timeout: float | None, question: str | None = None
+) -> Verdict:
+    return verify_with(completion, gold, task, strict=strict, timeout=timeout, question=question)
+
+
+def questions_of(columns: Mapping[str, Any], n: int) -> list[str | None]:
+    """Each row's question, as the model saw it: a ``prompt`` column (rlvr's engine, ``rlvr score``) or
+    TRL's ``prompts``, else a ``question`` / ``problem`` column; None where there is none."""
+    for name in ("prompt", "prompts", "question", "problem"):
+        col = column(columns, name, n)
+        if col is not None:
+            return [prompt_text(p) if p is not None else None for p in col]
+    return [None] * n
 
 
 def row_verdicts(
@@ -52,8 +66,9 @@ def row_verdicts(
     tasks = [task] * n if task else (column(columns, "task", n) or [None] * n)
     if any(canonical_task(t) == "mcq" for t in tasks):
         golds = _with_options(golds, tasks, columns, n)
+    questions = questions_of(columns, n)
     out = []
-    for text, gold, row_task in zip(texts, golds, tasks):
+    for text, gold, row_task, question in zip(texts, golds, tasks, questions):
         if gold is None:
             out.append(Verdict(Status.BAD_GOLD, reason="the row has no gold answer"))
             continue
@@ -61,9 +76,9 @@ def row_verdicts(
             try:
                 gold = json.dumps(gold, sort_keys=True)  # the verifiers that take dicts take their JSON too
             except (TypeError, ValueError):
-                out.append(_verify(text, gold, row_task, strict, timeout))
+                out.append(_verify(text, gold, row_task, strict, timeout, question))
                 continue
-        out.append(_cached(text, gold, row_task, strict, timeout))
+        out.append(_cached(text, gold, row_task, strict, timeout, question))
     return out
 
 

@@ -66,19 +66,27 @@ def verify(completion: str, gold: Any, task: str | None = "math", **options: Any
 
 
 def verify_with(
-    completion: str, gold: Any, task: str | None, *, strict: bool = False, timeout: float | None = DEFAULT_TIMEOUT
+    completion: str,
+    gold: Any,
+    task: str | None,
+    *,
+    strict: bool = False,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    question: str | None = None,
 ) -> Verdict:
-    """:func:`verify` with the common options; ``strict`` goes only to the maths verifier (the
-    others have no last-number fallback to turn off)."""
+    """:func:`verify` with the common options; ``strict`` and ``question`` (the row's prompt, which
+    tells a restated computation from a closed form) go only to the maths verifier."""
     opts: dict[str, Any] = {"timeout": timeout}
     if canonical_task(task) == "math":
         opts["strict"] = strict
+        if question is not None:
+            opts["question"] = question
     return verify(completion, gold, task, **opts)
 
 
-def _verify_item(item: tuple[str, Any, str | None], timeout: float, strict: bool) -> Verdict:
-    completion, gold, task = item
-    return verify_with(completion, gold, task, strict=strict, timeout=timeout)
+def _verify_item(item: tuple[str, Any, str | None, str | None], timeout: float, strict: bool) -> Verdict:
+    completion, gold, task, question = item
+    return verify_with(completion, gold, task, strict=strict, timeout=timeout, question=question)
 
 
 def verify_many(
@@ -91,8 +99,10 @@ def verify_many(
     strict: bool = False,
     on_done: Callable[[int], None] | None = None,
     progress: bool = False,
+    questions: Sequence[str | None] | None = None,
 ) -> list[Verdict]:
     """Verify rows in order; ``jobs > 0`` runs them in worker processes with hard kills.
+    ``questions``: each row's prompt (maths rows use it, see :func:`rlvr.verify.math.verify_math`).
 
     Unknown tasks raise :class:`ConfigError` before any work starts.
     """
@@ -109,7 +119,7 @@ def verify_many(
         warm_up()
     return run_batch(
         _verify_item,
-        list(zip(completions, golds, tasks)),
+        list(zip(completions, golds, tasks, questions if questions is not None else [None] * len(completions))),
         jobs=jobs,
         timeout=timeout,
         options={"timeout": timeout, "strict": strict},

@@ -62,13 +62,15 @@ def test_a_process_that_detaches_is_gone_when_the_verdict_returns(where: str) ->
 
 
 @ROOT
-def test_a_detached_python_tool_program_is_gone_after_the_call() -> None:
+def test_a_detached_python_tool_program_is_gone_after_the_call(monkeypatch: pytest.MonkeyPatch) -> None:
     from rlvr.episodes.tools import PythonTool
 
-    before = set(sandbox.live_processes())
+    runs: list[sandbox.RunResult] = []
+    real = sandbox.run
+    monkeypatch.setattr(sandbox, "run", lambda *a, **k: runs.append(real(*a, **k)) or runs[-1])
     out = PythonTool().python(DETACH)
     assert "ran past" in out  # its first process is still alive at the limit: the program had not ended
-    assert set(sandbox.live_processes()) - before == set()  # and it is gone: nothing new of any sandbox user id
+    assert runs and left(*runs) == []  # and nothing of it is left when the call returns
 
 
 @ROOT
@@ -264,3 +266,30 @@ def test_a_tool_limit_below_the_python_tools_own_is_refused() -> None:
     check_environment(toolbox(["python"]), 6.0)
     check_environment(toolbox(["calculator"]), 1.0)  # no limit of its own
     assert load_config(None, ["env={tools: [python], tool_timeout_s: 5}"]).env is not None  # checked at set-up
+
+
+@ROOT
+@GROUPS
+def test_the_runs_of_a_verifier_that_died_are_swept() -> None:
+    """A verifier killed mid-run cannot end its runs: the next one to start sweeps the groups whose
+    owner is gone, killing what they hold, however it detached."""
+    import subprocess
+    import sys
+
+    code = (
+        "import time\nfrom rlvr.verify.code import sandbox\n"
+        "r = sandbox.start(['/usr/bin/python3', '-c', 'import ctypes, os, time\\n"
+        "ctypes.CDLL(None).prctl(1, 0, 0, 0, 0)\\nos.setsid()\\ntime.sleep(60)'], {},"
+        " limits=sandbox.Limits(wall_s=60))\nprint(r.uid, flush=True)\ntime.sleep(60)\n"
+    )
+    verifier = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    uid = int(verifier.stdout.readline())  # type: ignore[union-attr]
+    time.sleep(0.3)
+    assert sandbox.live_processes(uid)
+    verifier.kill()  # no clean-up of its own
+    verifier.wait()
+    assert cgroups.sweep(cgroups.layout() or "v1") >= 1
+    deadline = time.monotonic() + 3
+    while sandbox.live_processes(uid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sandbox.live_processes(uid) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -93,14 +94,34 @@ GAMING = [
     (r"\boxed{\text{any real number}}", "7"),
     (r"\boxed{7+0x}", "7 + y"),
     ("7" * 500, "7"),
-    # the question's own expression restated (SmolLM2-135M learned this on chain_sum within 400 steps)
-    ("<answer>4 - 1</answer>", "3"),
-    ("State the final answer: 45 + 23 = <answer>45 + 23</answer>", "68"),
-    (r"\boxed{2^{10}}", "1024"),
-    (r"\boxed{3 \times 4}", "12"),
-    ("<answer>12/2</answer>", "6"),
-    (r"\boxed{\frac{24}{2}}", "12"),
-    ("The answer is 5 - 9", "-4"),
+]
+
+# (question, completion, gold): the question's own computation restated (SmolLM2-135M learned this on
+# chain_sum within 400 steps); with the question given, wrong; without it, a closed form (below)
+RESTATED = [
+    ("State the final answer to the following arithmetic problem: 4 - 1 =", "<answer>4 - 1</answer>", "3"),
+    ("What is 45 + 23?", "State the final answer: 45 + 23 = <answer>45 + 23</answer>", "68"),
+    ("Compute $2^{10}$.", r"\boxed{2^{10}}", "1024"),
+    ("A box holds 3 rows of 4 eggs. How many eggs?", r"\boxed{3 \times 4}", "12"),
+    ("Share 12 sweets between 2 children.", "<answer>12/2</answer>", "6"),
+    ("What is 24 divided by 2?", r"\boxed{\frac{24}{2}}", "12"),
+    ("Work out 5 - 9.", "The answer is 5 - 9", "-4"),
+    ("In how many ways can 2 of 5 people be chosen?", r"\boxed{\binom{5}{2}}", "10"),
+    (r"Evaluate $e^{\ln 7}$.", r"\boxed{e^{\ln 7}}", "7"),
+    ("What is 6 times 7 times 2?", r"\boxed{6 \cdot 7 \cdot 2}", "84"),
+]
+# the same closed forms where they evaluate something the question did not state, or no question
+CLOSED_FORMS = [
+    ("What is the cube root of 27?", r"\boxed{3}", "3"),
+    ("How many ways can the president and treasurer of a club of 10 be chosen?", r"\boxed{10 \cdot 9}", "90"),
+    (None, r"\boxed{\sqrt[3]{27}}", "3"),
+    (None, r"\boxed{\log_2 64}", "6"),
+    (None, r"\boxed{2^{5}}", "32"),
+    (None, r"\boxed{5!}", "120"),
+    (None, r"\boxed{\ln e^{4}}", "4"),
+    (None, r"\boxed{\frac{10!}{8!}}", "90"),
+    (None, r"\boxed{10^{-3}}", "0.001"),
+    (None, r"\boxed{8^{2/3}}", "4"),
 ]
 
 
@@ -123,10 +144,52 @@ def test_numbers_in_any_written_form_still_pass_against_a_numeric_gold(completio
     assert v.correct, v
 
 
-def test_a_restated_computation_is_wrong_with_its_rule_and_reason() -> None:
-    v = verify_math("<answer>4 - 1</answer>", "3")
+@pytest.mark.parametrize("question,completion,gold", RESTATED)
+def test_a_restated_computation_is_wrong_when_the_question_is_given(question: str, completion: str, gold: str) -> None:
+    v = verify_math(completion, gold, question=question)
+    assert v.status is Status.WRONG and v.details["rule"] == "restated", v
+    assert "restates the question's computation" in v.reason
+
+
+@pytest.mark.parametrize("question,completion,gold", CLOSED_FORMS)
+def test_closed_forms_are_correct_unless_they_restate_the_question(
+    question: str | None, completion: str, gold: str
+) -> None:
+    assert verify_math(completion, gold, question=question).correct
+
+
+def test_refusing_every_computation_without_a_question_is_an_option() -> None:
+    v = verify_math("<answer>4 - 1</answer>", "3", unevaluated="always")
     assert v.status is Status.WRONG and v.details["rule"] == "unevaluated"
     assert "'4 - 1' is a computation, not its result" in v.reason
+    assert verify_math("<answer>4 - 1</answer>", "3").correct  # the default, without a question
+    assert verify_math("<answer>4 - 1</answer>", "3", question="4 - 1 =", unevaluated="never").correct
+
+
+def test_the_copied_answers_of_the_real_model_run_are_wrong_through_the_rewards() -> None:
+    """SmolLM2-135M on reasoning-gym's chain_sum copied the question's expression as its answer and was
+    paid for it (held-out 1.000). Replayed on chain_sum rows through the accuracy reward, which reads
+    each row's prompt as the question: every copy is wrong, every computed answer right."""
+    pytest.importorskip("reasoning_gym")
+    import re
+
+    from rlvr.data.reasoning_gym import load
+    from rlvr.rewards import build_reward
+    from rlvr.rewards.base import prompt_text
+
+    rows = load("reasoning-gym:chain_sum?size=40&seed=3")
+    copies, computed, golds, prompts = [], [], [], []
+    for s in rows:
+        expr = re.search(r":\s*([-\d][^=\n]*?)\s*=", prompt_text(s.prompt))
+        assert expr is not None, prompt_text(s.prompt)
+        gold = str(json.loads(s.gold)["entry"]["answer"])
+        copies.append(f"<answer>{expr.group(1).strip()}</answer>")
+        computed.append(f"<answer>{gold}</answer>")
+        golds.append(gold)
+        prompts.append(s.prompt)
+    accuracy = build_reward("accuracy")
+    assert accuracy(copies, answer=golds, prompt=prompts) == [0.0] * len(rows)
+    assert accuracy(computed, answer=golds, prompt=prompts) == [1.0] * len(rows)
 
 
 @pytest.mark.parametrize("completion,gold", GAMING)

@@ -1036,7 +1036,7 @@ def _verify_row(row: dict[str, Any], completion: Any) -> Verdict:
     from rlvr.rewards.base import completion_text
     from rlvr.rewards.verdicts import row_verdicts
 
-    cols = {k: [v] for k, v in row.items() if k not in ("prompt", "completion")}
+    cols = {k: [v] for k, v in row.items() if k != "completion"}  # the prompt too: the question
     try:
         return row_verdicts([completion_text(completion)], cols)[0]
     except Exception as e:  # a row rlvr cannot read: invalid, said why, never a silent "wrong"

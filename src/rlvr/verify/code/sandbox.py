@@ -321,10 +321,11 @@ class Running:
             _killpg(self.proc)
 
     def _kill_all(self) -> None:
-        """Everything of the run: its control groups, then whatever its user id still runs."""
+        """Everything of the run: its control groups (no process of it can leave them), else whatever
+        its user id still runs."""
         if self.group is not None:
             self.group.kill()
-        if self.uid is not None and live_processes(self.uid):
+        elif self.uid is not None and live_processes(self.uid):
             _kill_uid(self.uid)
 
     def finish(self) -> RunResult:
@@ -357,7 +358,8 @@ class Running:
             self._kill_all()
             if self.group is not None:
                 res.memory_exceeded = self.group.oom_killed()
-                self.group.close()
+                self.group.release()
+                self.group = None
             if self.lock >= 0:
                 os.close(self.lock)  # the user id is free again: nothing of the run is left
                 self.lock = -1
@@ -398,7 +400,7 @@ def start(
     group = None
     if uid is not None and cgroups.layout() is not None:
         try:
-            group = cgroups.RunGroup(f"uid{uid}", memory_mb=limits.memory_mb, processes=limits.processes)
+            group = cgroups.take(memory_mb=limits.memory_mb, processes=limits.processes)
         except OSError:
             group = None  # the run still has its resource limits; its result says they were per process
     host_dir = tempfile.mkdtemp(prefix="rlvr-sbx-")

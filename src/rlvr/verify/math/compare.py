@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from typing import Literal
 
 from rlvr.types import Method, Status, Verdict
 from rlvr.verify.grader_talk import grader_talk
@@ -24,7 +25,7 @@ from rlvr.verify.math.extract import (
     unfinished_answer,
 )
 from rlvr.verify.math.normalize import normalize, unwrap_text
-from rlvr.verify.math.parse import Alts, Text, is_malformed, try_parse
+from rlvr.verify.math.parse import Alts, Num, Text, is_malformed, try_parse
 from rlvr.verify.model_text import answer_text, plain_unicode
 
 
@@ -101,7 +102,62 @@ def _final_statement(completion: str) -> str:
     return boxes[-1][2] if boxes else ""
 
 
-def compare(completion: str, gold: str, strict: bool = False) -> Verdict:
+#: When an answer that is a computation left undone (``4 - 1``, ``2^{10}``, ``\binom{5}{2}`` against a
+#: numeric gold) is wrong: ``question``: when the question is given and the computation only restates
+#: it (every number in it is one the question states); ``always``; ``never`` (compared by value).
+Unevaluated = Literal["question", "always", "never"]
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def question_numbers(question: str) -> frozenset[str]:
+    """The numbers a question states (digits as written, leading zeros dropped).
+
+    Example:
+        >>> sorted(question_numbers(r"What is $2^{10} - 24$, to 0.50 precision?"))
+        ['0.5', '10', '2', '24']
+    """
+    return frozenset(_plain_number(n) for n in _NUMBER.findall(plain_unicode(question)))
+
+
+def _plain_number(n: str) -> str:
+    whole, _, frac = n.partition(".")
+    whole, frac = whole.lstrip("0") or "0", frac.rstrip("0")
+    return f"{whole}.{frac}" if frac else whole
+
+
+# an operation written out: a LaTeX function or operator, a power, a factorial, or one number
+# combined with another (a reduced fraction, a decimal or a percentage is a number, not an operation)
+_OPERATION = re.compile(
+    r"\\(?:d?t?binom|choose|ln|log|lg|exp|sqrt|int|sum|prod|times|cdot|div|sin|cos|tan)\b|[\^!]"
+    r"|\d\s*[-+*×÷·]\s*[-+]?\s*\d"
+)
+
+
+def _restated(g_alts: Alts, p_alts: Alts, span: str, question: str) -> bool:
+    """A numeric gold answered by a computation written out (``4 - 1``, ``2^{10}``, ``\\binom{5}{2}``,
+    ``e^{\\ln 7}``, an unreduced fraction) that states nothing the question did not."""
+    if not g_alts or not all(isinstance(g, Num) for g in g_alts):
+        return False
+    written = unevaluated(g_alts, p_alts, span) or bool(_OPERATION.search(span))
+    return written and restates(span, question)
+
+
+def restates(span: str, question: str) -> bool:
+    r"""Whether an answer computation states nothing the question did not: each of its numbers is one
+    the question gives (``4 - 1`` for "What is 4 minus 1?"; not ``10 \cdot 9`` for "10 people, 2 posts")."""
+    numbers = {_plain_number(n) for n in _NUMBER.findall(span)}
+    return bool(numbers) and numbers <= question_numbers(question)
+
+
+def compare(
+    completion: str,
+    gold: str,
+    strict: bool = False,
+    *,
+    question: str | None = None,
+    unevaluated_rule: Unevaluated = "question",
+) -> Verdict:
     """One completion's answer against a gold answer (no time limit; exceptions propagate): the
     steps of :func:`rlvr.verify.math.verify_math` after the multiple-choice dispatch."""
     if not isinstance(completion, str) or not isinstance(gold, str):
@@ -160,10 +216,13 @@ def compare(completion: str, gold: str, strict: bool = False) -> Verdict:
         )
     if g_cand is not None and (v := _same_string(p_cand, g_cand, details)):
         return v
-    if unevaluated(g_alts, p_alts, span):  # "4 - 1" for 3: the question restated, not answered
+    if unevaluated_rule == "always" and unevaluated(g_alts, p_alts, span):  # "4 - 1" for 3
         why = f"{span[:60]!r} is a computation, not its result: the answer must be the number"
         return Verdict(Status.WRONG, span, Method.STRUCTURAL, why, g_span, {**details, "rule": "unevaluated"})
     ok, method = equal_alts(g_alts, p_alts)
+    if ok and question is not None and unevaluated_rule == "question" and _restated(g_alts, p_alts, span, question):
+        why = f"{span[:60]!r} restates the question's computation: the answer must be its result"
+        return Verdict(Status.WRONG, span, Method.STRUCTURAL, why, g_span, {**details, "rule": "restated"})
     if ok:
         return Verdict(Status.CORRECT, span, method, f"equal ({method.value})", g_span, details)
     return Verdict(Status.WRONG, span, method, f"{span[:60]!r} differs from the gold {g_span[:60]!r}", g_span, details)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rlvr.errors import VerifierTimeout
 from rlvr.types import Status, Verdict
-from rlvr.verify.math.compare import compare
+from rlvr.verify.math.compare import Unevaluated, compare
 from rlvr.verify.mcq import gold_letter, verify_mcq
 from rlvr.verify.timeout import time_limit
 
@@ -19,16 +19,24 @@ def verify_math(
     completion: str,
     gold: str,
     *,
+    question: str | None = None,
     strict: bool = False,
     timeout: float | None = DEFAULT_TIMEOUT,
+    unevaluated: Unevaluated = "question",
 ) -> Verdict:
     """Verify a model's maths answer against a gold answer.
 
     Args:
         completion: the model output (prose, ``<think>``/``<answer>`` tags, boxes...).
         gold: the reference: a bare answer or a worked solution with a box.
+        question: the problem the completion answers (the row's prompt). With it, an answer that
+            only restates the question's computation (``4 - 1`` for "What is 4 minus 1?", every
+            number of it one the question gives) is ``wrong``, rule ``restated``; without it a
+            closed form equal to the gold (``\\sqrt[3]{27}`` for 3) is ``correct``.
         strict: no last-number fallback; only explicit answers count.
         timeout: seconds for the whole verification (any thread; ``None`` = no limit).
+        unevaluated: ``question`` (the default, above); ``always``: any computation left undone
+            against a numeric gold is ``wrong`` (rule ``unevaluated``), question or not; ``never``.
 
     Returns:
         A :class:`Verdict`; ``timeout`` and ``error`` are never reported as ``wrong``.
@@ -38,10 +46,14 @@ def verify_math(
         'correct'
         >>> verify_math("I don't know", "3", strict=True).status.value
         'no_answer'
+        >>> verify_math(r"\\boxed{2^{10}}", "1024").status.value
+        'correct'
+        >>> verify_math(r"\\boxed{2^{10}}", "1024", question="What is 2^10?").details["rule"]
+        'restated'
     """
     try:
         with time_limit(timeout):
-            return _verify(completion, gold, strict)
+            return _verify(completion, gold, strict, question, unevaluated)
     except VerifierTimeout:
         return Verdict(Status.TIMEOUT, reason=f"verification exceeded {timeout:g}s")
     except RecursionError:
@@ -50,9 +62,11 @@ def verify_math(
         return Verdict(Status.ERROR, reason=f"{type(e).__name__}: {str(e)[:200]}")
 
 
-def _verify(completion: str, gold: str, strict: bool) -> Verdict:
+def _verify(
+    completion: str, gold: str, strict: bool, question: str | None = None, unevaluated: Unevaluated = "question"
+) -> Verdict:
     if not isinstance(completion, str) or not isinstance(gold, str):
         raise TypeError(f"completion and gold must be str, got {type(completion).__name__}, {type(gold).__name__}")
     if gold_letter(gold) is not None:  # one option letter: a multiple-choice answer
         return verify_mcq(completion, gold)
-    return compare(completion, gold, strict)
+    return compare(completion, gold, strict, question=question, unevaluated_rule=unevaluated)
