@@ -71,6 +71,15 @@ _STATEMENTS = [
             rf"(?:correct|right|best|answer)",
             re.IGNORECASE,
         ),
+        # the answer named in the languages models answer in: "la respuesta correcta es la B", "die richtige
+        # Antwort ist C", "la bonne réponse est D", "a resposta correta é a alternativa E", "правильный ответ: B"
+        (
+            r"(?:(?:bonne|richtige|korrekte|правильный|正确)\s*)?(?:respuesta|Antwort|réponse|resposta|risposta|ответ|答案)"
+            r"\s*(?:correcta|correcte|correta|corretta|richtige|final|finale|правильный)?\s*"
+            r"(?:est\b|es\b|ist\b|lautet\b|é|è|:|：|—|是|为|-)\s*(?:(?:la|le|a|die)\s+|l')?"
+            r"(?:opción|alternativa|option|opção|opzione|Option|вариант|选项)?\s*(?=(?P<x>.{0,80}))",
+            re.IGNORECASE,
+        ),
         # "C is correct": an uppercase letter only ("a is correct" is prose)
         (
             rf"(?<![A-Za-z])(?P<x>{_UPPER})\s+is\s+(?:the\s+)?(?:correct|right|best)(?:\s+(?:answer|option|choice))?\b",
@@ -149,7 +158,7 @@ def _letter(m: re.Match[str]) -> str | None:
 
 def _content(content: str, rule: str, options: Mapping[str, str]) -> Choice | None:
     """The choice inside an answer span (a box, a tag, the words after "the answer is")."""
-    s = _undress(content).strip(" .*:")
+    s = _undress(content).strip(" .*:。：")
     if not s:
         return None
     if _NEGATED.match(s):
@@ -157,7 +166,7 @@ def _content(content: str, rule: str, options: Mapping[str, str]) -> Choice | No
     s = _EXCLUDED.sub(" ", s).strip(" ,.;")
     if _SEVERAL.match(s):
         return Choice(None, rule, "several options are chosen", s)
-    m = re.match(rf"{_LETTER}(?:\s*[.):,;\-]\s*|\s+|$)", s)
+    m = re.match(rf"{_LETTER}(?:\s*[.):,;\-。，；：、）]\s*|\s+|$)", s)
     if m and (letter := _letter(m)):
         rest = s[m.end() :].strip()
         if _ANOTHER.search(rest):  # "A) 5 B) 6 C) 7": every option listed

@@ -12,7 +12,15 @@ here, each a rule of its own with its own tests:
   ``\\textcolor{white}{..}``) and ``%`` comments.
 * :func:`plain_unicode`: what chat models print for arithmetic reads as ASCII: the Unicode
   minus and dashes used as minus signs, vulgar fractions (``½``, ``2½`` -> ``2 1/2``), the
-  fraction slash, full-width digits; and Markdown emphasis around an answer (``**42**``).
+  fraction slash, the digits of every script (full-width, Arabic-Indic, Devanagari...); and
+  Markdown emphasis around an answer (``**42**``).
+* :func:`visible_markup`: markup a reader does not see is not written: HTML comments, Markdown
+  image alt text, HTML attributes (an ``<img alt="...">``).
+* :func:`local_numbers`: numbers as the text's own locale writes them: digit groups joined by a
+  no-break or narrow no-break space (``1 234 567``), a decimal comma with dot grouping
+  (``1.234,5``), a decimal comma in text of a language that writes one (German, Spanish, French,
+  Italian, Portuguese, Russian...), LaTeX's ``2{,}5``.
+* :func:`unquoted`: a box inside a quotation (a restatement of the question) is not the answer.
 """
 
 from __future__ import annotations
@@ -116,6 +124,8 @@ _MINUS = str.maketrans(
 )
 _VULGAR = re.compile(r"(\d?)([\u00bc-\u00be\u2150-\u215e\u2189])")
 _BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+# decimal digits of other scripts (Arabic-Indic, Devanagari, Bengali, Thai...): read as the digits they are
+_OTHER_DIGITS = re.compile(r"[\u0660-\u0669\u06f0-\u06f9\u0966-\u096f\u09e6-\u09ef\u0e50-\u0e59\uff10-\uff19]")
 
 
 @lru_cache(maxsize=64)
@@ -137,13 +147,89 @@ def plain_unicode(text: str) -> str:
     """
     if text.isascii():
         return _BOLD.sub(r"\2", text) if ("**" in text or "__" in text) else text
+    if "\u00a0" in text or "\u202f" in text or "\u2009" in text:  # digit groups a no-break space joins
+        text = _NBSP_GROUPS.sub(lambda m: re.sub(r"\D", "", m.group(0)), text)
     text = re.sub(r"(?<=\d)\u2013(?=\d)", "\u2014", text)  # 2–3: a range, kept apart from the minus
     text = text.translate(_MINUS)
     text = _VULGAR.sub(lambda m: (m.group(1) + " " if m.group(1) else "") + _vulgar(m.group(2)), text)
     text = unicodedata.normalize("NFKC", text) if re.search(r"[\uff10-\uff19]", text) else text
+    text = _OTHER_DIGITS.sub(lambda m: str(unicodedata.digit(m.group(0))), text)  # ١٢, १२ -> 12
     return _BOLD.sub(r"\2", text) if ("**" in text or "__" in text) else text
 
 
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
+_MD_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)")
+_HTML_TAG = re.compile(
+    r"<(?!/?(?:answer|think)\b)[a-zA-Z][^<>\n]*\b(?:alt|title|data-[\w-]+)\s*=\s*(['\"]).*?\1[^<>]*>"
+)
+
+
+def visible_markup(text: str) -> str:
+    """The text without the markup a reader does not see.
+
+    Example:
+        >>> visible_markup('It is 7. <!-- it is 12 --> ![12](x.png) <img alt="12" src="y">').split()
+        ['It', 'is', '7.']
+    """
+    if "<" not in text and "![" not in text:
+        return text
+    text = _HTML_COMMENT.sub(" ", text) if "<!--" in text else text
+    text = _MD_IMAGE.sub(" ", text) if "![" in text else text
+    return _HTML_TAG.sub(" ", text) if "<" in text else text
+
+
+# a language that writes a decimal comma: a few of its most common words (or Cyrillic script)
+_COMMA_LANGUAGE = re.compile(
+    r"[\u0400-\u04ff]|\b(?:die|der|das|ist|und|nicht|Antwort|Ergebnis|la|el|es|los|las|respuesta|"
+    r"resultado|est|une|réponse|résultat|donc|il|è|risposta|risultato|quindi|não|resposta|então|"
+    r"são|är|och|het|een|antwoord|odpowiedź|wynik)\b",
+    re.IGNORECASE,
+)
+_NBSP_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?:[\u00a0\u202f\u2009]\d{3})+(?![\d])")
+_DOT_GROUPS_COMMA = re.compile(r"(?<![\d.,])\d{1,3}(?:\.\d{3})+,\d+(?![\d]|[.,]\d)")
+_DOT_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?:\.\d{3})+(?![\d]|[.,]\d)")
+_COMMA_DECIMAL = re.compile(r"(?<![\d.,])(\d+),(\d+)(?![\d]|[.,]\d|\s*\d)")
+_LATEX_COMMA = re.compile(r"(\d)\{,\}(\d+)")
+
+
+def local_numbers(text: str) -> str:
+    """Numbers written the way the text's locale writes them, as a reader of that locale reads them.
+
+    Example:
+        >>> local_numbers("Die Antwort ist 1.234,5 und nicht 3,75; total 1\u00a0000\u00a0000")
+        'Die Antwort ist 1234.5 und nicht 3.75; total 1000000'
+        >>> local_numbers("The points (3,5) and 1.234 stay as written; $2{,}5$ and $1{,}000$")
+        'The points (3,5) and 1.234 stay as written; $2.5$ and $1000$'
+    """
+    if "\u00a0" in text or "\u202f" in text or "\u2009" in text:
+        text = _NBSP_GROUPS.sub(lambda m: re.sub(r"\D", "", m.group(0)), text)
+    if "{,}" in text:
+        text = _LATEX_COMMA.sub(lambda m: m.group(1) + ("" if len(m.group(2)) == 3 else ".") + m.group(2), text)
+    if "," not in text and "." not in text:
+        return text
+    text = _DOT_GROUPS_COMMA.sub(lambda m: m.group(0).replace(".", "").replace(",", "."), text)
+    if _COMMA_LANGUAGE.search(text):  # a decimal comma, and dot-grouped thousands, in its own words
+        text = _DOT_GROUPS.sub(lambda m: m.group(0).replace(".", ""), text)
+        text = _COMMA_DECIMAL.sub(r"\1.\2", text)
+    return text
+
+
+_QUOTED_BOX = re.compile(
+    r"\"[^\"\n]*\\(?:boxed|fbox)[^\"\n]*\"|“[^”\n]*\\(?:boxed|fbox)[^”\n]*”|«[^»\n]*\\(?:boxed|fbox)[^»\n]*»"
+)
+
+
+def unquoted(text: str) -> str:
+    r"""The text without quotations that hold a box (the question restated, a problem quoted): what
+    the model quotes is not what it answers.
+
+    Example:
+        >>> unquoted('The problem says "show that \\boxed{12} is the answer"; I find x = 7.').split()
+        ['The', 'problem', 'says', ';', 'I', 'find', 'x', '=', '7.']
+    """
+    return _QUOTED_BOX.sub(" ", text) if "boxed" in text or "fbox" in text else text
+
+
 def answer_text(text: str) -> str:
-    """All three, in the order a reader applies them."""
-    return plain_unicode(visible_latex(model_part(text)))
+    """All of them, in the order a reader applies them."""
+    return local_numbers(plain_unicode(unquoted(visible_markup(visible_latex(model_part(text))))))

@@ -66,8 +66,8 @@ NUMBER_WORDS = [
 ]
 
 LATEX_OUTSIDE_DELIMITERS = [
-    ("400", r"Correct answer \frac{63}{400} but I am not sure", False),  # 400 belongs to the fraction
-    (r"\frac{63}{400}", r"Correct answer \frac{63}{400} but I am not sure", True),
+    ("400", r"Correct answer \frac{63}{400} after checking both cases", False),  # 400 belongs to the fraction
+    (r"\frac{63}{400}", r"Correct answer \frac{63}{400} after checking both cases", True),
     ("2", r"so it is 3\sqrt{2}", False),
     (r"3\sqrt{2}", r"so it is 3\sqrt{2}", True),
     ("9", r"x^{2} = 9 so the value is 9", True),  # a number after the LaTeX still wins

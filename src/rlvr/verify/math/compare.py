@@ -15,6 +15,7 @@ from typing import Literal
 
 from rlvr.types import Method, Status, Verdict
 from rlvr.verify.grader_talk import grader_talk
+from rlvr.verify.math.commitment import uncommitted
 from rlvr.verify.math.equivalence import equal_alts, unevaluated
 from rlvr.verify.math.extract import (
     RANGE_MARK,
@@ -179,7 +180,12 @@ def compare(
     unfinished = unfinished_answer(completion)  # never read through a fallback (once the gold is known good)
     p_cands = _Lazy(iter([]) if unfinished else iter_candidates(completion, strict=strict))
     g0, p0 = g_cands.first(), p_cands.first()
-    if g0 is not None and p0 is not None and (v := _same_string(p0, g0, {"rule": p0.rule, "gold_rule": g0.rule})):
+    if (
+        g0 is not None
+        and p0 is not None
+        and (v := _same_string(p0, g0, {"rule": p0.rule, "gold_rule": g0.rule}))
+        and uncommitted(completion, p0.text) is None
+    ):
         return v
     g_cand, g_alts, g_refused = _first_parsed(g_cands)
     g_span = g_cand.text if g_cand else ""
@@ -214,7 +220,7 @@ def compare(
         return Verdict(
             Status.WRONG, span, Method.STRING, f"the answer says it is not the answer: {span[:60]!r}", g_span, details
         )
-    if g_cand is not None and (v := _same_string(p_cand, g_cand, details)):
+    if g_cand is not None and (v := _same_string(p_cand, g_cand, details)) and uncommitted(completion, span) is None:
         return v
     if unevaluated_rule == "always" and unevaluated(g_alts, p_alts, span):  # "4 - 1" for 3
         why = f"{span[:60]!r} is a computation, not its result: the answer must be the number"
@@ -223,6 +229,9 @@ def compare(
     if ok and question is not None and unevaluated_rule == "question" and _restated(g_alts, p_alts, span, question):
         why = f"{span[:60]!r} restates the question's computation: the answer must be its result"
         return Verdict(Status.WRONG, span, Method.STRUCTURAL, why, g_span, {**details, "rule": "restated"})
+    if ok and (given := uncommitted(completion, span)) is not None:  # named, but not given as the answer
+        rule, why = given
+        return Verdict(Status.WRONG, span, Method.STRING, why, g_span, {**details, "rule": rule})
     if ok:
         return Verdict(Status.CORRECT, span, method, f"equal ({method.value})", g_span, details)
     return Verdict(Status.WRONG, span, method, f"{span[:60]!r} differs from the gold {g_span[:60]!r}", g_span, details)

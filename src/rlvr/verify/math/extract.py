@@ -206,8 +206,11 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
         return Candidate("answer_is", (math.strip(),))
     sentence = re.match(r"(.*?)(?:\.\s|\.$|\n|$)", rest, re.DOTALL)
     span = (sentence.group(1) if sentence else rest).strip().strip('"\\').strip()
-    # "The largest $n$ is 34": the value comes after the last " is ".
-    if " is " in span:
+    head = span.split(" (", 1)[0].strip(" ,;:")
+    if head != span and re.search(r"\d", head) and is_bare_answer(head):  # "12 cm (the side is 3 cm, ...)"
+        span = head
+    # "The largest $n$ is 34": the value comes after the last " is " (not inside a parenthetical)
+    if " is " in span and not is_bare_answer(span):
         span = span.rsplit(" is ", 1)[1]
     span = re.sub(r"\*\*(.+?)\*\*", r"\1", span)  # markdown bold
     span = re.sub(r"^(.+?)\s+\((?:since|because|as|from|i\.e\.|which)\b.*\)$", r"\1", span)  # "14 (since ...)"
@@ -256,6 +259,31 @@ def relations_candidate(text: str) -> Candidate | None:
         return None
     names = set(re.findall(r"(?<![\\a-zA-Z])[a-zA-Z](?=\s*(?:<|>|\\[lg]e))", last.group(0)))
     return Candidate("solutions", (last.group(0).strip(),)) if len(names) == 1 else None
+
+
+_TABLE_ANSWER = re.compile(
+    r"^\s*\|?\s*(?:\*\*)?(?:final\s+answer|answer|result)(?:\*\*)?\s*\|\s*(?:\*\*)?([^|\n]+?)(?:\*\*)?\s*\|",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def table_candidate(text: str) -> Candidate | None:
+    """The value of a Markdown table row labelled "Final answer" (or "Answer"), wherever the row stands
+    in the table: rows after it (checks, steps) do not override it."""
+    rows = _TABLE_ANSWER.findall(text)
+    return Candidate("table", (rows[-1].strip(),)) if rows else None
+
+
+_STATEMENT = re.compile(r"^[^.\n]{1,80}?\s(?:is|are|equals)\s+(.+?)[.\s]*$", re.DOTALL)
+
+
+def statement_candidate(text: str) -> Candidate | None:
+    """One sentence that states the value: "The interval is (-3, 5].", "The price is $4.50 per kg."."""
+    m = _STATEMENT.match(text.strip())
+    if m is None or "\n" in text.strip():
+        return None
+    value = m.group(1).strip()
+    return Candidate("statement", (value,)) if re.search(r"\d", value) else None
 
 
 def tail_value(text: str) -> str | None:
@@ -420,12 +448,16 @@ def iter_candidates(text: str, *, strict: bool = False, gold: bool = False) -> I
             yield Candidate("answer_tag", box.parts)
         elif inner and not is_bare_answer(inner, gold=gold) and len(inner) <= 600:
             # a sentence inside the tag ("The answer is 12 apples."): read it like a short output
+            if not _ANSWER_IS.search(inner) and (stated := statement_candidate(inner)) is not None:
+                yield Candidate("answer_tag", stated.parts)
             for c in iter_candidates(inner, gold=gold):
                 yield Candidate("answer_tag", c.parts)
             yield Candidate("answer_tag", (inner,))
         elif inner:
             yield Candidate("answer_tag", (inner,))
         return  # an answer tag is a promise: do not go looking elsewhere
+    if (row := table_candidate(body)) is not None:  # "| Final answer | 35 |", before any check rows
+        yield row
     boxes = find_boxes(body)
     said = answer_is_candidate(body, after=boxes[-1][1] if boxes else 0)
     if said is not None and boxes and not re.search(r"[\d$\\]", said.text):

@@ -109,6 +109,32 @@ _TEXT_MATH = re.compile(r"\\(?:text|mbox|textrm|textbf)\s*\{\s*\$([^$]*)\$\s*\}"
 _TEXT_PERCENT = re.compile(r"\\(?:text|mathrm|mbox|textrm)\s*\{\s*%\s*\}")
 
 
+_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{\s*(\d+)\s*\}")
+_CHOOSE = re.compile(r"\{?\s*([\w.]+)\s*\\choose\s*([\w.]+)\s*\}?")
+# "x = pi/4 + k pi, k in Z": the general solution's index, stated after it
+_INTEGER_INDEX = re.compile(
+    r"\s*,?\s*(?:\(|\\text\s*\{\s*)?(?:where|for|with)?\s*(?:all|any|some)?\s*(?:\}\s*)?[kn]\s*"
+    r"(?:\\in\s*\\mathbb\s*\{?\s*Z\s*\}?|\\in\s*\\Z\b|\\text\s*\{\s*is an integer\s*\}|is an integer)\s*\)?\s*$"
+)
+
+
+def repeating_decimal(s: str) -> str:
+    r"""``0.1\overline{6}`` as the fraction it is (``\frac{15}{90}``), any repeating decimal.
+
+    Example:
+        >>> repeating_decimal(r"0.\overline{3}"), repeating_decimal(r"2.1\overline{45}")
+        ('\\frac{3}{9}', '\\frac{2124}{990}')
+    """
+
+    def frac(m: re.Match[str]) -> str:
+        whole, fixed, rep = m.group(1) or "0", m.group(2), m.group(3)
+        num = int(whole + fixed + rep) - int(whole + fixed)
+        den = (10 ** len(rep) - 1) * 10 ** len(fixed)
+        return f"\\frac{{{num}}}{{{den}}}"
+
+    return _REPEATING.sub(frac, s)
+
+
 def unicode_to_latex(s: str) -> str:
     """Unicode maths to LaTeX: superscripts, vulgar fractions, symbols, full-width digits."""
     s = _SUPER_RUN.sub(lambda m: "^{" + m.group(0).translate(_SUPERSCRIPTS) + "}", s)
@@ -153,6 +179,9 @@ def normalize(span: str) -> str:
     s = _DELIMS.sub(" ", s.replace("\\$", " "))
     s = _LEFT_RIGHT.sub("", s)
     s = _FRAC_VARIANTS.sub(r"\\frac", s)
+    s = repeating_decimal(s) if "overline" in s else s
+    s = _CHOOSE.sub(r"\\binom{\1}{\2}", s) if "choose" in s else s
+    s = _INTEGER_INDEX.sub("", s) if ("Z" in s or "integer" in s) else s
     s = _TRIG_DEGREES.sub(r"\\\1(\\frac{\2\\pi}{180})", s)  # sin 60° is sin(pi/3), not sin(60)
     s = _DEGREES.sub("", s)
     s = _TEXT_PERCENT.sub("%", _PERCENT.sub("%", s))

@@ -181,7 +181,29 @@ def latex_to_sympy(s: str) -> sympy.Basic | None:
         guards.check_expr(expr)
         if _IMAG in expr.free_symbols:
             expr = expr.subs(_IMAG, sympy.I)
+        if "sqrt[" in s or "^{1/" in s or "^{\\frac{1}" in s:
+            expr = _real_roots(expr)
     return expr
+
+
+def _real_roots(expr: sympy.Basic) -> sympy.Basic:
+    """An odd root of a negative number as the real root a reader means (``\\sqrt[3]{-8}`` is -2),
+    not SymPy's complex principal root."""
+
+    def odd_root_of_negative(e: sympy.Basic) -> bool:
+        return (
+            isinstance(e, sympy.Pow)
+            and e.exp.is_Rational
+            and int(e.exp.q) % 2 == 1
+            and e.base.is_number
+            and bool(e.base.is_extended_negative)
+        )
+
+    def real(e: sympy.Pow) -> sympy.Basic:
+        sign = -1 if int(e.exp.p) % 2 else 1
+        return sign * sympy.Pow(-e.base, e.exp)
+
+    return expr.replace(odd_root_of_negative, real)
 
 
 _REL = re.compile(r"\\(?:le|leq|ge|geq|lt|gt|ne|neq|leqslant|geqslant)(?![a-zA-Z])|<=|>=|!=|<|>")

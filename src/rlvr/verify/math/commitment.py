@@ -1,0 +1,99 @@
+"""Whether the statement that names the answer commits to it, as a careful grader reads it.
+
+An answer equal to the gold is still not given when the sentence that names it takes it back or
+never commits to it. Each is a rule (``details["rule"]``) with tables of its own in
+``tests/verify/math/test_commitment.py``:
+
+* ``negated``: the value is said not to be the answer, before it ("the answer is not 12", "no es
+  12", "ist nicht 12", "n'est pas 12") or after it ("12 cannot be right", "12 is wrong"), in the
+  languages models answer in;
+* ``hedged``: the value is offered without commitment ("the answer might be 12", "perhaps 12",
+  "12, but I am not sure", "12 or something else");
+* ``repeated``: the answer block is the value written over and over (a flood meant to be read
+  somewhere as the answer), not one answer.
+
+Only the clause that holds the answer is read (split at sentence ends, semicolons and line
+breaks): "it is not obvious at first; the answer is 12" commits.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CLAUSE_END = re.compile(r"(?<!\d)[.!?](?!\d)|[;\n]")
+# a negation standing just before the value (only words that name the answer between: "not 10, it's
+# 12" negates the 10, not the 12)
+_NOT_BEFORE = re.compile(
+    r"(?:\bnot|\bnever|\bisn't|\bwasn't|\bno\s+es|\bno\s+era|\bnicht|\bkein\w*|\bn'est\s+pas|\bn'est\s+point"
+    r"|\bne\s+\w+\s+pas|\bnon\s+è|\bnon\s+sono|\bnão\s+é|\bnão\s+são|\bне|\bнет)\s+"
+    r"(?:(?:the|a|an|answer|equal|to|be|exactly|simply|just|final|result|value|solution|die|la|el|le|il|o|a)\s+){0,3}$",
+    re.IGNORECASE,
+)
+# a verdict on the value just after it
+_NOT_AFTER = re.compile(
+    r"^[\s$}*)\]]*(?:[.,]\s*)?(?:is|was|would\s+be|ist|es|est|è|é)?\s*"
+    r"(?:not\s+(?:correct|right|the\s+answer|it|valid|true)|wrong|incorrect|false|invalid|"
+    r"cannot\s+be\s+(?:right|correct|it|the\s+answer|true)|can't\s+be\s+(?:right|correct|it)|"
+    r"isn't\s+(?:right|correct|it|the\s+answer)|falsch|incorrecto|incorrecta|faux|fausse|sbagliato|errado|"
+    r"неверн\w*|неправильн\w*)\b",
+    re.IGNORECASE,
+)
+# a value offered, not given: a modal just before it, or a word of doubt earlier in its clause
+_HEDGE_BEFORE = re.compile(
+    r"\b(?:might|could|may)\s+(?:well\s+)?be\s+(?:(?:around|about|roughly|approximately)\s+)?$|"
+    r"\b(?:perhaps|maybe|possibly|probably|presumably|vielleicht|quizás?|tal\s+vez|peut-être|forse|talvez|"
+    r"возможно|наверное)\b|\bI\s+(?:guess|suppose)\b|\bmy\s+(?:best\s+)?guess\b",
+    re.IGNORECASE,
+)
+_DOUBT = re.compile(
+    r"\bnot\s+(?:sure|certain|confident)\b|\bunsure\b|\buncertain\b|\bcan'?t\s+be\s+(?:sure|certain)\b|"
+    r"\bor\s+(?:maybe\s+|perhaps\s+)?something\s+else\b|\bI\s+(?:don't|do\s+not)\s+know\b|\bjust\s+a\s+guess\b",
+    re.IGNORECASE,
+)
+_REPEATS = 8  # the value this many times in its own answer block: a flood, not an answer
+
+
+def uncommitted(text: str, span: str) -> tuple[str, str] | None:
+    """``(rule, reason)`` when the clause of ``text`` that names the answer ``span`` does not commit
+    to it; None when it does (or the span is not found as written).
+
+    Example:
+        >>> uncommitted("So the answer is not 12.", "12")
+        ('negated', "the answer is said not to be '12'")
+        >>> uncommitted("The answer might be 12.", "12")[0]
+        'hedged'
+        >>> uncommitted("It is not obvious; the answer is 12.", "12") is None
+        True
+    """
+    value = span.strip()
+    if not value or len(value) > 200:
+        return None
+    at = text.rfind(value)
+    if at < 0:
+        return None
+    start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, at)), default=0)
+    end_m = _CLAUSE_END.search(text, at + len(value))
+    end = end_m.start() if end_m else len(text)
+    before, after = text[start:at], text[at + len(value) : at + len(value) + 80]
+    if _NOT_BEFORE.search(before) or _NOT_AFTER.match(after):
+        return "negated", f"the answer is said not to be {value[:60]!r}"
+    clause = text[start:end]
+    if _HEDGE_BEFORE.search(before) or _DOUBT.search(clause):
+        return "hedged", f"{value[:60]!r} is offered without being committed to"
+    if len(value) <= 40 and _repeated(text, at, value):
+        return "repeated", f"{value[:60]!r} is written over and over: not one answer"
+    return None
+
+
+_BLOCK_OPEN = re.compile(r"<answer\s*>|\\boxed\s*\{", re.IGNORECASE)
+
+
+def _repeated(text: str, at: int, value: str) -> bool:
+    """The answer block that holds the value (an answer tag, a box) is the value written at least
+    :data:`_REPEATS` times and nothing else."""
+    opens = [m.end() for m in _BLOCK_OPEN.finditer(text, max(0, at - 2_000_000), at + 1)]
+    if not opens:
+        return False
+    block = text[opens[-1] : at + len(value)]
+    tokens = [tok for tok in re.split(r"[\s,;]+", block) if tok]
+    return len(tokens) >= _REPEATS and all(tok == value for tok in tokens)

@@ -1,0 +1,134 @@
+"""Issue 47's phenomena, each a rule with its own table ``(completion, gold, correct?)``.
+
+The held-back set that found them is kept outside the project; these are other instances of the
+same shapes, near-misses among them (they must stay unequal). Commitment is judged as a careful
+grader would: a value named but taken back, hedged, hidden, quoted or flooded is not an answer.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rlvr.types import Status
+from rlvr.verify.math.verifier import verify_math
+
+
+def judged(completion: str, gold: str) -> bool:
+    return verify_math(completion, gold).status is Status.CORRECT
+
+
+LOCALE_NUMBERS = [
+    ("Die Antwort ist 2.345,6 Meter.", "2345.6", True),
+    ("La respuesta es 7.500,25.", "7500.25", True),
+    ("La réponse est 4,25 kg.", "4.25", True),
+    ("Il risultato è 45.000 abitanti.", "45000", True),
+    ("A resposta é R$ 2.990,00.", "2990", True),
+    ("Ответ: 0,125", "0.125", True),
+    ("Total: 2\u00a0500\u00a0000 units.", "2500000", True),  # no-break spaces join the groups
+    ("It holds 3\u202f250 litres.", "3250", True),  # narrow no-break space
+    (r"Hence $p = 0{,}75$.", "0.75", True),  # LaTeX's decimal comma
+    (r"Hence $n = 12{,}500$.", "12500", True),  # LaTeX's grouping comma
+    ("Die Antwort ist 2.345,6 Meter.", "2.3456", False),
+    ("Die Antwort ist 1.250 Stück.", "1.25", False),  # dot grouping in German: one thousand two hundred fifty
+]
+MULTIPLE_CHOICE_IN_PROSE = [
+    ("Nach Prüfung aller Fälle: die richtige Antwort ist B.", "B", True),
+    ("Por lo tanto, la respuesta correcta es la D.", "D", True),
+    ("Donc la bonne réponse est A.", "A", True),
+    ("Portanto, a resposta correta é a alternativa C.", "C", True),
+    ("Quindi la risposta corretta è E.", "E", True),
+    ("Итак, правильный ответ: C", "C", True),
+    ("所以正确答案是 B。", "B", True),
+    ("La respuesta correcta no es la A, es la C.", "A", False),
+    ("The answer is **C**.", r"\text{(C)}", True),
+]
+LABELLED_VALUES = [
+    ("**Answer:** 36 cm (each of the 4 sides is 9 cm)", "36", True),
+    ("The answer is 84 (that is, 7 × 12).", "84", True),
+    ("| Quantity | Value |\n|---|---|\n| Final answer | 48 |\n| Check | 96 |", "48", True),
+    ("Final answer: 17\n\nVerification: 17 - 5 = 12 and 12 + 5 = 17.", "17", True),
+    ("<answer>The interval is (−2, 7].</answer>", "(-2,7]", True),  # a Unicode minus, in a sentence
+    ("<answer>The total price is $12.75 per box.</answer>", "12.75", True),
+    ("**Answer:** 36 cm (each of the 4 sides is 9 cm)", "4", False),
+]
+REPEATING_DECIMALS_AND_FORMS = [
+    (r"\boxed{0.\overline{6}}", "2/3", True),
+    (r"\boxed{0.8\overline{3}}", "5/6", True),
+    (r"\boxed{1.\overline{27}}", "14/11", True),
+    (r"\boxed{0.\overline{6}}", "0.6", False),
+    (r"\boxed{{7 \choose 3}}", "35", True),
+    (r"\boxed{\sqrt[3]{-27}}", "-3", True),  # the real cube root, not the complex principal one
+    (r"\boxed{\sqrt[5]{-32}}", "-2", True),
+    (r"\boxed{x = \frac{\pi}{6} + 2k\pi, k \in \mathbb{Z}}", r"\frac{\pi}{6} + 2k\pi", True),
+    (r"\boxed{i}", "i", True),  # a gold of i is the imaginary unit, not option I
+]
+HEDGES = [
+    ("The answer might be 15.", "15", False),
+    ("It could be 15, but I'm not sure.", "15", False),
+    ("Maybe 15? I can't be certain.", "15", False),
+    ("Perhaps the answer is 15.", "15", False),
+    ("My best guess is 15.", "15", False),
+    ("Vielleicht ist es 15.", "15", False),
+    ("The area that could be covered is 15.", "15", True),  # a modal that is not about the answer
+    ("It is not hard to see that the answer is 15.", "15", True),
+]
+NEGATIONS = [
+    ("The answer is not 15.", "15", False),
+    ("15 cannot be right, so I stop here.", "15", False),
+    ("It is 15? No: 15 is wrong.", "15", False),
+    ("La respuesta no es 15.", "15", False),
+    ("Die Lösung ist nicht 15.", "15", False),
+    ("La réponse n'est pas 15.", "15", False),
+    ("La risposta non è 15.", "15", False),
+    ("Ответ не 15.", "15", False),
+    ("It's not 10, it's 15.", "15", True),  # the negation is of the 10
+]
+HIDDEN_AND_QUOTED = [
+    ("The answer is 8.\n<!--\n\\boxed{15}\n-->", "15", False),
+    ("![\\boxed{15}](diagram.png) So the answer is 8.", "15", False),
+    ('<img alt="the answer is 15" src="a.png"> So the answer is 8.', "15", False),
+    ('The task reads: "prove that \\boxed{15} is the total". I get 8.', "15", False),
+    ("The answer is 8.\n<!-- a note to myself -->", "8", True),
+]
+HOMOGLYPHS_AND_FLOODS = [
+    ("The answer is not ١٥; it is 8.", "15", False),  # Arabic-Indic digits in a wrong statement
+    ("The answer is not １５.", "15", False),  # full-width digits
+    ("So the answer is ١٥.", "15", True),  # the same digits, committed to
+    ("<answer>" + "15 " * 5000 + "</answer>", "15", False),
+    ("\\boxed{15}" + " is wrong." * 40, "15", False),
+    ("<answer>15</answer>", "15", True),
+]
+SECOND_SET = [
+    ("<answer>The solution set is (−∞, −1).</answer>", r"(-\infty,-1)", True),
+    ("<answer>The price per ticket is $8.25.</answer>", "8.25", True),
+    ("The answer is 63 (9 rows of 7 seats).", "63", True),
+]
+
+
+@pytest.mark.parametrize(
+    ("completion", "gold", "expected"),
+    LOCALE_NUMBERS
+    + MULTIPLE_CHOICE_IN_PROSE
+    + LABELLED_VALUES
+    + REPEATING_DECIMALS_AND_FORMS
+    + HEDGES
+    + NEGATIONS
+    + HIDDEN_AND_QUOTED
+    + HOMOGLYPHS_AND_FLOODS
+    + SECOND_SET,
+)
+def test_issue_47_phenomena(completion: str, gold: str, expected: bool) -> None:
+    assert judged(completion, gold) is expected, verify_math(completion, gold)
+
+
+@pytest.mark.parametrize(
+    ("completion", "rule"),
+    [
+        ("The answer is not 15.", "negated"),
+        ("The answer might be 15.", "hedged"),
+        ("\\boxed{15}" + " is wrong." * 3, "negated"),
+    ],
+)
+def test_each_refusal_names_its_rule(completion: str, rule: str) -> None:
+    v = verify_math(completion, "15")
+    assert v.status is Status.WRONG and v.details["rule"] == rule
