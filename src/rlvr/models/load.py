@@ -55,16 +55,30 @@ def _converted(out: Path) -> bool:
 
 def materialize_named(name: str) -> Path:
     """Convert a named GGUF model to a plain ``save_pretrained`` folder once (cached), and return it."""
+    import fcntl
+    import tempfile
+
+    package, stem = NAMED[name]
+    out = cache_dir() / name
+    if _converted(out):
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # one converter at a time on this machine (benchmarks start several processes at once); the
+    # others wait, then find the folder finished
+    with open(out.with_name(out.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _converted(out):
+            return out
+        return _convert(name, package, stem, out, Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{name}-")))
+
+
+def _convert(name: str, package: str, stem: str, out: Path, tmp: Path) -> Path:
     import json
     import shutil
 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    package, stem = NAMED[name]
-    out = cache_dir() / name
-    if _converted(out):
-        return out
     gguf = _gguf_file(package, stem)
     from rich.console import Console
 
@@ -84,13 +98,12 @@ def materialize_named(name: str) -> Path:
             raise RuntimeError(f"converting {gguf}: weights do not match (missing {missing}, unexpected {unexpected})")
         model.tie_weights()
         model.generation_config = quantized.generation_config
-        tmp = out.with_name(out.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         (tmp / _MARK).write_text(json.dumps({"version": CONVERSION, "source": gguf.name}))
         shutil.rmtree(out, ignore_errors=True)  # an older conversion
         tmp.rename(out)  # atomic: a half-written folder is never mistaken for a finished one
+    shutil.rmtree(tmp, ignore_errors=True)  # a conversion that failed half-way
     console.print(f"converted {name} -> {out}")
     return out
 
