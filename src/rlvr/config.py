@@ -186,6 +186,52 @@ class AlgoConfig(_Strict):
         return ("group" if v else "none") if isinstance(v, bool) else v
 
 
+class OffPolicyConfig(_Strict):
+    """Rollouts the trainer did not sample (:mod:`rlvr.algo.correction`): the sampler's log-probs
+    are the *behaviour* policy's; the clipped ratio's old log-probs are the *proximal* policy's.
+    verl's and TRL's names for each setting are in ``docs/guides/off-policy.md``."""
+
+    proximal: Literal["bypass", "recompute"] = "bypass"
+    """``bypass``: the sampler's log-probs are the ratio's old log-probs (nothing corrected, verl's
+    bypass mode); ``recompute``: the training model recomputes them before the update (one forward,
+    no gradient), and the corrections below weigh the behaviour/proximal gap."""
+    token_cap: float | None = Field(None, gt=0)
+    """Truncated token importance weight ``min(proximal / behaviour, cap)`` on each token's loss
+    (TIS; verl ``rollout_is: token`` + ``rollout_is_threshold``; TRL ``token_truncate``)."""
+    geometric_band: tuple[float, float] | None = None
+    """Reject a row whose ``exp(mean log(proximal / behaviour))`` leaves ``[low, high]`` (cause
+    ``off_policy``; verl ``rollout_rs: seq_mean_k1`` with a band such as ``0.999_1.001``)."""
+    token_veto: float | None = Field(None, gt=0, lt=1)
+    """Reject a row with any token whose ratio is below this (an outlier the sampler found likely
+    and the trainer does not)."""
+    product: Literal["none", "truncate", "mask"] = "none"
+    """The product-form sequence weight ``prod(proximal / behaviour)``, truncated at ``product_cap``
+    (TRL ``sequence_truncate``) or a mask above it (TRL ``sequence_mask``): on long completions it
+    drifts far from 1 and the mask rejects nearly everything; prefer ``geometric_band``."""
+    product_cap: float = Field(3.0, gt=1)
+    """The product weight's cap (TRL ``vllm_importance_sampling_clip_max``)."""
+    lag: int = Field(0, ge=0)
+    """Injected staleness, for benchmarks and tests: rollouts are sampled by the policy ``lag``
+    updates back (as an asynchronous engine's buffer would hold them); 0: the current policy."""
+
+    @field_validator("geometric_band")
+    @classmethod
+    def _band(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and not 0 < v[0] < 1 < v[1]:
+            raise ValueError(f"geometric_band must be (low, high) with 0 < low < 1 < high, got {list(v)}")
+        return v
+
+    @property
+    def corrects(self) -> bool:
+        """Whether any correction is set (each needs the recomputed proximal log-probs)."""
+        return (
+            self.token_cap is not None
+            or self.geometric_band is not None
+            or self.token_veto is not None
+            or self.product != "none"
+        )
+
+
 class FailureConfig(_Strict):
     """Failure-aware training: which rollouts enter the group statistics and the loss."""
 
@@ -476,6 +522,8 @@ class TrainConfig(_Strict):
     """``rlvr``: rlvr's own single-process loop; ``trl``: TRL's ``GRPOTrainer`` with rlvr's
     failure-aware step (accelerate, DeepSpeed / FSDP, vLLM, many processes)."""
     trl: TrlConfig = TrlConfig()
+    off_policy: OffPolicyConfig = OffPolicyConfig()
+    """Behaviour vs proximal log-probs, and what corrects the gap."""
     env: EnvConfig | None = None
     """Episodes with tools (see ``rlvr.episodes``)."""
 
@@ -512,6 +560,18 @@ class TrainConfig(_Strict):
             )
         if self.algo.epsilon_high is not None and self.algo.epsilon_high < self.algo.epsilon:
             raise ValueError("algo.epsilon_high must be >= algo.epsilon (it widens the upper clip)")
+        op = self.off_policy
+        if op.corrects and op.proximal == "bypass" and self.engine == "rlvr":
+            raise ValueError(
+                "off_policy corrections weigh the sampler's log-probs against the trainer's, which bypass "
+                "never computes: set off_policy.proximal: recompute, or drop token_cap / geometric_band / "
+                "token_veto / product"
+            )
+        if op.lag > self.failure.max_staleness:
+            raise ValueError(
+                f"off_policy.lag {op.lag} > failure.max_staleness {self.failure.max_staleness}: every rollout "
+                "would be stale; raise failure.max_staleness to at least the lag"
+            )
         if self.engine == "rlvr":
             if self.run.processes > 1:
                 raise ValueError(
@@ -540,6 +600,22 @@ class TrainConfig(_Strict):
             raise ValueError(
                 "rollout.truncation on engine trl cuts TRL's transformers generation; with trl.use_vllm set it to 0"
             )
+        if op.lag:
+            raise ValueError("off_policy.lag (injected staleness) is rlvr's own engine; set it to 0 on TRL")
+        if op.corrects or op.proximal == "recompute":
+            if not self.trl.use_vllm:
+                raise ValueError(
+                    "off_policy on engine trl without trl.use_vllm: TRL samples with the model it trains, so "
+                    "nothing is off-policy; drop the off_policy section (or set trl.use_vllm: true)"
+                )
+            if op.geometric_band is not None or op.token_veto is not None:
+                raise ValueError(
+                    "off_policy.geometric_band / token_veto on engine trl: TRL's vLLM correction offers "
+                    "token_truncate, sequence_truncate and sequence_mask only (off_policy.token_cap, "
+                    "product: truncate | mask); the geometric mask runs on engine rlvr"
+                )
+            if op.token_cap is not None and op.product != "none":
+                raise ValueError("off_policy on engine trl: TRL applies one correction, token_cap or product")
         if self.judge is not None:
             raise ValueError(
                 "judge: the LLM judge runs with engine: rlvr only; drop the judge section or use engine=rlvr"

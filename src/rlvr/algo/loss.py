@@ -129,6 +129,7 @@ def policy_loss(
     epsilon_high: float | None = None,
     beta: float = 0.0,
     ref_logp: torch.Tensor | None = None,
+    is_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, LossStats]:
     """The GRPO objective for one (micro-)batch.
 
@@ -142,6 +143,9 @@ def policy_loss(
         epsilon, epsilon_high: the clip range ``[1 - epsilon, 1 + epsilon_high]``
             (clip-higher when ``epsilon_high > epsilon``; None means symmetric).
         beta: weight of the k3 KL to ``ref_logp`` (0: no reference needed).
+        is_weights: ``[N, T]`` detached importance weights of the behaviour/proximal gap
+            (:func:`rlvr.algo.correction.correction`) on each token's policy term (not the KL term,
+            as verl and TRL apply them); None: 1.
 
     Returns:
         ``(loss, stats)``.
@@ -153,7 +157,10 @@ def policy_loss(
     adv = advantages[:, None]
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1 - epsilon, 1 + eps_hi) * adv
-    per_token = -torch.min(unclipped, clipped)
+    policy_term = -torch.min(unclipped, clipped)
+    if is_weights is not None:
+        policy_term = policy_term * is_weights.detach().to(policy_term.dtype)
+    per_token = policy_term
     kl = torch.zeros((), dtype=logp.dtype, device=logp.device)
     if beta:
         if ref_logp is None:
@@ -167,7 +174,7 @@ def policy_loss(
         n = mask.sum().clamp(min=1)
         was_clipped = ((ratio < 1 - epsilon) & (adv < 0)) | ((ratio > 1 + eps_hi) & (adv > 0))
         stats = LossStats(
-            policy=float(agg(-torch.min(unclipped, clipped), mask, norm)),
+            policy=float(agg(policy_term, mask, norm)),
             kl=float(kl),
             clipfrac=float((was_clipped.to(mask.dtype) * mask).sum() / n),
             approx_kl=float((((ratio - 1) - log_ratio) * mask).sum() / n),

@@ -2,7 +2,8 @@
 
 A rollout left out gets no gradient and does not move its group's mean or std:
 
-* ``invalid`` and ``stale`` rollouts, always (they say nothing about the answer or the policy);
+* ``invalid``, ``stale`` and ``off_policy`` rollouts, always (they say nothing about the answer or
+  the policy);
 * episodes that died of the environment (``tool_error``, ``env_timeout``, ``env_crash``: the
   ``also_out`` causes the failure step passes, ``failure.env_faults``), always: masking the loss
   alone would still let them move their siblings' baseline;
@@ -28,7 +29,7 @@ import torch
 from rlvr.algo.advantages import flat_groups
 from rlvr.diagnostics.causes import Cause
 
-ALWAYS_OUT = frozenset({Cause.INVALID, Cause.STALE, Cause.BAD_GOLD})
+ALWAYS_OUT = frozenset({Cause.INVALID, Cause.STALE, Cause.OFF_POLICY, Cause.BAD_GOLD})
 
 
 def admission(

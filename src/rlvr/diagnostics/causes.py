@@ -8,6 +8,8 @@ them differently, so the mapping lives in exactly one place:
 cause       when (first rule that applies wins)
 =========== ==============================================================================
 stale       made by a policy version older than ``max_staleness`` steps
+off_policy  the engine's sampler and the trainer disagree on it beyond the off-policy correction's
+            sequence mask (:mod:`rlvr.algo.correction`): precision, a fast sampler, a stale buffer
 invalid     empty output, or the verifier timed out, failed, or its judge was ``uncertain``
             (says nothing about the answer)
 bad_gold    the gold answer itself cannot be parsed
@@ -59,6 +61,7 @@ class Cause(str, Enum):
     TRUNCATED = "truncated"
     INVALID = "invalid"
     STALE = "stale"
+    OFF_POLICY = "off_policy"
     BAD_GOLD = "bad_gold"
     SCORED = "scored"
     # episodes: the environment's faults
@@ -79,7 +82,9 @@ class Cause(str, Enum):
 #: The causes before episodes (every rollout's metrics list these; episode causes when they occur).
 SINGLE_TURN = (Cause.CORRECT, Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cause.INVALID, Cause.STALE, Cause.BAD_GOLD)
 #: Every cause a rollout can have whatever its engine (episode causes are the rest).
-ROLLOUT = (*SINGLE_TURN, Cause.SCORED)
+ROLLOUT = (*SINGLE_TURN, Cause.SCORED, Cause.OFF_POLICY)
+#: Causes the engine owns: the rollout says nothing about the policy (always out of the group).
+ENGINE_FAULTS = frozenset({Cause.STALE, Cause.OFF_POLICY})
 #: Episode causes the environment owns by default.
 ENV_FAULTS = frozenset({Cause.TOOL_ERROR, Cause.ENV_TIMEOUT, Cause.ENV_CRASH})
 
@@ -103,13 +108,15 @@ def cause_of(
     max_staleness: int | None = None,
     episode: Cause | None = None,
     env_faults: frozenset[Cause] | None = None,
+    off_policy: bool = False,
 ) -> Cause:
     """The cause of one rollout (see the module docstring for the rules and their order).
 
     ``status``: the verifier's verdict, or None when no verifier judged the rollout (its rewards
     scored it). ``episode``: an episode's own cause (:meth:`rlvr.episodes.Episode.cause`), when it
     has one; ``env_faults``: which causes are the environment's (default: tool_error, env_timeout,
-    env_crash).
+    env_crash). ``off_policy``: the engine's off-policy correction rejected the row (it follows
+    ``stale``: both are the engine's, and say nothing about the policy).
 
     Example:
         >>> cause_of(Status.WRONG, "length").value
@@ -121,6 +128,8 @@ def cause_of(
     """
     if max_staleness is not None and current_version - version > max_staleness:
         return Cause.STALE
+    if off_policy:
+        return Cause.OFF_POLICY
     env = ENV_FAULTS if env_faults is None else env_faults
     if episode is not None and episode in env:
         return episode

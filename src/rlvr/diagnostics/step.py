@@ -72,6 +72,7 @@ class RolloutView:
         events: the causes of every event the episode recorded (tool metrics, policy penalties).
         values: each reward function's own value (None where it did not apply), for engines whose
             reward is several functions (TRL) and the ``normalize_then_sum`` objective.
+        off_policy: the engine's off-policy correction rejected the row (cause ``off_policy``).
     """
 
     prompt_id: str
@@ -86,6 +87,7 @@ class RolloutView:
     episode: Cause | None = None
     events: tuple[Cause, ...] = ()
     values: tuple[float | None, ...] = ()
+    off_policy: bool = False
 
 
 @dataclass
@@ -199,15 +201,18 @@ class FailureAware:
                 max_staleness=ms,
                 episode=v.episode,
                 env_faults=env,
+                off_policy=v.off_policy,
             )
             for v in views
         ]
 
     def to_resample(self, causes: Sequence[Cause]) -> list[int]:
-        """Rows to redraw for the same prompt: ``invalid`` ones (and ``truncated`` with
-        ``exclude_truncated``); the engine keeps the originals as ``replaced`` in its log."""
+        """Rows to redraw for the same prompt: ``invalid`` and ``off_policy`` ones, the environment's
+        faults (and ``truncated`` with ``exclude_truncated``); the engine keeps the originals as
+        ``replaced`` in its log."""
         redo = (
-            ({Cause.INVALID} if self.cfg.verifier_failures == "exclude" else set())
+            {Cause.OFF_POLICY}
+            | ({Cause.INVALID} if self.cfg.verifier_failures == "exclude" else set())
             | self.left_out()
             | ({Cause.TRUNCATED} if self.cfg.exclude_truncated else set())
         )

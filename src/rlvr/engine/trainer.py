@@ -11,12 +11,14 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from rlvr.algo.correction import Correction, CorrectionSettings, correction, mismatch
 from rlvr.algo.loss import Normalizer, policy_loss, token_logprobs
 from rlvr.config import TrainConfig, dump_config
 from rlvr.data.prompts import encode
@@ -138,6 +140,13 @@ class GRPOTrainer:
         )
         self.ahead = DrawAhead(cfg.failure.max_staleness)  # groups dynamic sampling drew beyond a step's need
         self._buffer_stats = (0, 0)
+        self.corrections = CorrectionSettings.of(cfg.off_policy)
+        # off_policy.lag: a sampler that holds the policy `lag` updates back (the weights of the last
+        # lag + 1 versions are kept), as an asynchronous engine's buffer would hand rollouts over
+        self.sampler, self._versions = model, deque[tuple[int, dict[str, torch.Tensor]]]()
+        if cfg.off_policy.lag:
+            self.sampler = copy.deepcopy(model)
+            self._keep_version()
         self.constrainer = run.constrainer
         self._prompt_cache: dict[str, list[int]] = {}
         self.env_cls: type | None = run.env_cls
@@ -150,6 +159,25 @@ class GRPOTrainer:
         if self.cfg.model.autocast == "bf16":
             return torch.autocast(next(self.model.parameters()).device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
+
+    def _keep_version(self) -> None:
+        """Remember this version's weights for the lagged sampler (the last ``lag + 1`` are kept)."""
+        # the weights that train (LoRA: the adapters); the frozen ones are the sampler's copy already
+        trained = {n: p.detach().clone() for n, p in self.model.named_parameters() if p.requires_grad}
+        self._versions.append((self.step, trained))
+        while len(self._versions) > self.cfg.off_policy.lag + 1:
+            self._versions.popleft()
+
+    def _sampling_policy(self) -> tuple[Any, int]:
+        """The model that samples this step and its version (``off_policy.lag`` updates back)."""
+        if self.sampler is self.model:
+            return self.model, self.step
+        version, weights = self._versions[0]
+        with torch.no_grad():
+            for n, p in self.sampler.named_parameters():
+                if n in weights:
+                    p.copy_(weights[n])
+        return self.sampler, version
 
     def _encode(self, s: Sample) -> list[int]:
         key = s.id or repr(s.prompt)
@@ -175,9 +203,10 @@ class GRPOTrainer:
         if self.env_cls is not None:
             turns, prompts = self._turns(samples, g, f"{self.step}:{draw[0]}.{draw[1]}", fault_free=False)
             max_new = self._episode_tokens()
+        sampler, version = self._sampling_policy()
         with self._autocast():
             b = generate(
-                self.model,
+                sampler,
                 self.tok,
                 prompts,
                 group_size=g,
@@ -185,7 +214,7 @@ class GRPOTrainer:
                 temperature=r.temperature,
                 top_p=r.top_p,
                 generator=gen,
-                policy_version=self.step,
+                policy_version=version,
                 fast=self.fast,
                 constrain=self.constrainer,
                 dtype=self.rollout_dtype,
@@ -272,13 +301,18 @@ class GRPOTrainer:
         totals = torch.tensor([b.total if b.total is not None else float("nan") for b in breakdowns])
         return breakdowns, totals
 
-    def _views(self, samples: list[Sample], batch: RolloutBatch, breakdowns: list[Any]) -> list[RolloutView]:
-        """The failure-aware step's view of each rollout."""
-        return self._row_views([s for s in samples for _ in range(batch.group_size)], batch, breakdowns)
+    def _views(
+        self, samples: list[Sample], batch: RolloutBatch, breakdowns: list[Any], rejected: list[bool] | None = None
+    ) -> list[RolloutView]:
+        """The failure-aware step's view of each rollout (``rejected``: the off-policy correction's)."""
+        return self._row_views([s for s in samples for _ in range(batch.group_size)], batch, breakdowns, rejected)
 
-    def _row_views(self, rows: list[Sample], batch: RolloutBatch, breakdowns: list[Any]) -> list[RolloutView]:
+    def _row_views(
+        self, rows: list[Sample], batch: RolloutBatch, breakdowns: list[Any], rejected: list[bool] | None = None
+    ) -> list[RolloutView]:
         episodes = batch.episodes or [None] * len(rows)
         owned = self.fa.env_faults
+        off = rejected or [False] * len(rows)
         return [
             RolloutView(
                 s.id,
@@ -291,8 +325,11 @@ class GRPOTrainer:
                 b.weights,
                 episode=ep.cause(owned) if ep is not None else None,
                 events=tuple(e.cause for e in ep.events) if ep is not None else (),
+                off_policy=o,
             )
-            for s, b, fin, text, v, ep in zip(rows, breakdowns, batch.finish, batch.texts, batch.versions, episodes)
+            for s, b, fin, text, v, ep, o in zip(
+                rows, breakdowns, batch.finish, batch.texts, batch.versions, episodes, off
+            )
         ]
 
     def _sample_groups(self) -> tuple[list[Sample], RolloutBatch, list[Any], torch.Tensor, int]:
@@ -355,13 +392,14 @@ class GRPOTrainer:
         breakdowns: list[Any],
         totals: torch.Tensor,
         causes: list[Cause],
+        tries: int | None = None,
     ) -> tuple[RolloutBatch, list[Any], torch.Tensor, list[Cause], list[dict[str, Any]]]:
         """Redraw the rows :meth:`FailureAware.to_resample` names for the same prompts, at most
-        ``failure.resample_tries`` rounds; returns the originals for the log."""
+        ``tries`` (default ``failure.resample_tries``) rounds; returns the originals for the log."""
         g = batch.group_size
         replaced: list[dict[str, Any]] = []
         breakdowns, causes = list(breakdowns), list(causes)
-        for attempt in range(1, self.cfg.failure.resample_tries + 1):
+        for attempt in range(1, (self.cfg.failure.resample_tries if tries is None else tries) + 1):
             bad = self.fa.to_resample(causes)
             if not bad:
                 break
@@ -476,14 +514,24 @@ class GRPOTrainer:
         return out * batch.completion_mask.to(out.device)
 
     def backward(
-        self, batch: RolloutBatch, advantages: torch.Tensor, admit: torch.Tensor, gap: torch.Tensor | None = None
+        self,
+        batch: RolloutBatch,
+        advantages: torch.Tensor,
+        admit: torch.Tensor,
+        *,
+        old: torch.Tensor | None = None,
+        weights: torch.Tensor | None = None,
+        probe: torch.Tensor | None = None,
     ) -> list[Any]:
         """One pass over the batch: forward, loss and backward of every micro-batch (gradients add up
         in ``.grad``; nothing is stepped). Every micro-batch divides by the same whole-batch
         :class:`Normalizer`, so the split and the order of the rows change nothing
-        (``tests/invariant/``). ``gap``: adds ``|training - sampling|`` log-prob over trained tokens."""
+        (``tests/invariant/``). ``old``: the ratio's old (proximal) log-probs (default: the sampler's,
+        ``batch.logprobs``); ``weights``: ``[N, Tc]`` importance weights on each token's policy term;
+        ``probe``: filled with the training forward's log-probs of the rows it runs (detached)."""
         a = self.cfg.algo
         advantages, admit = advantages.to(self.device), admit.to(self.device)
+        old = batch.logprobs if old is None else old
         trained = self.trained_tokens(batch, admit)
         norm = Normalizer.of(trained, max_len=self.max_completion_tokens())
         # A row with advantage 0 contributes exactly 0 loss and 0 gradient when there is no KL term
@@ -498,11 +546,11 @@ class GRPOTrainer:
                 if self.ref is not None:
                     with torch.no_grad():
                         ref = self._forward(batch, sl, None, self.ref)
-            if gap is not None:
-                gap += ((logp.detach() - batch.logprobs[sl]).abs() * trained[sl]).sum()
+            if probe is not None:
+                probe[sl] = logp.detach().float()
             loss, st = policy_loss(
                 logp,
-                batch.logprobs[sl],
+                old[sl],
                 advantages[sl],
                 trained[sl],
                 norm,
@@ -511,23 +559,35 @@ class GRPOTrainer:
                 epsilon_high=a.epsilon_high,
                 beta=a.beta,
                 ref_logp=ref,
+                is_weights=weights[sl] if weights is not None else None,
             )
             loss.backward()
             stats.append(st)
         return stats
 
-    def update(self, batch: RolloutBatch, advantages: torch.Tensor, admit: torch.Tensor) -> dict[str, Any]:
+    def update(
+        self,
+        batch: RolloutBatch,
+        advantages: torch.Tensor,
+        admit: torch.Tensor,
+        *,
+        old: torch.Tensor | None = None,
+        weights: torch.Tensor | None = None,
+    ) -> dict[str, Any]:
         """``num_iterations`` optimizer steps on one rollout batch (the learning-rate schedule moves
-        once per optimizer step; a batch with nothing to learn from takes none and moves nothing)."""
+        once per optimizer step; a batch with nothing to learn from takes none and moves nothing).
+        ``old`` and ``weights``: the proximal log-probs and importance weights of
+        :meth:`off_policy` (default: the sampler's log-probs, no weights)."""
         a = self.cfg.algo
         stats: list[Any] = []
         grad_norm = 0.0
         lr = self.sched.get_last_lr()[0]
-        gap = torch.zeros((), device=self.device)  # |training - sampling| log-prob, before any update
         trained = self.trained_tokens(batch, admit)
+        # the training forward before any update, on the rows it runs: the sampler/trainer gap
+        probe = torch.full(batch.completion_ids.shape, float("nan"), device=self.device)
         steps = 0
         for it in range(a.num_iterations):
-            got = self.backward(batch, advantages, admit, gap if it == 0 else None)
+            got = self.backward(batch, advantages, admit, old=old, weights=weights, probe=probe if it == 0 else None)
             if not got:  # nothing to learn from this batch: no optimizer step, the schedule stays
                 break
             stats += got
@@ -550,18 +610,31 @@ class GRPOTrainer:
             }
         k = len(stats)
         rows = int((trained.sum(1) > 0).sum())
-        return {
+        ran = trained * ~torch.isnan(probe)  # trained tokens of the rows the passes ran
+        gap = float(((torch.nan_to_num(probe) - batch.logprobs).abs() * ran).sum()) / max(float(ran.sum()), 1.0)
+        return mismatch(batch.logprobs, torch.nan_to_num(probe), ran) | {
             "loss/policy": sum(s.policy for s in stats) / steps,
             "train/rows": rows,
             "train/tokens": float(trained.sum()),
             "train/optimizer_steps": float(steps),
-            "rollout/logprob_gap": float(gap) / max(float(trained.sum()), 1.0),
+            "rollout/logprob_gap": gap,
             "loss/clipfrac": sum(s.clipfrac for s in stats) / k,
             "loss/approx_kl": sum(s.approx_kl for s in stats) / k,
             "loss/kl": sum(s.kl for s in stats) / k,
             "grad_norm": grad_norm,
             "lr": lr,
         }
+
+    def off_policy(self, batch: RolloutBatch) -> tuple[torch.Tensor | None, Correction | None]:
+        """The proximal log-probs (``off_policy.proximal: recompute``: the training model's, one
+        forward without gradient; ``bypass``: None, the sampler's stand) and the correction of the
+        behaviour/proximal gap (:func:`rlvr.algo.correction.correction`, None when nothing is set)."""
+        if self.cfg.off_policy.proximal == "bypass":
+            return None, None
+        proximal = self.logprobs(batch)
+        everyone = torch.ones(batch.completion_ids.shape[0], dtype=torch.bool, device=self.device)
+        corr = correction(batch.logprobs, proximal, self.trained_tokens(batch, everyone), self.corrections)
+        return proximal, corr
 
     # ------------------------------------------------------------------ the loop
     def evaluate(self) -> dict[str, Any]:
@@ -601,14 +674,27 @@ class GRPOTrainer:
         replaced: list[dict[str, Any]] = []
         if self.cfg.failure.resample_tries:
             batch, breakdowns, totals, causes, replaced = self.resample(samples, batch, breakdowns, totals, causes)
-        views = self._views(samples, batch, breakdowns)
+        proximal, corr = self.off_policy(batch)
+        if corr is not None and bool(corr.rejected.any()) and self.cfg.failure.resample_tries:
+            # rows the engine sampled too far from the trainer: redrawn once, like other engine faults
+            causes = [Cause.OFF_POLICY if r else c for c, r in zip(causes, corr.rejected.tolist())]
+            batch, breakdowns, totals, causes, more = self.resample(samples, batch, breakdowns, totals, causes, tries=1)
+            replaced += more
+            proximal, corr = self.off_policy(batch)
+        views = self._views(samples, batch, breakdowns, corr.rejected.tolist() if corr is not None else None)
         d = self.fa.decide(views, step, first_causes=first_causes)
         t_score = time.perf_counter()
-        upd = self.update(batch, d.advantages, d.admit)
+        upd = self.update(
+            batch, d.advantages, d.admit, old=proximal, weights=corr.weights if corr is not None else None
+        )
+        if corr is not None:  # over every row, not only those the passes ran
+            upd.update(corr.metrics)
         t_end = time.perf_counter()
         if self._rollout_log is not None:
             self._rollout_log.log(step, self._records(samples, batch, views, d, replaced))
         self.step = step
+        if self._versions:
+            self._keep_version()  # the weights of version `step`, for the lagged sampler
         m = {**d.metrics, **self._engine_metrics(batch, upd, (t0, t_gen, t_score, t_end))}
         m["failure/resampled"] = float(len(replaced))
         m["failure/dynamic_rounds"] = float(extra_rounds)
@@ -716,6 +802,9 @@ class GRPOTrainer:
             it if isinstance(it, tuple) and len(it) == 2 and isinstance(it[0], int) else (min(it[1].versions), it)
             for it in state.get("buffer") or []
         ]
+        if self._versions:  # the lagged sampler's window restarts at the restored version
+            self._versions.clear()
+            self._keep_version()
 
     def train(
         self, *, resume: bool = False, on_step: StepCallback | None = None, on_eval: StepCallback | None = None

@@ -16,7 +16,7 @@ from typing import Any
 
 from rlvr.diagnostics.causes import Cause
 
-FAILED = (Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cause.INVALID, Cause.STALE, Cause.BAD_GOLD)
+FAILED = (Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cause.INVALID, Cause.STALE, Cause.OFF_POLICY, Cause.BAD_GOLD)
 
 
 @dataclass

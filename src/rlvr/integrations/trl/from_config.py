@@ -72,8 +72,36 @@ def grpo_args(cfg: TrainConfig, *, use_cpu: bool) -> Any:
         fields["ddp_backend"] = "gloo"
     if a.epsilon_high is None:
         fields.pop("epsilon_high")
+    if cfg.trl.use_vllm:
+        fields.update(vllm_correction(cfg))
     fields.update(cfg.trl.args)
     return GRPOConfig(**fields)
+
+
+def vllm_correction(cfg: TrainConfig) -> dict[str, Any]:
+    """TRL's own names for rlvr's ``off_policy`` settings, with vLLM sampling (the config refused the
+    settings TRL has no name for): ``token_cap`` -> ``token_truncate``, ``product: truncate | mask``
+    -> ``sequence_truncate | sequence_mask``, each with its cap as ``vllm_importance_sampling_clip_max``;
+    nothing set keeps TRL's own default (``sequence_mask`` at 3.0: TRL corrects by default).
+
+    Example:
+        >>> from rlvr.config import load_config
+        >>> vllm_correction(load_config(None, ["engine=trl", "trl.use_vllm=true", "off_policy.token_cap=2"]))
+        {'vllm_importance_sampling_correction': True, 'vllm_importance_sampling_mode': 'token_truncate', \
+'vllm_importance_sampling_clip_max': 2.0}
+    """
+    op = cfg.off_policy
+    if op.token_cap is not None:
+        mode, cap = "token_truncate", op.token_cap
+    elif op.product != "none":
+        mode, cap = f"sequence_{op.product}", op.product_cap
+    else:
+        return {}
+    return {
+        "vllm_importance_sampling_correction": True,
+        "vllm_importance_sampling_mode": mode,
+        "vllm_importance_sampling_clip_max": cap,
+    }
 
 
 def trl_dataset(

@@ -27,7 +27,7 @@ from rlvr.rewards import Total
 #: them to the reward manager as ``tool_extra_fields``).
 EPISODE_KEY = "rlvr_episode"
 #: Causes that keep a row out of its group's baseline and out of the loss whatever the options.
-NEVER_ADMITTED = frozenset({Cause.INVALID, Cause.BAD_GOLD, Cause.STALE})
+NEVER_ADMITTED = frozenset({Cause.INVALID, Cause.BAD_GOLD, Cause.STALE, Cause.OFF_POLICY})
 #: verl ``data_source`` values that name a task other than maths (others: maths).
 TASK_BY_SOURCE: dict[str, str] = {"mbpp": "code", "humaneval": "code", "openai_humaneval": "code", "ifeval": "ifeval"}
 
