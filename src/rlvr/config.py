@@ -249,6 +249,22 @@ class FailureConfig(_Strict):
     resample_tries: int = Field(2, ge=0)
     """Rounds of resampling replacements for invalid (and, with exclude_truncated, truncated)
     rollouts of the same prompts; the originals are kept in rollouts.jsonl as replaced."""
+    redraw_budget: float | None = Field(None, gt=0)
+    """Extra episodes a step may spend on redraws, as a multiple of its rollouts (P x G): rounds go
+    on while a row is to be redrawn and the budget lasts (at most 64 rounds), instead of
+    ``resample_tries`` rounds. At an environment fault rate ``f`` a full step costs ``1 / (1 - f)``
+    times its rollouts: 10 at 0.9. None: ``resample_tries`` rounds."""
+    min_group_rows: int = Field(1, ge=1)
+    """A group with fewer admitted rows than this after its redraws leaves the step (its rows out of
+    the loss, counted in ``failure/thin_groups``): two rows make an advantage of +-0.71 from one
+    coin flip."""
+    thin_step_scale: bool = False
+    """Scale the step's loss by its admitted share (admitted rows / P x G): a step built from a
+    tenth of its rows moves the weights a tenth as far, instead of as far as a full one."""
+    wait_out_outages: bool = True
+    """When the first draw and the first redraw round of a step are all environment faults (the
+    environment is down), stop redrawing and take no optimizer step (``env/down``; the learning
+    rate schedule does not move): training waits the outage out instead of learning from it."""
     dynamic_sampling: int = Field(0, ge=0)
     """Up to this many extra rounds of prompt groups per step, to replace groups whose binary
     accuracy does not vary (all right or all wrong: no signal); 0 keeps every group (DAPO-style
@@ -492,6 +508,9 @@ class EnvConfig(_Strict):
     """Injected environment faults per kind, for tests and benchmarks (seeded; off by default)."""
     fault_seed: int = 0
     """Seeds the injected faults (the same episode, the same faults)."""
+    outages: list[tuple[int, int]] = []
+    """Injected outages, for tests and benchmarks: ``[start, end)`` step ranges during which every
+    tool call fails (``env_crash``: the tool server is down), on top of ``faults``."""
 
     @model_validator(mode="after")
     def _one_environment(self) -> EnvConfig:
@@ -501,6 +520,8 @@ class EnvConfig(_Strict):
             raise ValueError("env: give tools or environment, not both (an environment offers its own tools)")
         if any(not 0 <= r <= 1 for r in self.faults.values()) or sum(self.faults.values()) > 1:
             raise ValueError(f"env.faults: rates in [0, 1] summing to at most 1, got {self.faults}")
+        if any(not 0 <= a < b for a, b in self.outages):
+            raise ValueError(f"env.outages: [start, end) step ranges with 0 <= start < end, got {self.outages}")
         return self
 
 
@@ -551,6 +572,11 @@ class TrainConfig(_Strict):
                     "env with rollout.truncation: episodes are not cut (their budget is env.max_tokens); "
                     "set rollout.truncation: 0"
                 )
+        if self.failure.min_group_rows > self.rollout.group_size:
+            raise ValueError(
+                f"failure.min_group_rows {self.failure.min_group_rows} > rollout.group_size "
+                f"{self.rollout.group_size}: every group would leave the step"
+            )
         n = self.rollout.prompts_per_step * self.rollout.group_size
         mb = self.algo.micro_batch
         if mb is not None and n % mb:

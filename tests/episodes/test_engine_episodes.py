@@ -507,3 +507,54 @@ def test_the_calls_rows_close_in_one_step_run_together() -> None:
     finished = sorted(spans)[:3]  # the three that returned within their limit
     assert max(s for s, _ in finished) < min(e for _, e in finished)  # all three were running at once
     assert t.on_closes([(0, _ids(tok, "no call here >"), 200)]) == [([], False)]
+
+
+def test_an_outage_is_waited_out_and_heavy_faults_are_redrawn_within_the_budget(policy, tmp_path) -> None:
+    """Step 2 falls in an injected outage: every call fails, one redraw round confirms it, the step
+    takes no optimizer step (the schedule does not move) and says so; the other steps, at a 0.6 fault
+    rate, redraw within the budget and keep no group thinner than the floor."""
+    model, tok = policy
+    base = _cfg(tmp_path, faults={"tool_error": 0.6}, outages=[(2, 3)]).model_dump()
+    base["run"]["steps"] = 3
+    base["optim"].update(schedule="linear", warmup_steps=0)
+    base["failure"].update(redraw_budget=4.0, min_group_rows=2)
+    cfg = TrainConfig.model_validate(base)
+    tr = GRPOTrainer(cfg, model=copy.deepcopy(model), tokenizer=tok, train_rows=_rows() * 4, eval_rows=_rows())
+    tr.train()
+    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    m = {x["step"]: x for x in lines if "causes/correct" in x}
+    assert m[2]["env/down"] == 1.0 and m[2]["train/optimizer_steps"] == 0.0 and m[2]["train/rows"] == 0
+    assert m[1]["env/down"] == 0.0 and m[3]["env/down"] == 0.0
+    assert m[3]["lr"] == m[2]["lr"] < m[1]["lr"]  # the down step did not move the schedule
+    for s in (1, 3):  # within the budget (4 x 8 extra episodes), no thin group admitted
+        assert m[s]["failure/resampled"] <= 32
+    rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    down = [r for r in rows if r["step"] == 2]
+    assert down and not any(r["admitted"] for r in down)
+    # one redraw round confirmed the outage; no budget was spent after it
+    assert {r["attempt"] for r in down if r.get("replaced")} == {1}
+    faults = [e for r in down for e in r["episode"]["events"] if e["cause"] == "env_crash"]
+    assert faults and all("outage" in e["detail"] for e in faults)
+    for s in (1, 3):
+        kept = [r for r in rows if r["step"] == s and not r.get("replaced")]
+        per_group = [sum(r["admitted"] for r in kept[k : k + 4]) for k in range(0, len(kept), 4)]
+        assert all(n == 0 or n >= 2 for n in per_group)
+
+
+def test_rlvr_causes_and_the_report_say_when_the_environment_was_down(policy, tmp_path) -> None:
+    model, tok = policy
+    base = _cfg(tmp_path, outages=[(1, 3)]).model_dump()
+    base["run"]["steps"] = 3
+    tr = GRPOTrainer(
+        TrainConfig.model_validate(base), model=copy.deepcopy(model), tokenizer=tok, train_rows=_rows() * 4
+    )
+    tr.train()
+    r = subprocess.run(
+        [sys.executable, "-c", "from rlvr.cli.app import main; main()", "causes", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0 and "environment was down at steps 1-2" in " ".join(r.stdout.split()), r.stdout
+    from rlvr.report.data import env_outages, load_run
+
+    assert env_outages(load_run(tmp_path)) == [(1, 2)]

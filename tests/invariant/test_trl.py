@@ -100,10 +100,13 @@ def test_trl_micro_batch_split_does_not_change_gradients(tmp_path, loss: str) ->
         _assert_same(reference, _grads(split.model))
 
 
+@pytest.mark.parametrize("scale", [1.0, 0.25], ids=["full step", "thin step scaled"])
 @pytest.mark.parametrize("loss", ["grpo", "dr_grpo", "dapo"])
-def test_engines_agree_on_loss_and_gradients(tmp_path, loss: str) -> None:
+def test_engines_agree_on_loss_and_gradients(tmp_path, loss: str, scale: float) -> None:
     """The same rollouts (prompts of one length: TRL's forward takes positions from the layout, rlvr's
-    from the mask) and advantages, rows excluded, the old log-probs the current policy's (ratio 1)."""
+    from the mask) and advantages, rows excluded, the old log-probs the current policy's (ratio 1);
+    and a thin step scaled by its admitted share (``failure.thin_step_scale``) is that share of the
+    full step's gradient on both."""
     cfg = load_config(
         None,
         [
@@ -136,7 +139,11 @@ def test_engines_agree_on_loss_and_gradients(tmp_path, loss: str) -> None:
     admit[[2, 5]] = False
     engine.model.zero_grad(set_to_none=True)
     engine.backward(batch, adv, admit)
+    full = _grads(engine.model)
+    engine.model.zero_grad(set_to_none=True)
+    engine.backward(batch, adv, admit, scale=scale)
     ours = _grads(engine.model)
+    _assert_same({k: g * scale for k, g in full.items()}, ours)
     trained = engine.trained_tokens(batch, admit)
     inputs = {
         "prompt_ids": batch.prompt_ids,
@@ -148,6 +155,7 @@ def test_engines_agree_on_loss_and_gradients(tmp_path, loss: str) -> None:
         "num_items_in_batch": trained.sum(),
         "rlvr_admit": admit,
         "rlvr_trained_rows": (trained.sum(1) > 0).sum(),
+        "rlvr_step_scale": torch.tensor(scale),
     }
     adapter.current_gradient_accumulation_steps = 1
     adapter._compute_loss(adapter.model, inputs).backward()

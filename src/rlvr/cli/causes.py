@@ -23,6 +23,7 @@ def causes(
     from rlvr.report.table import (
         alarm_lines,
         cause_table,
+        outages,
         whose_fault,
         write_samples,
     )
@@ -54,6 +55,14 @@ def causes(
             total = sum(causes.values())
             owners.add_row(owner, f"{total} ({total / n:.0%})", ", ".join(f"{c} {k}" for c, k in causes.items()) or "-")
         console.print(owners)
+    down = outages(read_metrics(run_dir))
+    if down:
+        spans = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in down)
+        n_down = sum(b - a + 1 for a, b in down)
+        console.print(
+            f"[yellow]the environment was down at steps {spans}[/] ({n_down} steps: every episode that reached "
+            "it failed; nothing was trained and the learning-rate schedule waited)"
+        )
     phases = Table(title="format deaths (no_answer) vs verification deaths (wrong)")
     for col in ("phase", "steps", "format death", "verification death"):
         phases.add_column(col, justify="right")

@@ -45,6 +45,7 @@ from rlvr.diagnostics.alarms import (
 )
 from rlvr.diagnostics.causes import Cause, cause_of, shown
 from rlvr.diagnostics.quarantine import Quarantine
+from rlvr.diagnostics.redraws import step_scale, thin_groups
 from rlvr.diagnostics.stats import reward_stats
 from rlvr.types import Status, Verdict
 
@@ -100,6 +101,8 @@ class Decision:
             and the normalisers otherwise, not merely advantage 0).
         advantages: ``[N]`` group-normalised over admitted rows, clipped; 0 for the excluded.
         quarantined: prompt ids quarantined by this step.
+        scale: what the engine multiplies the step's loss by (``failure.thin_step_scale``: the
+            admitted share; else 1).
         metrics: ``causes/*``, ``verify/*``, ``failure/*``, ``reward/<name>/*``, ``weights/*``,
             ``groups/*``, ``advantages/*``, ``quarantine/size``, ``alarms/*``.
     """
@@ -109,6 +112,7 @@ class Decision:
     advantages: torch.Tensor
     quarantined: list[str]
     metrics: dict[str, Any]
+    scale: float = 1.0
 
 
 def _unscorable(v: RolloutView) -> bool:
@@ -233,13 +237,16 @@ class FailureAware:
         *,
         first_causes: Sequence[Cause] | None = None,
         drop_uninformative: bool = False,
+        down: bool | None = None,
     ) -> Decision:
         """The step's decision over all of its rollouts (gathered from every process first).
 
         ``first_causes``: the causes before any resampling (quarantine judges what the model
         produced, not what resampling replaced it with). ``drop_uninformative``: groups whose
         binary accuracy does not vary leave the loss (dynamic sampling's filter, for an engine
-        that cannot draw replacement groups).
+        that cannot draw replacement groups). ``down``: the engine found the environment down this
+        step (:class:`rlvr.diagnostics.redraws.Redraws`): nothing is admitted, the step waits (None: the
+        engine has no environment; ``env/down`` is logged otherwise).
         """
         g = self.group_size
         if len(views) % g:
@@ -279,6 +286,12 @@ class FailureAware:
             signal = torch.tensor(informative(views, g, self.left_out())).repeat_interleave(g)
             flat = int((admit & ~signal).sum())
             admit = admit & signal
+        thin = torch.zeros(len(views) // g, dtype=torch.bool)
+        if f.min_group_rows > 1:  # a group of too few admitted rows: one coin flip, out of the step
+            thin = thin_groups(admit, g, f.min_group_rows)
+            admit = admit & ~thin.repeat_interleave(g)
+        if down:  # the environment is down: the step waits (nothing admitted, no optimizer step)
+            admit = torch.zeros_like(admit)
         if mask_only and bool(faulted.any()):  # in the baseline at 0, out of the loss (the ablation)
             stats = torch.where(faulted, torch.zeros_like(totals), torch.nan_to_num(totals))
             adv = group_advantages(stats, g, admit | faulted, scale=self.scale_rewards)
@@ -302,7 +315,12 @@ class FailureAware:
         m["advantages/clipped_frac"] = clipped
         if drop_uninformative:
             m["failure/flat_dropped"] = flat / max(len(views), 1)
-        return Decision(causes, admit, adv, newly, m)
+        m["failure/thin_groups"] = float(thin.float().mean()) if len(thin) else 0.0
+        m["failure/admitted_share"] = step_scale(admit, len(views))
+        if down is not None:
+            m["env/down"] = float(down)
+        scale = step_scale(admit, len(views)) if f.thin_step_scale else 1.0
+        return Decision(causes, admit, adv, newly, m, scale)
 
     # ------------------------------------------------------------------ pieces
     def _observe(self, views: Sequence[RolloutView], first: list[Cause], causes: list[Cause], step: int) -> list[str]:

@@ -9,6 +9,7 @@ log-probs recorded during rollout, so no forward pass is spent recomputing them.
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import time
 from collections import deque
@@ -25,6 +26,7 @@ from rlvr.data.prompts import encode
 from rlvr.data.stream import DataStream
 from rlvr.data.tasks import Sample
 from rlvr.diagnostics.causes import Cause
+from rlvr.diagnostics.redraws import Redraws, env_counts
 from rlvr.diagnostics.step import DrawAhead, FailureAware, RolloutView, informative, rollout_record
 from rlvr.engine.evaluate import greedy_eval
 from rlvr.engine.rollout import RolloutBatch, generate
@@ -48,6 +50,11 @@ def _eval_metrics(ev: dict[str, Any]) -> dict[str, float]:
         **{f"eval/{k}": v for k, v in ev["statuses"].items()},
         **{f"eval/{k}": ev[k] for k in ("tool_calls", "tool_rate") if k in ev},
     }
+
+
+def _served(batch: RolloutBatch) -> list[bool]:
+    """Per row: did the environment answer one of its episode's calls (False for single-turn rows)."""
+    return [ep is not None and ep.served() > 0 for ep in (batch.episodes or [None] * len(batch.texts))]
 
 
 def _with_observation(prompt: Any, observation: str) -> Any:
@@ -243,7 +250,7 @@ class GRPOTrainer:
         assert env is not None and self.env_cls is not None
         rows = [s for s in samples for _ in range(group_size)]
         rates = {str(k): v for k, v in env.faults.items()}
-        faults = None if fault_free or not rates else Faults(rates, env.fault_seed)
+        faults = None if fault_free or not (rates or env.outages) else Faults(rates, env.fault_seed, tuple(env.outages))
         turns = Turns(
             self.tok,
             self.env_cls,
@@ -255,6 +262,7 @@ class GRPOTrainer:
             max_result_chars=env.max_result_chars,
             faults=faults,
             env_faults=self.fa.env_faults,
+            step=self.step + 1,
         )
         prompts = []
         for k, s in enumerate(samples):
@@ -392,21 +400,23 @@ class GRPOTrainer:
         breakdowns: list[Any],
         totals: torch.Tensor,
         causes: list[Cause],
-        tries: int | None = None,
+        redraws: Redraws,
     ) -> tuple[RolloutBatch, list[Any], torch.Tensor, list[Cause], list[dict[str, Any]]]:
-        """Redraw the rows :meth:`FailureAware.to_resample` names for the same prompts, at most
-        ``tries`` (default ``failure.resample_tries``) rounds; returns the originals for the log."""
+        """Redraw the rows :meth:`FailureAware.to_resample` names for the same prompts, as many
+        rounds as ``redraws`` allows (``failure.resample_tries``, or ``failure.redraw_budget``; none
+        once the environment is down); returns the originals for the log."""
         g = batch.group_size
         replaced: list[dict[str, Any]] = []
         breakdowns, causes = list(breakdowns), list(causes)
-        for attempt in range(1, (self.cfg.failure.resample_tries if tries is None else tries) + 1):
-            bad = self.fa.to_resample(causes)
+        for attempt in itertools.count(1):
+            bad = redraws.plan(self.fa.to_resample(causes), attempt)
             if not bad:
                 break
             rows = [samples[i // g] for i in bad]
             new = self.rollout(rows, 1, (31, attempt))
             new_bd, new_tot = self._score_rows(rows, new)
             new_causes = self.fa.causes(self._row_views(rows, new, new_bd), self.step + 1)
+            redraws.observe(*env_counts(new_causes, _served(new), self.fa.left_out()), attempt)
             for j, i in enumerate(bad):
                 replaced.append(
                     {
@@ -522,13 +532,15 @@ class GRPOTrainer:
         old: torch.Tensor | None = None,
         weights: torch.Tensor | None = None,
         probe: torch.Tensor | None = None,
+        scale: float = 1.0,
     ) -> list[Any]:
         """One pass over the batch: forward, loss and backward of every micro-batch (gradients add up
         in ``.grad``; nothing is stepped). Every micro-batch divides by the same whole-batch
         :class:`Normalizer`, so the split and the order of the rows change nothing
         (``tests/invariant/``). ``old``: the ratio's old (proximal) log-probs (default: the sampler's,
         ``batch.logprobs``); ``weights``: ``[N, Tc]`` importance weights on each token's policy term;
-        ``probe``: filled with the training forward's log-probs of the rows it runs (detached)."""
+        ``probe``: filled with the training forward's log-probs of the rows it runs (detached);
+        ``scale``: multiplies the loss (``failure.thin_step_scale``: the step's admitted share)."""
         a = self.cfg.algo
         advantages, admit = advantages.to(self.device), admit.to(self.device)
         old = batch.logprobs if old is None else old
@@ -561,7 +573,7 @@ class GRPOTrainer:
                 ref_logp=ref,
                 is_weights=weights[sl] if weights is not None else None,
             )
-            loss.backward()
+            (loss * scale if scale != 1.0 else loss).backward()
             stats.append(st)
         return stats
 
@@ -573,6 +585,7 @@ class GRPOTrainer:
         *,
         old: torch.Tensor | None = None,
         weights: torch.Tensor | None = None,
+        scale: float = 1.0,
     ) -> dict[str, Any]:
         """``num_iterations`` optimizer steps on one rollout batch (the learning-rate schedule moves
         once per optimizer step; a batch with nothing to learn from takes none and moves nothing).
@@ -587,7 +600,9 @@ class GRPOTrainer:
         probe = torch.full(batch.completion_ids.shape, float("nan"), device=self.device)
         steps = 0
         for it in range(a.num_iterations):
-            got = self.backward(batch, advantages, admit, old=old, weights=weights, probe=probe if it == 0 else None)
+            got = self.backward(
+                batch, advantages, admit, old=old, weights=weights, probe=probe if it == 0 else None, scale=scale
+            )
             if not got:  # nothing to learn from this batch: no optimizer step, the schedule stays
                 break
             stats += got
@@ -672,20 +687,28 @@ class GRPOTrainer:
         causes = self.fa.causes(self._views(samples, batch, breakdowns), step)
         first_causes = list(causes)  # quarantine judges what the model produced, before any resampling
         replaced: list[dict[str, Any]] = []
-        if self.cfg.failure.resample_tries:
-            batch, breakdowns, totals, causes, replaced = self.resample(samples, batch, breakdowns, totals, causes)
+        redraws = Redraws.of(self.cfg.failure, len(causes))
+        redraws.observe(*env_counts(causes, _served(batch), self.fa.left_out()), 0)
+        batch, breakdowns, totals, causes, replaced = self.resample(samples, batch, breakdowns, totals, causes, redraws)
         proximal, corr = self.off_policy(batch)
         if corr is not None and bool(corr.rejected.any()) and self.cfg.failure.resample_tries:
             # rows the engine sampled too far from the trainer: redrawn once, like other engine faults
             causes = [Cause.OFF_POLICY if r else c for c, r in zip(causes, corr.rejected.tolist())]
-            batch, breakdowns, totals, causes, more = self.resample(samples, batch, breakdowns, totals, causes, tries=1)
+            once = Redraws(tries=1, wait_out=False)
+            batch, breakdowns, totals, causes, more = self.resample(samples, batch, breakdowns, totals, causes, once)
             replaced += more
             proximal, corr = self.off_policy(batch)
         views = self._views(samples, batch, breakdowns, corr.rejected.tolist() if corr is not None else None)
-        d = self.fa.decide(views, step, first_causes=first_causes)
+        down = redraws.down if self.env_cls is not None else None
+        d = self.fa.decide(views, step, first_causes=first_causes, down=down)
         t_score = time.perf_counter()
         upd = self.update(
-            batch, d.advantages, d.admit, old=proximal, weights=corr.weights if corr is not None else None
+            batch,
+            d.advantages,
+            d.admit,
+            old=proximal,
+            weights=corr.weights if corr is not None else None,
+            scale=d.scale,
         )
         if corr is not None:  # over every row, not only those the passes ran
             upd.update(corr.metrics)

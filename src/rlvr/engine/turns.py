@@ -56,6 +56,7 @@ class Turns:
         timeout_s: seconds a tool call may run (``env_timeout`` past it).
         max_result_chars: a longer tool result is cut to it (and says so).
         faults: injected environment faults (None: none).
+        step: the training step the episodes belong to (1-based: injected outages are step ranges).
         env_faults: the causes that are the environment's (they end the episode as ``fault``).
         render_result: ``(result, tool name) -> token ids`` appended after a call (default: the
             ``<tool_response>`` markup, special tokens split); an engine whose turns go through a chat
@@ -76,6 +77,7 @@ class Turns:
         faults: Faults | None = None,
         env_faults: Iterable[Cause] = ENVIRONMENT_FAULTS,
         render_result: Callable[[str, str], list[int]] | None = None,
+        step: int | None = None,
     ) -> None:
         if max_turns < 1:
             raise ValueError("env.max_turns must be at least 1")
@@ -97,7 +99,7 @@ class Turns:
                 env = make_env()
                 obs = env.reset(self.rows[i])  # type: ignore[attr-defined]
                 self.guards[i] = Guard(
-                    env, key=key, timeout_s=timeout_s, max_result_chars=max_result_chars, faults=faults
+                    env, key=key, timeout_s=timeout_s, max_result_chars=max_result_chars, faults=faults, step=step
                 )
                 self.envs[i], self.observations[i] = env, obs or None
             except Exception as e:  # the session could not be created: the environment's fault

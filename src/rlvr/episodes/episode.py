@@ -24,6 +24,9 @@ POLICY_FAULTS = frozenset(
 )
 #: Policy faults that end the episode (the others are answered with the error and the episode goes on).
 ENDING_POLICY_FAULTS = frozenset({Cause.TURN_LIMIT, Cause.CONTEXT_OVERFLOW})
+#: What a parsed call can fail of (one event per failed call): the environment's faults, a tool that
+#: does not exist, arguments that do not fit.
+CALL_FAILURES = frozenset({*ENV_FAULTS, Cause.UNKNOWN_TOOL, Cause.BAD_ARGUMENTS})
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,11 @@ class Episode:
     def calls(self) -> list[ToolCall]:
         """Every tool call the policy made."""
         return [t.call for t in self.turns if t.call is not None]
+
+    def served(self) -> int:
+        """Calls the environment answered (every parsed call less those that failed): evidence the
+        environment was up."""
+        return len(self.calls()) - sum(e.cause in CALL_FAILURES for e in self.events)
 
     def record(self) -> dict[str, Any]:
         """The episode for ``rollouts.jsonl``: turns, events with their causes, the finish."""

@@ -86,10 +86,19 @@ def _unencodable(text: str) -> str | None:
 @dataclass(frozen=True)
 class Faults:
     """Injected environment faults: ``rates`` per kind (``tool_error``, ``env_timeout``, ``env_crash``),
-    drawn from ``seed`` and the episode's key and call number (the same episode, the same faults)."""
+    drawn from ``seed`` and the episode's key and call number (the same episode, the same faults);
+    and ``outages``, ``[start, end)`` step ranges during which every call fails (``env_crash``: the
+    tool server is down for a stretch of steps, not a coin flip per episode).
+
+    Example:
+        >>> f = Faults(outages=((3, 5),))
+        >>> [f.draw("ep", 1, step) for step in (2, 3, 4, 5)]
+        [None, <Cause.ENV_CRASH: 'env_crash'>, <Cause.ENV_CRASH: 'env_crash'>, None]
+    """
 
     rates: Mapping[str, float] = field(default_factory=dict)
     seed: int = 0
+    outages: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         bad = [k for k in self.rates if k not in {c.value for c in FAULT_KINDS}]
@@ -99,8 +108,14 @@ class Faults:
                 f"[0, 1]; got {dict(self.rates)}"
             )
 
-    def draw(self, key: str, call: int) -> Cause | None:
-        """The fault injected into call ``call`` of episode ``key``, if any."""
+    def down(self, step: int | None) -> bool:
+        """Whether an outage covers training step ``step`` (1-based; None: no step known)."""
+        return step is not None and any(a <= step < b for a, b in self.outages)
+
+    def draw(self, key: str, call: int, step: int | None = None) -> Cause | None:
+        """The fault injected into call ``call`` of episode ``key`` (of training step ``step``), if any."""
+        if self.down(step):
+            return Cause.ENV_CRASH
         if not self.rates:
             return None
         u = random.Random(f"{self.seed}:{key}:{call}").random()
@@ -151,9 +166,10 @@ class Guard:
         timeout_s: float = 10.0,
         max_result_chars: int = 2000,
         faults: Faults | None = None,
+        step: int | None = None,
     ) -> None:
         self.env, self.key, self.timeout_s, self.max_result_chars = env, key, timeout_s, max_result_chars
-        self.faults = faults or Faults()
+        self.faults, self.step = faults or Faults(), step
         self.tools = dict(env) if isinstance(env, Mapping) else tools_of(env)
         self.schemas = {name: tool_schema(fn) for name, fn in self.tools.items()}
         self.calls = 0
@@ -190,9 +206,9 @@ class Guard:
     def _run(self, call: ToolCall, turn: int) -> Outcome:
         self.calls += 1
         start = time.monotonic()
-        injected = self.faults.draw(self.key, self.calls)
+        injected = self.faults.draw(self.key, self.calls, self.step)
         if injected is not None:
-            why = f"injected {injected.value}"
+            why = "injected outage" if self.faults.down(self.step) else f"injected {injected.value}"
             return Outcome(f"error: {why}", call, Event(injected, turn, why, call.name))
         box: dict[str, Any] = {}
 

@@ -162,6 +162,13 @@ def cold_start_switches(run: RunData) -> list[int]:
     return [m["step"] for m in run.steps if m.get("failure/cold_start_ended")]
 
 
+def env_outages(run: RunData) -> list[tuple[int, int]]:
+    """The stretches of steps the environment was down (``env/down``)."""
+    from rlvr.report.table import outages
+
+    return outages(run.steps)
+
+
 def causes_by_task(run: RunData) -> CauseTable | None:
     """The death-cause table (``None`` without rollouts)."""
     return cause_table(run.rollouts) if run.rollouts else None

@@ -12,6 +12,7 @@ from rlvr.report.data import (
     RunData,
     cold_start_switches,
     death_rates,
+    env_outages,
     reward_components,
     series,
 )
@@ -110,6 +111,9 @@ def deaths(runs: Sequence[RunData]) -> bytes | None:
         for s in cold_start_switches(run):
             ax.axvline(s, color="k", ls="--", lw=1)
             ax.annotate("cold start ends", (s, 0.95), fontsize=8, ha="left", va="top")
+        for a, b in env_outages(run):  # steps the environment was down: nothing trained
+            ax.axvspan(a - 0.5, b + 0.5, color="k", alpha=0.12, lw=0)
+            ax.annotate("environment down", (a, 0.05), fontsize=8, ha="left", va="bottom")
         ax.set_ylim(0, 1)
         ax.set_ylabel("share of rollouts")
         ax.set_title(f"{run.name}: how rollouts died" if len(have) > 1 else "how rollouts died")

@@ -45,6 +45,24 @@ def whose_fault(counts: dict[str, int], env_faults: frozenset[str] | None = None
     return out
 
 
+def outages(metrics: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """The stretches of steps the environment was down (``env/down``), as ``(first, last)``.
+
+    Example:
+        >>> outages([{"step": s, "env/down": float(s in (3, 4, 5, 9))} for s in range(1, 11)])
+        [(3, 5), (9, 9)]
+    """
+    out: list[tuple[int, int]] = []
+    for m in metrics:
+        if not m.get("env/down"):
+            continue
+        if out and out[-1][1] == m["step"] - 1:
+            out[-1] = (out[-1][0], m["step"])
+        else:
+            out.append((m["step"], m["step"]))
+    return out
+
+
 def alarm_lines(metrics: list[dict[str, Any]]) -> list[tuple[str, int, int | None, float]]:
     """``(alarm, steps on which it fired, first such step, peak value)`` from a run's metrics."""
     from rlvr.diagnostics.alarms import SHARE_THRESHOLD

@@ -408,3 +408,26 @@ def test_a_tools_output_never_becomes_special_tokens(policy, tmp_path) -> None:
     template = [t for t in plain if t in specials]  # the special tokens the template itself writes
     assert [t for t in hostile if t in specials] == template
     assert tok.decode(hostile).count("<eos>") == tok.decode(plain).count("<eos>") + 1  # the text is kept
+
+
+def test_on_trl_an_outage_is_waited_out_and_a_thin_step_moves_by_its_share(policy, tmp_path) -> None:
+    """Step 1 in an outage: TRL's tool loop meets it on every call, one redraw round confirms it,
+    nothing is admitted (``env/down``); step 2 redraws its 0.5 faults within the budget and scales
+    its loss by the admitted share."""
+    tr = _trainer(
+        policy,
+        tmp_path,
+        steps=2,
+        failure=FailureConfig(redraw_budget=2.0, thin_step_scale=True, min_group_rows=2),
+        env_faults=Faults({"tool_error": 0.5}, seed=3, outages=((1, 2),)),
+    )
+    tr.train()
+    lines = [x for x in _lines(tmp_path / "metrics.jsonl") if "env/down" in x]
+    assert [x["env/down"] for x in lines] == [1.0, 0.0]
+    assert lines[0]["failure/admitted_share"] == 0.0 and lines[1]["failure/admitted_share"] > 0.0
+    recs = _lines(tmp_path / "rollouts.jsonl")
+    first = [r for r in recs if r["step"] == 1]
+    assert not any(r["admitted"] for r in first)
+    assert {r["attempt"] for r in first if r.get("replaced")} <= {1}  # one round, then it waited
+    second = [r for r in recs if r["step"] == 2]
+    assert sum(bool(r.get("replaced")) for r in second) <= 16  # within 2 x 8 extra episodes

@@ -128,6 +128,7 @@ class GuardedTools(dict):  # type: ignore[type-arg]
         faults: Faults | None,
         loop: Any = None,
         dead: str | None = None,
+        step: int | None = None,
     ) -> None:
         super().__init__()
         self.guard = Guard(
@@ -136,6 +137,7 @@ class GuardedTools(dict):  # type: ignore[type-arg]
             timeout_s=timeout_s,
             max_result_chars=max_result_chars,
             faults=faults,
+            step=step,
         )
         self.dead = dead
         self.outcomes: list[Outcome] = []

@@ -190,7 +190,7 @@ def train_trl(
             "environment_factory": trl_environment(run.env_cls),
             "tool_timeout_s": env.tool_timeout_s,
             "max_result_chars": env.max_result_chars,
-            "env_faults": Faults(rates, env.fault_seed) if rates else None,
+            "env_faults": Faults(rates, env.fault_seed, tuple(env.outages)) if rates or env.outages else None,
         }
     trainer = FailureAwareGRPOTrainer(
         model=model,

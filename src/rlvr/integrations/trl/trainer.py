@@ -34,6 +34,7 @@ rlvr's engine uses, and the run folder (:mod:`.runfolder`) is the same as rlvr's
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 from collections.abc import Sequence
@@ -49,6 +50,7 @@ from rlvr.algo.advantages import Scale, scale_of
 from rlvr.config import DecodingConfig, FailureConfig
 from rlvr.decoding.constrain import forced_tokens
 from rlvr.diagnostics.causes import Cause
+from rlvr.diagnostics.redraws import Redraws, env_counts
 from rlvr.diagnostics.step import Decision, FailureAware, RolloutView
 from rlvr.errors import ConfigError
 from rlvr.integrations.trl.sampler import QuarantineRepeatSampler
@@ -75,6 +77,8 @@ class _Generation:
     rows_all: list[dict[str, Any]] = field(default_factory=list)
     episodes: list[Any] | None = None  # this process's rows' episodes (TRL's tool loop), None without tools
     episodes_all: list[Any] | None = None  # every process's, gathered
+    redraws: Redraws | None = None  # this step's redraw rounds (every process agrees on the outage)
+    redrawn: list[int] = field(default_factory=list)  # this process's rows the last round redrew
 
 
 class FailureAwareGRPOTrainer(GRPOTrainer):
@@ -240,6 +244,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         # (the row-mean losses), so a row weighs the same whichever micro-batch TRL's shuffle puts it in
         out["num_items_in_batch"] = self.accelerator.gather(trained.sum()).sum()
         out["rlvr_trained_rows"] = self.accelerator.gather((trained.sum(1) > 0).sum()).sum()
+        out["rlvr_step_scale"] = torch.tensor(d.scale, device=device)  # failure.thin_step_scale
         self.run_folder.record_generation(self, gen, out)
         return out
 
@@ -424,7 +429,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         step = self.state.global_step + 1
         completion_ids, bits = list(completion_ids), list(bits)
         logprobs = list(logprobs) if logprobs is not None else None
-        for attempt in range(1, self.failure.resample_tries + 2):
+        for attempt in itertools.count(1):
             views = self._local_views(gen.rows, completion_ids)
             bad, causes = self._to_redraw(views, step, attempt)
             if bad is None:
@@ -454,11 +459,11 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         self._sync_tool_dicts, self._async_tool_dicts = list(guards), [{} for _ in rows]  # where TRL looks
         out = list(super()._generate(prompts))
         eps = self._read_episodes(out, guards, prompts, rows, first_envs)
-        for attempt in range(1, self.failure.resample_tries + 2):
+        for attempt in itertools.count(1):
             views = self._views(
                 gen.rows, out[1], [e.answer for e in eps], out[3], self._call_rewards(gen.rows, out[3], out[1]), eps
             )
-            bad, causes = self._to_redraw(views, step, attempt)
+            bad, causes = self._to_redraw(views, step, attempt, eps)
             if bad is None:
                 break
             sub = bad or [0]  # a process with nothing to redraw still joins TRL's gathers
@@ -516,6 +521,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                     faults=self.env_faults,
                     loop=getattr(self, "async_loop", None),
                     dead=dead_reason(env) if env is not None else None,
+                    step=step,
                 )
             )
         return guards
@@ -660,20 +666,32 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             prompts.append(list(ids["input_ids"]))
         return turns, prompts
 
-    def _to_redraw(self, views: list[RolloutView], step: int, attempt: int) -> tuple[list[int] | None, list[Cause]]:
+    def _to_redraw(
+        self, views: list[RolloutView], step: int, attempt: int, episodes: list[Any] | None = None
+    ) -> tuple[list[int] | None, list[Cause]]:
         """This process's rows to redraw in round ``attempt`` and every row's cause; None when the
-        round is not run (out of tries, or no process has a row to redraw: they all agree)."""
+        round is not run (out of tries or budget, the environment down, or no process has a row to
+        redraw: they all agree). The rounds are :class:`~rlvr.diagnostics.redraws.Redraws`', each
+        process spending its share of the budget; the outage is judged on every process's rows."""
         gen = self._gen
         assert gen is not None
         causes = self.fa.causes(views, step)
         if gen.first_causes is None:  # quarantine judges the first attempt's causes
             gen.first_causes = list(causes)
-        if attempt > self.failure.resample_tries:
-            return None, causes
-        bad = self.fa.to_resample(causes)
+        if gen.redraws is None:
+            gen.redraws = Redraws.of(self.failure, len(causes))
+        drawn = list(range(len(causes))) if attempt == 1 else gen.redrawn  # the rows the last round drew
+        served = [episodes is not None and episodes[i].served() > 0 for i in drawn]
+        counts = torch.tensor(
+            env_counts([causes[i] for i in drawn], served, self.fa.left_out()), device=self.accelerator.device
+        )
+        faulted, answered = (int(x) for x in self.accelerator.gather(counts).view(-1, 2).sum(0))
+        gen.redraws.observe(faulted, answered, attempt - 1)
+        bad = gen.redraws.plan(self.fa.to_resample(causes), attempt)
         count = torch.tensor([len(bad)], device=self.accelerator.device)
         if int(self.accelerator.gather(count).max()) == 0:
             return None, causes
+        gen.redrawn = bad
         return bad, causes
 
     def _local_views(self, rows: list[dict[str, Any]], completion_ids: list[list[int]]) -> list[RolloutView]:
@@ -816,6 +834,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             self.state.global_step + 1,
             first_causes=first if all(c is not None for c in first) else None,
             drop_uninformative=self.failure.dynamic_sampling > 0,
+            down=(gen.redraws is not None and gen.redraws.down) if eps is not None else None,
         )
         if gen.episodes_all is not None:  # the same tool metrics as rlvr's engine logs
             from rlvr.episodes import tool_metrics
@@ -840,6 +859,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         inputs = dict(inputs)
         admit = inputs.pop("rlvr_admit", None)
         rows = inputs.pop("rlvr_trained_rows", None)
+        step_scale = inputs.pop("rlvr_step_scale", None)
         self._pending_bits = inputs.pop("rlvr_bitmask", None)
         scale = 1.0
         if admit is not None:
@@ -847,6 +867,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             if self.loss_type in self.ROW_MEAN_LOSSES and rows is not None:
                 spg = cast(int, self.args.steps_per_generation)
                 scale = admit.numel() * self.accelerator.num_processes * spg / max(int(rows), 1)
+        if step_scale is not None:  # a thin step moves the weights by its admitted share
+            scale *= float(step_scale)
         try:
             loss = super()._compute_loss(model, inputs)
         finally:
