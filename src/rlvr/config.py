@@ -139,6 +139,15 @@ class RolloutConfig(_Strict):
     ``run.seed``, the prompt and the completion) is cut at a random point before its end, as a
     smaller token budget would have cut it (``truncated``); held-out evaluation is never cut. Off by
     default; single-turn only (episodes have ``env.max_tokens``)."""
+    mode: Literal["sync", "async"] = "sync"
+    """``sync``: sample, then learn, one after the other (one process). ``async``: a sampler process
+    draws the next steps while the learner trains (rlvr's engine; see ``rlvr.engine.async_engine``),
+    at most ``max_lag`` steps ahead."""
+    max_lag: int = Field(1, ge=1)
+    """``mode: async``: steps the sampler may run ahead of the learner (the queue between them);
+    rows more than ``failure.max_staleness`` versions old are ``stale``."""
+    sampler_timeout_s: float = Field(600.0, gt=0)
+    """``mode: async``: a sampler that sends nothing for this long is an error in the learner."""
     dtype: Literal["model", "bfloat16", "auto"] = "model"
     """The precision rollouts are sampled in. ``bfloat16``: the lean decoder keeps a bfloat16 copy of
     the weights (matrix products ~4x faster on CPUs with AVX512-BF16 / AMX, and on GPUs); the update
@@ -598,6 +607,13 @@ class TrainConfig(_Strict):
                 f"off_policy.lag {op.lag} > failure.max_staleness {self.failure.max_staleness}: every rollout "
                 "would be stale; raise failure.max_staleness to at least the lag"
             )
+        if self.rollout.mode == "async":
+            if self.engine != "rlvr":
+                raise ValueError(
+                    "rollout.mode async is rlvr's own engine; on TRL use its AsyncGRPOTrainer (or engine: rlvr)"
+                )
+            if op.lag:
+                raise ValueError("off_policy.lag with rollout.mode async: the sampler's lag is real there; drop lag")
         if self.engine == "rlvr":
             if self.run.processes > 1:
                 raise ValueError(

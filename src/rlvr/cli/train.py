@@ -89,11 +89,11 @@ def _launch(n: int, config: Path | None, overrides: list[str], resume: Path | No
 
 
 def _train_rlvr(cfg: Any, resume: bool) -> dict[str, Any]:
-    from rlvr.engine.trainer import GRPOTrainer
+    from rlvr.engine.async_engine import train_engine
 
-    trainer = GRPOTrainer(cfg)
+    trainer = train_engine(cfg)
     with progress(cfg.run.steps) as bar:
-        task = bar.add_task("grpo", total=cfg.run.steps, info="")
+        task = bar.add_task("grpo" if cfg.rollout.mode == "sync" else "grpo (async)", total=cfg.run.steps, info="")
 
         def on_step(step: int, m: dict[str, Any]) -> None:
             bar.update(task, completed=step, info=_info(m))
@@ -122,6 +122,11 @@ def _info(m: dict[str, Any]) -> str:
         info += f"  no_answer {m['verify/no_answer']:.2f}  wrong {m['verify/wrong']:.2f}"
     if "eval/accuracy" in m:
         info += f"  held-out {m['eval/accuracy']:.3f}"
+    if "async/lag" in m:  # both processes: what the sampler is ahead by and who waited
+        info += (
+            f"  lag {m['async/lag']:.1f}  queue {m.get('async/queue_depth', 0):.0f}  "
+            f"idle: learner {m['async/learner_idle']:.0%} sampler {m['async/sampler_idle']:.0%}"
+        )
     return info
 
 

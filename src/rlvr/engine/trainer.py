@@ -14,6 +14,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,26 @@ def _eval_metrics(ev: dict[str, Any]) -> dict[str, float]:
         **{f"eval/{k}": v for k, v in ev["statuses"].items()},
         **{f"eval/{k}": ev[k] for k in ("tool_calls", "tool_rate") if k in ev},
     }
+
+
+@dataclass
+class Drawn:
+    """One step's rollouts as the sampler hands them to the learner: the prompts, the batch, each
+    row's score breakdown and total, causes before and after the redraws, the originals the redraws
+    replaced, whether the environment was down (None without one), dynamic sampling's extra rounds,
+    the draw-ahead buffer's counts and the judge's metrics."""
+
+    samples: list[Sample]
+    batch: RolloutBatch
+    breakdowns: list[Any]
+    totals: torch.Tensor
+    causes: list[Cause]
+    first_causes: list[Cause]
+    replaced: list[dict[str, Any]]
+    down: bool | None
+    extra_rounds: int
+    buffer_stats: tuple[int, int]
+    judge: dict[str, Any] = field(default_factory=dict)
 
 
 def _served(batch: RolloutBatch) -> list[bool]:
@@ -157,6 +178,7 @@ class GRPOTrainer:
         self.constrainer = run.constrainer
         self._prompt_cache: dict[str, list[int]] = {}
         self.env_cls: type | None = run.env_cls
+        self.quarantined_now: list[str] = []  # prompts the last step quarantined
 
     # ------------------------------------------------------------------ pieces
 
@@ -677,21 +699,52 @@ class GRPOTrainer:
     def train_step(self) -> dict[str, Any]:
         """One GRPO step: sample, score, let the failure-aware step decide, update; returns its metrics."""
         t0 = time.perf_counter()
+        drawn = self.draw()
+        return self.learn(drawn, t0, time.perf_counter())
+
+    def draw(self) -> Drawn:
+        """A step's rollouts, scored, with the redraws the failure step asks for (what a sampler does:
+        rlvr's asynchronous engine runs this in its sampler process)."""
         if self.judge is not None:
             from rlvr.verify.judge.judged import JudgeStats
 
             self.judge.stats = JudgeStats()  # per-step judge metrics
         samples, batch, breakdowns, totals, extra_rounds = self._sample_groups()
-        t_gen = time.perf_counter()
         step = self.step + 1  # the step these rollouts train; the policy that sampled them is version self.step
         causes = self.fa.causes(self._views(samples, batch, breakdowns), step)
         first_causes = list(causes)  # quarantine judges what the model produced, before any resampling
-        replaced: list[dict[str, Any]] = []
         redraws = Redraws.of(self.cfg.failure, len(causes))
         redraws.observe(*env_counts(causes, _served(batch), self.fa.left_out()), 0)
         batch, breakdowns, totals, causes, replaced = self.resample(samples, batch, breakdowns, totals, causes, redraws)
+        return Drawn(
+            samples,
+            batch,
+            breakdowns,
+            totals,
+            causes,
+            first_causes,
+            replaced,
+            redraws.down if self.env_cls is not None else None,
+            extra_rounds,
+            self._buffer_stats,
+            self.judge.stats.metrics() if self.judge is not None else {},
+        )
+
+    def learn(self, drawn: Drawn, t0: float, t_gen: float, *, redraw_off_policy: bool = True) -> dict[str, Any]:
+        """The learner's half of a step on ``drawn``: the off-policy correction, the failure step's
+        decision, the update; returns the step's metrics. ``redraw_off_policy``: rows the correction
+        rejects are redrawn once (in-process sampling only)."""
+        samples, batch, breakdowns, totals, causes = (
+            drawn.samples,
+            drawn.batch,
+            drawn.breakdowns,
+            drawn.totals,
+            drawn.causes,
+        )
+        replaced = list(drawn.replaced)
+        step = self.step + 1
         proximal, corr = self.off_policy(batch)
-        if corr is not None and bool(corr.rejected.any()) and self.cfg.failure.resample_tries:
+        if corr is not None and bool(corr.rejected.any()) and self.cfg.failure.resample_tries and redraw_off_policy:
             # rows the engine sampled too far from the trainer: redrawn once, like other engine faults
             causes = [Cause.OFF_POLICY if r else c for c, r in zip(causes, corr.rejected.tolist())]
             once = Redraws(tries=1, wait_out=False)
@@ -699,8 +752,7 @@ class GRPOTrainer:
             replaced += more
             proximal, corr = self.off_policy(batch)
         views = self._views(samples, batch, breakdowns, corr.rejected.tolist() if corr is not None else None)
-        down = redraws.down if self.env_cls is not None else None
-        d = self.fa.decide(views, step, first_causes=first_causes, down=down)
+        d = self.fa.decide(views, step, first_causes=drawn.first_causes, down=drawn.down)
         t_score = time.perf_counter()
         upd = self.update(
             batch,
@@ -718,10 +770,11 @@ class GRPOTrainer:
         self.step = step
         if self._versions:
             self._keep_version()  # the weights of version `step`, for the lagged sampler
-        m = {**d.metrics, **self._engine_metrics(batch, upd, (t0, t_gen, t_score, t_end))}
+        m = {**d.metrics, **drawn.judge, **self._engine_metrics(batch, upd, (t0, t_gen, t_score, t_end))}
         m["failure/resampled"] = float(len(replaced))
-        m["failure/dynamic_rounds"] = float(extra_rounds)
-        m["failure/buffer_used"], m["failure/stale_dropped"] = map(float, self._buffer_stats)
+        m["failure/dynamic_rounds"] = float(drawn.extra_rounds)
+        m["failure/buffer_used"], m["failure/stale_dropped"] = map(float, drawn.buffer_stats)
+        self.quarantined_now = d.quarantined
         return m
 
     def _records(
@@ -776,11 +829,9 @@ class GRPOTrainer:
     def _engine_metrics(
         self, batch: RolloutBatch, upd: dict[str, float], times: tuple[float, float, float, float]
     ) -> dict[str, Any]:
-        """What only this engine knows: the judge, the decoding masks, lengths, the update, timings."""
+        """What only this engine knows: the decoding masks, lengths, the update, timings."""
         t0, t_gen, t_score, t_end = times
         m: dict[str, Any] = {}
-        if self.judge is not None:
-            m.update(self.judge.stats.metrics())
         if batch.decode_stats is not None:
             m.update(batch.decode_stats.metrics())
         if batch.episodes is not None:
