@@ -9,7 +9,7 @@ VERL_VENV  := .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed
 
 .PHONY: test check conformance conformance-check test-verl demo docs docs-serve bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure \
-	bench-real bench-learn bench-sample bench-agentic bench-failure-step bench-off-policy bench-agentic-heavy pipeline-tiny bench-verl bench-check clean
+	bench-real bench-learn bench-sample bench-agentic bench-failure-step bench-off-policy bench-agentic-heavy bench-async pipeline-tiny bench-verl bench-check clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -121,6 +121,9 @@ BENCH_BASELINE_CODE ?= e5d6da6
 bench-agentic-heavy: $(STAMP)
 	$(BIN)/python benchmarks/agentic_heavy.py --seeds 5 --jobs 2
 
+bench-async: $(STAMP)
+	$(BIN)/python benchmarks/async_engine.py --seeds 3
+
 bench-off-policy: $(STAMP)
 	$(BIN)/python benchmarks/off_policy.py --seeds 3 --steps 30 --jobs 2
 
@@ -141,6 +144,7 @@ bench-check: $(STAMP) $(VERL_STAMP)
 	-$(BIN)/python benchmarks/failure_step.py --quick --jobs 2 > /dev/null 2>&1
 	-$(BIN)/python benchmarks/off_policy.py --quick > /dev/null 2>&1
 	-$(BIN)/python benchmarks/agentic_heavy.py --quick > /dev/null 2>&1
+	-$(BIN)/python benchmarks/async_engine.py --quick > /dev/null 2>&1
 	-$(VERL_VENV)/bin/python benchmarks/verl_reward.py --quick > /dev/null 2>&1
 	@$(BIN)/python benchmarks/results.py --summary benchmarks/results/quick
 

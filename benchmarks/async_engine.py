@@ -1,0 +1,263 @@
+"""Sampling and learning at the same time: rlvr's asynchronous engine against its synchronous one.
+
+SmolLM2-135M-Instruct with LoRA on the real-learning task (reasoning-gym ``chain_sum``, the settings
+of ``benchmarks/real_learning.py``), the same wall-clock budget of training per arm on this 2-core
+machine (the clock stops while the held-out set is evaluated), paired seeds, one arm at a time:
+
+* **sync**: today's engine, one process (sampling, then learning);
+* **async lag 1 corrected**: a sampler process one step ahead, the old log-probs recomputed, a
+  truncated token weight and a geometric sequence mask (``CORRECTED``);
+* **async lag 1 uncorrected**: the same overlap, the sampler's log-probs as the old ones and rows
+  older than the lag dropped (TRL's ``AsyncGRPOTrainer`` rule);
+* **async lag 4 uncorrected**: the sampler allowed four steps ahead, nothing corrected (how far it
+  does run ahead depends on which side is slower; ``async/lag`` says).
+
+Held-out accuracy (greedy, the same problems for every arm) at fixed points of training time, steps
+per minute, how busy the two cores were (CPU seconds of learner and sampler over wall seconds), the
+mean lag and the cause mix. Bars: async reaches sync's final accuracy in at most 0.7x its wall-clock,
+ends within 2 SE of it or above, and keeps the cores at least 1.5 busy on average. The run ends::
+
+    async: lag-1 corrected A.AAA +- a, sync B.BBB +- b at T min (N seeds); steps/min ratio R.RRx; cores busy C.C
+    async: minutes to sync's final accuracy: lag-1 corrected M.M of T
+
+    .venv/bin/python benchmarks/async_engine.py [--budget-min 8] [--points 2 4 6 8] [--seeds 3] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from results import RESULTS, Bar, mean_se, report, save_figure, src_path
+
+sys.path.insert(0, src_path())
+
+CORRECTED = ("off_policy.proximal=recompute", "off_policy.token_cap=2.0", "off_policy.geometric_band=[0.98, 1.02]")
+ARMS: dict[str, tuple[str, ...]] = {
+    "sync": (),
+    "async lag 1 corrected": ("rollout.mode=async", "rollout.max_lag=1", *CORRECTED),
+    "async lag 1 uncorrected": ("rollout.mode=async", "rollout.max_lag=1", "failure.max_staleness=1"),
+    "async lag 4 uncorrected": ("rollout.mode=async", "rollout.max_lag=4", "failure.max_staleness=4"),
+}
+
+
+def child(a: argparse.Namespace) -> dict:
+    """One arm, one seed, to the training budget; the curve, steps, CPU seconds and lags."""
+    import psutil
+    import real_learning as rl
+    import torch
+
+    from rlvr.config import dump_config, load_config
+    from rlvr.engine import greedy_eval
+    from rlvr.engine.async_engine import train_engine
+    from rlvr.runtime import setup_torch
+
+    setup_torch(1, a.seed)
+    torch.set_flush_denormal(True)
+    held = rl.rows(rl.EVAL_SPEC.format(n=a.eval_n))
+    train = rl.rows(rl.TRAIN_SPEC)
+    out = Path(tempfile.mkdtemp(prefix="rlvr-async-"))
+    ns = argparse.Namespace(
+        finetune="lora",
+        prompts=a.prompts,
+        group=a.group,
+        new_tokens=a.new_tokens,
+        lr=a.lr,
+        seed=a.seed,
+        rollout_dtype="auto",
+    )
+    base = out / "base.yaml"
+    base.write_text(dump_config(rl.config(ns, "rlvr", out)))
+    cfg = load_config(base, list(ARMS[a.arm]))
+    trainer = train_engine(cfg, train_rows=train, eval_rows=[])
+    me = psutil.Process()
+
+    def cpu_s() -> float:
+        own = me.cpu_times()
+        total = own.user + own.system
+        p = getattr(trainer, "_proc", None)
+        if p is not None and p.pid is not None:
+            try:
+                c = psutil.Process(p.pid).cpu_times()
+                total += c.user + c.system
+            except psutil.NoSuchProcess:
+                pass
+        return total
+
+    def evaluate() -> dict:
+        trainer.model.eval()
+        with torch.no_grad():
+            r = greedy_eval(trainer.model, trainer.tok, held, max_new_tokens=a.new_tokens, batch_size=50)
+        trainer.model.train()
+        return r
+
+    clock = rl.Clock(
+        [m * 60 for m in a.points], a.budget_min * 60, evaluate, lambda p: print(json.dumps(p), file=sys.stderr)
+    )
+    clock.start()
+    lags, causes, cpu, wall = [], {}, 0.0, 0.0
+    try:
+        while True:
+            c0, t0 = cpu_s(), time.perf_counter()
+            m = trainer.train_step()
+            dt = time.perf_counter() - t0
+            cpu, wall = cpu + cpu_s() - c0, wall + dt
+            lags.append(m.get("async/lag", 0.0))
+            for k, v in m.items():
+                if k.startswith("causes/") and isinstance(v, float):
+                    causes[k[7:]] = causes.get(k[7:], 0.0) + v
+            if clock.step_done(dt):
+                break
+    finally:
+        stop = getattr(trainer, "stop", None)
+        if stop is not None:
+            stop()
+    n = max(clock.steps, 1)
+    return {
+        "curve": [{k: v for k, v in p.items() if k != "examples"} for p in clock.curve],
+        "steps": clock.steps,
+        "steps_per_min": clock.steps / (clock.trained_s / 60),
+        "cores_busy": cpu / max(wall, 1e-9),
+        "lag": sum(lags) / max(len(lags), 1),
+        "causes": {k: v / n for k, v in causes.items() if v},
+    }
+
+
+def launch(a: argparse.Namespace, arm: str, seed: int) -> dict:
+    argv = [sys.executable, __file__, "--child", arm, "--seed", str(seed), "--budget-min", str(a.budget_min)]
+    argv += ["--points", *map(str, a.points), "--eval-n", str(a.eval_n), "--prompts", str(a.prompts)]
+    argv += ["--group", str(a.group), "--new-tokens", str(a.new_tokens), "--lr", str(a.lr)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_BENCH_SRC": src_path()}
+    p = subprocess.run(argv, env=env, capture_output=True, text=True)
+    if p.returncode:
+        sys.exit(f"arm {arm!r} seed {seed} failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def minutes_to(curve: list[dict], target: float) -> float | None:
+    """Training minutes at which the curve first reaches ``target`` (None: never)."""
+    return next((p["minutes"] for p in curve if p["minutes"] > 0 and p["accuracy"] >= target), None)
+
+
+def plot(results: dict[str, list[dict]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for arm, runs in results.items():
+        n = min(len(r["curve"]) for r in runs)
+        xs = [sum(r["curve"][i]["minutes"] for r in runs) / len(runs) for i in range(n)]
+        stats = [mean_se([r["curve"][i]["accuracy"] for r in runs]) for i in range(n)]
+        ys = [m for m, _ in stats]
+        ax.plot(xs, ys, "o-", label=f"{arm} ({sum(r['steps_per_min'] for r in runs) / len(runs):.1f} steps/min)")
+        ax.fill_between(xs, [m - s for m, s in stats], [m + s for m, s in stats], alpha=0.15)
+    ax.set_xlabel("training wall-clock (minutes, this 2-core CPU)")
+    ax.set_ylabel("held-out accuracy (greedy)")
+    ax.legend(fontsize=8)
+    ax.set_title("Sampling and learning at the same time (SmolLM2-135M LoRA, chain_sum)")
+    save_figure(fig, path)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--budget-min", type=float, default=8.0)
+    ap.add_argument("--points", type=float, nargs="+", default=[2, 4, 6, 8])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    ap.add_argument("--eval-n", type=int, default=100)
+    ap.add_argument("--prompts", type=int, default=8)
+    ap.add_argument("--group", type=int, default=4)
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--lr", type=float, default=2e-4)
+    ap.add_argument("--quick", action="store_true", help="1 seed, 1 minute, sync and lag-1 corrected")
+    ap.add_argument("--child", choices=list(ARMS))
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    if a.child:
+        a.arm = a.child
+        print(json.dumps(child(a)))
+        return
+    if a.quick:
+        a.seeds, a.budget_min, a.points, a.eval_n = 1, 1.0, [1.0], 20
+        a.arms = ["sync", "async lag 1 corrected"]
+    from rlvr.runtime import cpu_report
+
+    print(f"CPU: {cpu_report()}", flush=True)
+    results: dict[str, list[dict]] = {arm: [] for arm in a.arms}
+    for seed in range(a.seeds):
+        for arm in a.arms:  # one at a time: the async arms use both cores
+            t0 = time.perf_counter()
+            r = launch(a, arm, seed)
+            results[arm].append(r)
+            print(
+                f"{arm:<24} seed {seed}: held-out {r['curve'][0]['accuracy']:.3f} -> {r['curve'][-1]['accuracy']:.3f}, "
+                f"{r['steps']} steps ({r['steps_per_min']:.1f}/min), cores busy {r['cores_busy']:.2f}, "
+                f"lag {r['lag']:.2f} ({time.perf_counter() - t0:.0f} s)",
+                flush=True,
+            )
+    summary: dict = {}
+    for arm, runs in results.items():
+        m, se = mean_se([r["curve"][-1]["accuracy"] for r in runs])
+        summary[arm] = {
+            "final": m,
+            "final_se": se,
+            "steps_per_min": sum(r["steps_per_min"] for r in runs) / len(runs),
+            "cores_busy": sum(r["cores_busy"] for r in runs) / len(runs),
+            "lag": sum(r["lag"] for r in runs) / len(runs),
+        }
+    bars, lines = [], []
+    if "sync" in results and "async lag 1 corrected" in results:
+        s, c = summary["sync"], summary["async lag 1 corrected"]
+        diff, se = mean_se(
+            [
+                x["curve"][-1]["accuracy"] - y["curve"][-1]["accuracy"]
+                for x, y in zip(results["async lag 1 corrected"], results["sync"])
+            ]
+        )
+        ratio = c["steps_per_min"] / s["steps_per_min"]
+        reach = [
+            minutes_to(x["curve"], y["curve"][-1]["accuracy"])
+            for x, y in zip(results["async lag 1 corrected"], results["sync"])
+        ]
+        reached = [r for r in reach if r is not None]
+        to_sync = sum(reached) / len(reached) if len(reached) == len(reach) else None
+        summary["comparison"] = {"diff": diff, "se": se, "steps_ratio": ratio, "minutes_to_sync_final": to_sync}
+        lines.append(
+            f"async: lag-1 corrected {c['final']:.3f} +- {c['final_se']:.3f}, sync {s['final']:.3f} +- "
+            f"{s['final_se']:.3f} at {a.budget_min:g} min ({a.seeds} seeds); steps/min ratio {ratio:.2f}x; "
+            f"cores busy {c['cores_busy']:.1f}"
+        )
+        lines.append(
+            "async: minutes to sync's final accuracy: lag-1 corrected "
+            + (f"{to_sync:.1f}" if to_sync is not None else "not reached on every seed")
+            + f" of {a.budget_min:g}"
+        )
+        bars += [
+            Bar("async minutes to sync's final / budget", (to_sync or 1e9) / a.budget_min, "<=", 0.7, "", False),
+            Bar("async - sync final held-out, in SE", diff / se if se else diff * 1e9, ">=", -2.0, "", False),
+            Bar("cores busy (async lag 1 corrected)", c["cores_busy"], ">=", 1.5),
+        ]
+    png = (RESULTS / "quick" if a.quick else RESULTS) / "async_engine.png"
+    plot(results, png)
+    for arm, x in summary.items():
+        if arm != "comparison":
+            print(
+                f"{arm:<24} {x['final']:.3f} +- {x['final_se']:.3f}  {x['steps_per_min']:.1f} steps/min  "
+                f"cores busy {x['cores_busy']:.2f}  lag {x['lag']:.2f}"
+            )
+    report("async_engine", {"summary": summary, "runs": results, "cpu": cpu_report()}, bars, a, quick=a.quick)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
