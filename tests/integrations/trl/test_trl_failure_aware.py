@@ -311,3 +311,40 @@ def test_trl_sees_the_prompt_ids_rlvr_engine_would(tmp_path: Path, template: str
     assert ids[0][0] == tok.bos_token_id
     assert [list(x) for x in ids] == [encode(tok, p) for p in prompts]
     assert isinstance(prompts[0], list) == (template == "current")
+
+
+def test_rows_trl_vllm_sequence_mask_zeroed_are_off_policy_and_leave_their_group(tmp_path: Path, monkeypatch) -> None:
+    """With vLLM, TRL's ``sequence_mask`` correction zeroes a row's importance ratio (its product left
+    ``[min, max]``); the row then only weighs 0 in TRL's loss and still sits in its group's baseline.
+    rlvr's adapter waits for that ratio and makes the row ``off_policy``: out of the group's mean and
+    std too. vLLM does not run on CPU: TRL's generation runs for real and the ratio it would attach
+    (``importance_sampling_ratio``, shape (B, 1), 0 where masked) is added to its output."""
+    parent = trl.GRPOTrainer._generate_and_score_completions
+
+    def with_vllm_ratio(self, inputs):
+        out = parent(self, inputs)
+        ratio = torch.ones(len(inputs), 1)
+        ratio[[1, 5]] = 0.0  # rows 1 and 5: masked by the sequence mask
+        out["importance_sampling_ratio"] = ratio
+        return out
+
+    monkeypatch.setattr(trl.GRPOTrainer, "_generate_and_score_completions", with_vllm_ratio)
+
+    def varied(completions, **kw):
+        return [float(i % 3) for i in range(len(completions))]
+
+    trainer = _trainer(tmp_path, ROWS, [varied], failure=FailureConfig(resample_tries=0))
+    monkeypatch.setattr(trainer, "_masks_rows", lambda: True)
+    trainer.model.train()
+    batch = [dict(ROWS[k]) for k in (1, 2) for _ in range(4)]
+    out = trainer._generate_and_score_completions(batch)
+    d = trainer._gen.decision
+    assert [c.value for c in d.causes].count("off_policy") == 2
+    assert d.causes[1].value == d.causes[5].value == "off_policy"
+    assert not bool(out["rlvr_admit"][[1, 5]].any()) and bool(out["rlvr_admit"][[0, 2, 3, 4, 6, 7]].all())
+    # the baseline of row 1's group is its three other rows: 0, 2, 0 -> mean 2/3
+    adv = out["advantages"]
+    r = torch.tensor([0.0, 2.0, 0.0])
+    torch.testing.assert_close(adv[[0, 2, 3]], (r - r.mean()) / (r.std() + 1e-4), atol=1e-3, rtol=1e-3)
+    assert float(adv[1]) == 0.0 and float(adv[5]) == 0.0
+    assert d.metrics["causes/off_policy"] == 0.25 and d.metrics["offpolicy/rejected"] == 0.25

@@ -78,6 +78,7 @@ class _Generation:
     episodes: list[Any] | None = None  # this process's rows' episodes (TRL's tool loop), None without tools
     episodes_all: list[Any] | None = None  # every process's, gathered
     redraws: Redraws | None = None  # this step's redraw rounds (every process agrees on the outage)
+    first_all: list[Cause | None] = field(default_factory=list)  # every process's first causes, gathered
     redrawn: list[int] = field(default_factory=list)  # this process's rows the last round redrew
 
 
@@ -223,8 +224,16 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             out = super()._generate_and_score_completions(inputs)
         finally:
             self._pending_bits = None
+        if gen.decision is None:  # TRL's vLLM sequence mask has spoken: its rows are off_policy
+            ratio = out.get("importance_sampling_ratio")
+            local = (
+                (ratio.reshape(len(inputs), -1) == 0).all(1)
+                if ratio is not None
+                else torch.zeros(len(inputs), dtype=torch.bool, device=out["advantages"].device)
+            )
+            self._decide(gen, [bool(x) for x in self.accelerator.gather(local.long()).tolist()])
         d = gen.decision
-        assert d is not None, "the decision is made in _calculate_rewards"
+        assert d is not None, "the decision is made in _calculate_rewards or right above"
         n = len(inputs)
         here = slice(self.accelerator.process_index * n, (self.accelerator.process_index + 1) * n)
         device = out["advantages"].device
@@ -828,22 +837,44 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         gen.ranks = [g[0] for g in gathered]
         gen.rows_all = [g[3] for g in gathered]
         gen.episodes_all = [g[4] for g in gathered] if eps is not None else None
-        first = [g[2] for g in gathered]
+        gen.first_all = [g[2] for g in gathered]
+        if not self._masks_rows():  # else after TRL's vLLM correction has masked its rows
+            self._decide(gen)
+        return rewards_per_func
+
+    def _masks_rows(self) -> bool:
+        """Whether TRL's vLLM correction rejects whole rows (``sequence_mask``): those become the
+        ``off_policy`` cause, so the decision waits for TRL's importance ratio."""
+        return bool(
+            getattr(self, "use_vllm", False)
+            and getattr(self, "vllm_importance_sampling_correction", False)
+            and getattr(self, "vllm_importance_sampling_mode", "") == "sequence_mask"
+        )
+
+    def _decide(self, gen: _Generation, rejected: list[bool] | None = None) -> None:
+        """The failure step's decision over every process's rows (``rejected``: rows TRL's vLLM
+        sequence mask zeroed, cause ``off_policy``: out of their group's statistics too)."""
+        import dataclasses
+
+        if rejected is not None:
+            gen.views = [dataclasses.replace(v, off_policy=r) for v, r in zip(gen.views, rejected)]
+        first = [c for c in gen.first_all if c is not None]
         gen.decision = self.fa.decide(
             gen.views,
             self.state.global_step + 1,
-            first_causes=first if all(c is not None for c in first) else None,
+            first_causes=first if len(first) == len(gen.first_all) else None,
             drop_uninformative=self.failure.dynamic_sampling > 0,
-            down=(gen.redraws is not None and gen.redraws.down) if eps is not None else None,
+            down=(gen.redraws is not None and gen.redraws.down) if gen.episodes is not None else None,
         )
         if gen.episodes_all is not None:  # the same tool metrics as rlvr's engine logs
             from rlvr.episodes import tool_metrics
 
             gen.decision.metrics.update(tool_metrics(gen.episodes_all))
+        if rejected is not None:
+            gen.decision.metrics["offpolicy/rejected"] = sum(rejected) / max(len(rejected), 1)
         for k, v in gen.decision.metrics.items():  # TRL's own logging carries rlvr's metrics too
             if isinstance(v, int | float) and not isinstance(v, bool):
                 self._metrics["train"][k].append(float(v))
-        return rewards_per_func
 
     # ------------------------------------------------------------------ the loss
     #: TRL's loss types that average over rows (each micro-batch divides by its own row count).
