@@ -86,3 +86,39 @@ def test_dr_grpo_and_the_clip_set_by_rlvrs_trainer():
     finally:
         advantage.configure(clip=None)
     assert float(clipped.max()) == pytest.approx(1.0)
+
+
+def test_rows_verls_rollout_correction_rejects_leave_the_baseline_through_rlvr_grpo():
+    """verl's own rollout correction (decoupled mode) zeroes the response mask of a row its
+    ``seq_mean_k1`` band rejects, before advantages; ``rlvr_grpo`` then leaves the row out of its
+    group's mean and std (the ``off_policy`` rule), where verl's ``grpo`` keeps its score in them."""
+    from verl.trainer.config.algorithm import RolloutCorrectionConfig
+    from verl.trainer.ppo.rollout_corr_helper import compute_rollout_correction_and_add_to_batch
+
+    scores, uids = [1.0, 0.0, 0.0, 1.0, 0.0, 1.0], ["a", "a", "a", "b", "b", "b"]
+    data = _batch(scores, uids, [True] * 6)
+    mask = data.batch["response_mask"]
+    old = -torch.rand(mask.shape, generator=torch.Generator().manual_seed(1))
+    rollout = old.clone()
+    rollout[1] -= 0.5  # the sampler found row 1 e^0.5 times less likely per token than the trainer
+    data.batch["old_log_probs"] = old
+    data.batch["rollout_log_probs"] = rollout
+    cfg = RolloutCorrectionConfig(rollout_is=None, rollout_rs="seq_mean_k1", rollout_rs_threshold="0.99_1.01")
+    data, _ = compute_rollout_correction_and_add_to_batch(data, cfg)
+    kept = data.batch["response_mask"].sum(-1) > 0
+    assert kept.tolist() == [True, False, True, True, True, True]
+    ours, _ = core_algos.get_adv_estimator_fn("rlvr_grpo")(
+        token_level_rewards=data.batch["token_level_rewards"],
+        response_mask=data.batch["response_mask"],
+        index=data.non_tensor_batch["uid"],
+        config=None,
+    )
+    adv = ours.sum(-1) / data.batch["response_mask"].sum(-1).clamp(min=1)
+    assert float(adv[1]) == 0.0
+    a = torch.tensor([1.0, 0.0])  # group a without row 1: rows 0 and 2
+    torch.testing.assert_close(adv[[0, 2]], (a - a.mean()) / (a.std() + 1e-6), atol=1e-4, rtol=1e-4)
+    theirs, _ = core_algos.compute_grpo_outcome_advantage(
+        data.batch["token_level_rewards"], data.batch["response_mask"], data.non_tensor_batch["uid"]
+    )
+    theirs_row = theirs.sum(-1) / data.batch["response_mask"].sum(-1).clamp(min=1)
+    assert not torch.allclose(theirs_row[[0, 2]], adv[[0, 2]])  # verl's grpo kept row 1 in group a's stats
