@@ -30,7 +30,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -55,28 +54,10 @@ def child(a: argparse.Namespace) -> dict:
     import real_learning as rl
     import torch
 
-    from rlvr.config import dump_config, load_config
     from rlvr.engine import greedy_eval
     from rlvr.engine.async_engine import train_engine
-    from rlvr.runtime import setup_torch
 
-    setup_torch(1, a.seed)
-    torch.set_flush_denormal(True)
-    held = rl.rows(rl.EVAL_SPEC.format(n=a.eval_n))
-    train = rl.rows(rl.TRAIN_SPEC)
-    out = Path(tempfile.mkdtemp(prefix="rlvr-async-"))
-    ns = argparse.Namespace(
-        finetune="lora",
-        prompts=a.prompts,
-        group=a.group,
-        new_tokens=a.new_tokens,
-        lr=a.lr,
-        seed=a.seed,
-        rollout_dtype="auto",
-    )
-    base = out / "base.yaml"
-    base.write_text(dump_config(rl.config(ns, "rlvr", out)))
-    cfg = load_config(base, list(ARMS[a.arm]))
+    cfg, train, held = rl.arm(a, ARMS[a.arm], "auto", "rlvr-async-")
     trainer = train_engine(cfg, train_rows=train, eval_rows=[])
     me = psutil.Process()
 

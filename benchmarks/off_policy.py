@@ -34,7 +34,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -66,33 +65,9 @@ def child(a: argparse.Namespace) -> dict:
     import real_learning as rl
     import torch
 
-    from rlvr.config import load_config
     from rlvr.engine import GRPOTrainer, greedy_eval
-    from rlvr.runtime import setup_torch
 
-    setup_torch(1, a.seed)
-    torch.set_flush_denormal(True)
-    held = rl.rows(rl.EVAL_SPEC.format(n=a.eval_n))
-    train = rl.rows(rl.TRAIN_SPEC)
-    out = Path(tempfile.mkdtemp(prefix="rlvr-offpolicy-"))
-    base = rl.config(
-        argparse.Namespace(
-            finetune="lora",
-            prompts=a.prompts,
-            group=a.group,
-            new_tokens=a.new_tokens,
-            lr=a.lr,
-            seed=a.seed,
-            rollout_dtype="model",
-        ),
-        "rlvr",
-        out,
-    )
-    from rlvr.config import dump_config
-
-    cfg_path = out / "base.yaml"
-    cfg_path.write_text(dump_config(base))
-    cfg = load_config(cfg_path, list(ARMS[a.arm]))
+    cfg, train, held = rl.arm(a, ARMS[a.arm], "model", "rlvr-offpolicy-")
     trainer = GRPOTrainer(cfg, train_rows=train, eval_rows=[])
 
     def evaluate() -> float:

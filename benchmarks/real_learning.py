@@ -119,6 +119,24 @@ def config(a: argparse.Namespace, engine: str, out: Path):
     )
 
 
+def arm(a: argparse.Namespace, overrides: tuple[str, ...], rollout_dtype: str, prefix: str):
+    """One arm of a benchmark on this task (LoRA, rlvr's engine, one torch thread, seeded by
+    ``a.seed``): its config (the task's with ``overrides``), training rows and held-out rows."""
+    import torch
+
+    from rlvr.config import dump_config, load_config
+    from rlvr.runtime import setup_torch
+
+    setup_torch(1, a.seed)
+    torch.set_flush_denormal(True)
+    out = Path(tempfile.mkdtemp(prefix=prefix))
+    ns = argparse.Namespace(finetune="lora", prompts=a.prompts, group=a.group, new_tokens=a.new_tokens, lr=a.lr)
+    ns.seed, ns.rollout_dtype = a.seed, rollout_dtype
+    base = out / "base.yaml"
+    base.write_text(dump_config(config(ns, "rlvr", out)))
+    return load_config(base, list(overrides)), rows(TRAIN_SPEC), rows(EVAL_SPEC.format(n=a.eval_n))
+
+
 class Clock:
     """Training time only: the clock stops while the held-out set is evaluated."""
 
