@@ -1,4 +1,5 @@
-"""The GRPO objective, pure and engine-neutral: group advantages, the clipped-ratio loss and its normalisers.
+"""The GRPO objective, pure and engine-neutral: group advantages, the clipped-ratio loss and its
+normalisers, and the off-policy correction (behaviour vs proximal log-probs).
 
 Every engine (rlvr's own, the TRL adapter, verl's estimator) and the failure step import these; they
 import no engine. What each aggregation divides by, and the invariances that follow, are in
@@ -14,17 +15,22 @@ from rlvr.algo.advantages import (
     scale_of,
     zero_std_fraction,
 )
+from rlvr.algo.correction import Correction, CorrectionSettings, correction, mismatch
 from rlvr.algo.loss import AGGREGATIONS, LossStats, Normalizer, k3_kl, policy_loss, register_aggregation, token_logprobs
 
 __all__ = [
     "AGGREGATIONS",
+    "Correction",
+    "CorrectionSettings",
     "LossStats",
     "Normalizer",
     "Scale",
+    "correction",
     "flat_groups",
     "group_advantages",
     "indexed_group_advantages",
     "k3_kl",
+    "mismatch",
     "normalized_sum",
     "policy_loss",
     "register_aggregation",

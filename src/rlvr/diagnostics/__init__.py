@@ -13,6 +13,7 @@ from rlvr.diagnostics.quarantine import Quarantine
 
 if TYPE_CHECKING:
     from rlvr.diagnostics.admission import ColdStart, admission
+    from rlvr.diagnostics.redraws import Redraws
     from rlvr.diagnostics.step import Decision, DrawAhead, FailureAware, RolloutView, informative, rollout_record
 
 _LAZY = {
@@ -24,6 +25,7 @@ _LAZY = {
     "RolloutView": "step",
     "informative": "step",
     "rollout_record": "step",
+    "Redraws": "redraws",
 }
 
 
@@ -45,6 +47,7 @@ __all__ = [
     "DrawAhead",
     "FailureAware",
     "Quarantine",
+    "Redraws",
     "RolloutView",
     "admission",
     "cause_of",
