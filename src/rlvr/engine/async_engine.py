@@ -92,6 +92,20 @@ class _Sampler(GRPOTrainer):
         return self.model, self.version
 
 
+def _stopped(control: Any, s: GRPOTrainer) -> bool:
+    """Read the learner's messages: True at a stop; a prompt id the learner quarantined is skipped by
+    the sampler from now on."""
+    while True:
+        try:
+            msg = control.get_nowait()
+        except queue_lib.Empty:
+            return False
+        if msg == _STOP:
+            return True
+        if s.fa.quarantine is not None:
+            s.fa.quarantine.entries.setdefault(msg, {"prompt_id": msg})
+
+
 def sampler_main(
     config: str,
     model: Any,
@@ -117,23 +131,15 @@ def sampler_main(
         s.step = first_step  # seeds the draws as the synchronous engine's step would
         idle = 0.0
         while True:
-            while True:  # prompts the learner quarantined: the sampler skips them from now on
-                try:
-                    msg = control.get_nowait()
-                except queue_lib.Empty:
-                    break
-                if msg == _STOP:
-                    return
-                if s.fa.quarantine is not None:
-                    s.fa.quarantine.entries.setdefault(msg, {"prompt_id": msg})
+            if _stopped(control, s):
+                return
             # the step this draw trains is learner step s.step + 1, at version s.step: wait for weights
             # at most max_lag versions older (the pacing that bounds staleness; the wait is idle time)
             t_wait = time.perf_counter()
             while int(shared.version.value) < s.step - cfg.rollout.max_lag:
                 time.sleep(0.005)
-                with contextlib.suppress(queue_lib.Empty):
-                    if control.get_nowait() == _STOP:
-                        return
+                if _stopped(control, s):
+                    return
             idle += time.perf_counter() - t_wait
             s.version = shared.load_into(s.model)
             t0 = time.perf_counter()
@@ -147,9 +153,8 @@ def sampler_main(
                     out.put(item, timeout=0.5)
                     break
                 except queue_lib.Full:
-                    with contextlib.suppress(queue_lib.Empty):
-                        if control.get_nowait() == _STOP:
-                            return
+                    if _stopped(control, s):
+                        return
             idle += time.perf_counter() - t1  # counted with the next step's item
             s.step += 1
     except Exception:
@@ -171,7 +176,6 @@ class AsyncGRPOTrainer(GRPOTrainer):
         self._out: Any = None
         self._control: Any = None
         self._shared: SharedWeights | None = None
-        self._waited = 0.0
 
     # ------------------------------------------------------------------ the sampler
     def _start(self) -> None:
