@@ -7,12 +7,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+
 def open_step_log(path: Path, resume_step: int | None) -> Any:
     """Open a per-step JSONL log for appending: fresh for a new run; on resume, cut to the lines of
     steps up to the checkpoint (the later ones will be produced again, identically)."""
     if resume_step is not None and path.exists():
-        keep = [ln for ln in path.read_text().splitlines()
-                if ln.strip() and (s := _step_of(ln)) is not None and s <= resume_step]
+        keep = [
+            ln
+            for ln in path.read_text().splitlines()
+            if ln.strip() and (s := _step_of(ln)) is not None and s <= resume_step
+        ]
         path.write_text("".join(ln + "\n" for ln in keep))
     elif resume_step is None and path.exists():
         path.unlink()
@@ -22,8 +26,14 @@ def open_step_log(path: Path, resume_step: int | None) -> Any:
 class MetricsLog:
     """Append-only ``metrics.jsonl`` (see :func:`open_step_log` for resuming)."""
 
-    def __init__(self, run_dir: Path, resume_step: int | None = None, tensorboard: bool = False,
-                 wandb: bool = False, config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        resume_step: int | None = None,
+        tensorboard: bool = False,
+        wandb: bool = False,
+        config: dict[str, Any] | None = None,
+    ) -> None:
         self.path = run_dir / "metrics.jsonl"
         self._f = open_step_log(self.path, resume_step)
         self._tb = self._wb = None
