@@ -106,10 +106,31 @@ def launch(a: argparse.Namespace, arm: str, seed: int, eval_start: bool) -> subp
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def settings(a: argparse.Namespace) -> dict:
+    """What a finished run depends on besides its arm and seed: a kept run is reused only when they match."""
+    return {k: getattr(a, k) for k in ("steps", "eval_n", "prompts", "group", "new_tokens", "lr")}
+
+
+def kept(a: argparse.Namespace, arm: str, seed: int) -> Path:
+    return a.keep / f"{arm.replace(' ', '_')}-seed{seed}.json"
+
+
 def run_all(a: argparse.Namespace) -> dict[str, dict[int, dict]]:
-    """Every (arm, seed), ``--jobs`` at a time, the progress of each step on stderr."""
-    todo = [(arm, seed) for seed in range(a.seeds) for arm in a.arms]
+    """Every (arm, seed), ``--jobs`` at a time, the progress of each step on stderr.
+
+    Each finished run is kept under ``--keep`` with its settings, so an interrupted benchmark
+    resumes where it stopped instead of starting its hours again.
+    """
     results: dict[str, dict[int, dict]] = {arm: {} for arm in a.arms}
+    todo = []
+    for seed in range(a.seeds):
+        for arm in a.arms:
+            path = kept(a, arm, seed)
+            if path.exists() and (old := json.loads(path.read_text()))["settings"] == settings(a):
+                results[arm][seed] = old["result"]
+                print(f"kept: {arm} seed {seed} ({path})", flush=True)
+            else:
+                todo.append((arm, seed))
     running: list[tuple[str, int, subprocess.Popen, float]] = []
     done = 0
     while todo or running:
@@ -127,10 +148,12 @@ def run_all(a: argparse.Namespace) -> dict[str, dict[int, dict]]:
             if p.returncode:
                 sys.exit(f"arm {arm!r} seed {seed} failed:\n{err[-3000:]}")
             results[arm][seed] = json.loads(out.strip().splitlines()[-1])
+            kept(a, arm, seed).parent.mkdir(parents=True, exist_ok=True)
+            kept(a, arm, seed).write_text(json.dumps({"settings": settings(a), "result": results[arm][seed]}))
             done += 1
             r = results[arm][seed]
             print(
-                f"[{done}/{a.seeds * len(a.arms)}] {arm:<20} seed {seed}: held-out {r['end']:.3f} "
+                f"[{done}/{len(todo) + len(running) + done}] {arm:<20} seed {seed}: held-out {r['end']:.3f} "
                 f"k3 {sum(s['k3'] for s in r['steps']) / len(r['steps']):.2e} "
                 f"({time.perf_counter() - t0:.0f} s)",
                 flush=True,
@@ -202,6 +225,7 @@ def main() -> None:
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--lr", type=float, default=2e-4)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--keep", type=Path, default=RESULTS / "partial" / "off_policy", help="finished runs, reused")
     ap.add_argument("--quick", action="store_true", help="1 seed, 3 steps, 3 arms, 20 problems (make bench-check)")
     ap.add_argument("--child", choices=list(ARMS))
     ap.add_argument("--seed", type=int, default=0)
@@ -214,6 +238,7 @@ def main() -> None:
     if a.quick:
         a.seeds, a.steps, a.eval_n = 1, 3, 20
         a.arms = ["fp32", "bf16 corrected", "stale 2 corrected"]
+        a.keep = RESULTS / "quick" / "partial" / "off_policy"
     from rlvr.runtime import native_bf16
 
     t0 = time.perf_counter()
