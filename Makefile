@@ -37,7 +37,7 @@ test: $(STAMP) $(VERL_STAMP)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25
 	timeout 1200 $(VERL_VENV)/bin/python -m pytest tests/verl
 
 # The fast lane (under a minute): lint, format, types, the layering, every docstring example, and
