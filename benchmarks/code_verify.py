@@ -213,6 +213,12 @@ def measure(
         "seconds": round(secs, 2),
         "items_per_s": round(len(rows) / secs, 1),
         "table": {f"{k}/{s}": n for (k, s), n in sorted(table.items())},
+        # a canonical solution scored anything but correct: which one and why (it has been seen under load)
+        "canonical_misses": [
+            {"entry_point": spec.get("entry_point"), "status": v.status.value, "reason": (v.reason or "")[:300]}
+            for (k, _c, spec, _p), v in zip(rows, verdicts)
+            if k == "canonical" and v.status.value != "correct"
+        ],
     }
     if quiet:
         return line
