@@ -7,6 +7,8 @@ machine (the clock stops while the held-out set is evaluated), paired seeds, one
 * **sync**: today's engine, one process (sampling, then learning);
 * **async lag 1 corrected**: a sampler process one step ahead, the old log-probs recomputed, a
   truncated token weight and a geometric sequence mask (``CORRECTED``);
+* **async lag 1 bypass**: the same overlap, the sampler's log-probs as the old ones, no band (the
+  off-policy benchmark found correcting a gap of this size buys nothing);
 * **async lag 1 stale dropped**: the same overlap, nothing corrected, and every row the sampler drew
   with older weights than the learner's is ``stale`` (``failure.max_staleness: 0``, seed 003's rule:
   out of the baseline and the loss, counted): the price of refusing off-policy rows outright;
@@ -44,6 +46,7 @@ CORRECTED = ("off_policy.proximal=recompute", "off_policy.token_cap=2.0", "off_p
 ARMS: dict[str, tuple[str, ...]] = {
     "sync": (),
     "async lag 1 corrected": ("rollout.mode=async", "rollout.max_lag=1", *CORRECTED),
+    "async lag 1 bypass": ("rollout.mode=async", "rollout.max_lag=1"),
     "async lag 1 stale dropped": ("rollout.mode=async", "rollout.max_lag=1", "failure.max_staleness=0"),
     "async lag 4 uncorrected": ("rollout.mode=async", "rollout.max_lag=4", "failure.max_staleness=4"),
 }
