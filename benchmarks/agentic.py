@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results import RESULTS, Bar, mean_se, report, save_figure, side_by_side, src_path
@@ -108,28 +109,22 @@ def env_section(rate: float, seed: int = 0) -> str:
     return f"env={{tools: [calculator], max_turns: 2, faults: {faults}, fault_seed: {7 + seed}}}"
 
 
+def run_config(warm: Path, out: Path, steps: int, every: int, seed: int, env: str, extra: list[str]) -> Any:
+    """The config of one run from the warm model (``BASE``, the run's folder, length and seed, ``env``,
+    then ``extra`` overrides): what this benchmark and ``agentic_heavy.py`` both train."""
+    from rlvr.config import load_config
+
+    run = [f"run.out_dir={out}", f"run.steps={steps}", f"run.seed={seed}", f"run.eval_every={every}"]
+    return load_config(None, [*BASE, f"model.name={warm}", *run, f"run.save_every={steps}", env, *extra])
+
+
 def train(
     warm: Path, out: Path, steps: int, every: int, rate: float, extra: list[str], seed: int, engine: str = "rlvr"
 ) -> list[dict]:
-    from rlvr.config import load_config
     from rlvr.engine import GRPOTrainer
     from rlvr.runs import read_metrics
 
-    cfg = load_config(
-        None,
-        [
-            *BASE,
-            f"model.name={warm}",
-            f"run.out_dir={out}",
-            f"run.steps={steps}",
-            f"run.seed={seed}",
-            f"run.eval_every={every}",
-            f"run.save_every={steps}",
-            env_section(rate, seed),
-            f"engine={engine}",
-            *extra,
-        ],
-    )
+    cfg = run_config(warm, out, steps, every, seed, env_section(rate, seed), [f"engine={engine}", *extra])
     t0 = time.perf_counter()
     if engine == "trl":
         from rlvr.integrations.trl import train_trl

@@ -41,7 +41,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from agentic import BASE, env_section, warm_model
+from agentic import env_section, run_config, warm_model
 from results import RESULTS, Bar, mean_se, report, save_figure, side_by_side, src_path
 
 sys.path.insert(0, src_path())
@@ -79,7 +79,6 @@ def fault_share(scenario: str, steps: int) -> float:
 
 def run(warm: Path, out: Path, steps: int, every: int, scenario: str, arm: str, seed: int) -> dict:
     """One run; its summary (final accuracy, compute, thin and down steps)."""
-    from rlvr.config import load_config
     from rlvr.engine import GRPOTrainer
     from rlvr.runs import read_metrics
 
@@ -87,20 +86,7 @@ def run(warm: Path, out: Path, steps: int, every: int, scenario: str, arm: str, 
     env = env_section(rate, seed)
     if scenario == "bursts":
         env = env[:-1] + f", outages: {[list(o) for o in outages(steps)]}}}"
-    cfg = load_config(
-        None,
-        [
-            *BASE,
-            f"model.name={warm}",
-            f"run.out_dir={out}",
-            f"run.steps={steps}",
-            f"run.seed={seed}",
-            f"run.eval_every={every}",
-            f"run.save_every={steps}",
-            env,
-            *ARMS.get(arm, []),
-        ],
-    )
+    cfg = run_config(warm, out, steps, every, seed, env, ARMS.get(arm, []))
     GRPOTrainer(cfg).train()
     metrics = read_metrics(out)
     evals = [(m["step"], m["eval/accuracy"]) for m in metrics if "eval/accuracy" in m]
