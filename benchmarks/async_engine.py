@@ -38,6 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import real_learning as rl
 from results import RESULTS, Bar, mean_se, report, save_figure, src_path
 
 sys.path.insert(0, src_path())
@@ -55,7 +56,6 @@ ARMS: dict[str, tuple[str, ...]] = {
 def child(a: argparse.Namespace) -> dict:
     """One arm, one seed, to the training budget; the curve, steps, CPU seconds and lags."""
     import psutil
-    import real_learning as rl
     import torch
 
     from rlvr.engine import greedy_eval
@@ -118,8 +118,7 @@ def child(a: argparse.Namespace) -> dict:
 
 def launch(a: argparse.Namespace, arm: str, seed: int) -> dict:
     argv = [sys.executable, __file__, "--child", arm, "--seed", str(seed), "--budget-min", str(a.budget_min)]
-    argv += ["--points", *map(str, a.points), "--eval-n", str(a.eval_n), "--prompts", str(a.prompts)]
-    argv += ["--group", str(a.group), "--new-tokens", str(a.new_tokens), "--lr", str(a.lr)]
+    argv += ["--points", *map(str, a.points), *rl.arm_argv(a)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_BENCH_SRC": src_path()}
     p = subprocess.run(argv, env=env, capture_output=True, text=True)
     if p.returncode:
@@ -159,11 +158,7 @@ def main() -> None:
     ap.add_argument("--points", type=float, nargs="+", default=[2, 4, 6, 8])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
-    ap.add_argument("--eval-n", type=int, default=100)
-    ap.add_argument("--prompts", type=int, default=8)
-    ap.add_argument("--group", type=int, default=4)
-    ap.add_argument("--new-tokens", type=int, default=64)
-    ap.add_argument("--lr", type=float, default=2e-4)
+    rl.add_arm_args(ap)
     ap.add_argument("--quick", action="store_true", help="1 seed, 1 minute, sync and lag-1 corrected")
     ap.add_argument("--child", choices=list(ARMS))
     ap.add_argument("--seed", type=int, default=0)

@@ -39,6 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import real_learning as rl
 from results import RESULTS, Bar, mean_se, report, save_figure, src_path
 
 sys.path.insert(0, src_path())
@@ -62,7 +63,6 @@ ARMS: dict[str, tuple[str, ...]] = {
 
 def child(a: argparse.Namespace) -> dict:
     """One arm, one seed: ``--steps`` GRPO steps, held-out accuracy at the start and the end."""
-    import real_learning as rl
     import torch
 
     from rlvr.engine import GRPOTrainer, greedy_eval
@@ -100,8 +100,7 @@ def child(a: argparse.Namespace) -> dict:
 
 def launch(a: argparse.Namespace, arm: str, seed: int, eval_start: bool) -> subprocess.Popen:
     argv = [sys.executable, __file__, "--child", arm, "--seed", str(seed), "--steps", str(a.steps)]
-    argv += ["--eval-n", str(a.eval_n), "--prompts", str(a.prompts), "--group", str(a.group)]
-    argv += ["--new-tokens", str(a.new_tokens), "--lr", str(a.lr)] + (["--eval-start"] if eval_start else [])
+    argv += rl.arm_argv(a) + (["--eval-start"] if eval_start else [])
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_BENCH_SRC": src_path()}
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -219,11 +218,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
-    ap.add_argument("--eval-n", type=int, default=100)
-    ap.add_argument("--prompts", type=int, default=8)
-    ap.add_argument("--group", type=int, default=4)
-    ap.add_argument("--new-tokens", type=int, default=64)
-    ap.add_argument("--lr", type=float, default=2e-4)
+    rl.add_arm_args(ap)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep", type=Path, default=RESULTS / "partial" / "off_policy", help="finished runs, reused")
     ap.add_argument("--quick", action="store_true", help="1 seed, 3 steps, 3 arms, 20 problems (make bench-check)")

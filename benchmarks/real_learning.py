@@ -119,6 +119,25 @@ def config(a: argparse.Namespace, engine: str, out: Path):
     )
 
 
+def add_arm_args(ap: argparse.ArgumentParser) -> None:
+    """The settings :func:`arm` reads, with this task's defaults (the off-policy and async benchmarks)."""
+    ap.add_argument("--eval-n", type=int, default=100)
+    ap.add_argument("--prompts", type=int, default=8)
+    ap.add_argument("--group", type=int, default=4)
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--lr", type=float, default=2e-4)
+
+
+def arm_argv(a: argparse.Namespace) -> list[str]:
+    """:func:`add_arm_args`'s settings as a child process's arguments."""
+    return ["--eval-n", str(a.eval_n), "--prompts", str(a.prompts), "--group", str(a.group)] + [
+        "--new-tokens",
+        str(a.new_tokens),
+        "--lr",
+        str(a.lr),
+    ]
+
+
 def arm(a: argparse.Namespace, overrides: tuple[str, ...], rollout_dtype: str, prefix: str):
     """One arm of a benchmark on this task (LoRA, rlvr's engine, one torch thread, seeded by
     ``a.seed``): its config (the task's with ``overrides``), training rows and held-out rows."""
