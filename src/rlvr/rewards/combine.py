@@ -162,7 +162,7 @@ class Total(Reward):
     ) -> tuple[list[Verdict], list[dict[str, Any]]]:
         """Whole rows (verdict and components) scored in worker processes with hard time limits."""
         from rlvr.verify.batch import run_batch
-        from rlvr.verify.math.parse import warm_up
+        from rlvr.verify.math.verifier import warm_up
 
         n = len(texts)
         per_row = {

@@ -114,7 +114,7 @@ def verify_many(
     for t in set(tasks):
         get_verifier(t)
     if jobs > 0:
-        from rlvr.verify.math.parse import warm_up
+        from rlvr.verify.math.verifier import warm_up
 
         warm_up()
     return run_batch(

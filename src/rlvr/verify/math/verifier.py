@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from rlvr.errors import VerifierTimeout
 from rlvr.types import Status, Verdict
+from rlvr.verify.math import parse
 from rlvr.verify.math.compare import Unevaluated, compare
+from rlvr.verify.math.normalize import normalize
 from rlvr.verify.mcq import gold_letter, verify_mcq
 from rlvr.verify.timeout import time_limit
 
@@ -70,3 +72,32 @@ def _verify(
     if gold_letter(gold) is not None:  # one option letter: a multiple-choice answer
         return verify_mcq(completion, gold)
     return compare(completion, gold, strict, question=question, unevaluated_rule=unevaluated)
+
+
+#: Invented answers in the forms models write them, each against an equal and an unequal gold:
+#: verifying them once compiles the patterns and loads the SymPy paths a verdict takes.
+_WARM_UP_PAIRS = (
+    (r"Adding the two parts, the total is $\boxed{\frac{7}{3}}$.", r"\frac{7}{3}", "2.5"),
+    (r"So the range is $\boxed{\left[ -1, \frac{\pi}{3} \right]}$.", r"[-1, \pi/3]", r"x^2 + 2x + 1"),
+    (r"Therefore $x = \boxed{2 \pm \sqrt{3}}$.", r"2 \pm \sqrt{3}", "4"),
+    (r"The angle measures $\boxed{40^\circ}$.", "40", r"\frac{2\pi}{9}"),
+    (r"<think>3 times 4 is 12</think><answer>12</answer>", "12", "13"),
+    (r"She pays 3 * $4 = $12 in all.\n#### 12", "12", r"6 - 2i"),
+    (r"The answer is $\boxed{3 + 4i}$", r"3+4i", r"\text{(B)}"),
+    (r"which gives $\boxed{y = 2x - 5}$", r"2x - 5", r"\sqrt{13}"),
+    (r"It grows by $\boxed{15\%}$ a year.", "15", r"(1, 2)"),
+)
+
+
+def warm_up() -> None:
+    """Verify invented answers once, before forking workers or timing anything.
+
+    Fills the LaTeX parser's prediction cache (:func:`rlvr.verify.math.parse.warm_up`) and
+    compiles what a verdict's first call would; no verdict or parse is left cached.
+    """
+    parse.warm_up()
+    for completion, equal, unequal in _WARM_UP_PAIRS:
+        for gold in (equal, unequal):
+            verify_math(completion, gold)
+    for cached in (parse.latex_to_sympy, parse.parse_alts, normalize):
+        cached.cache_clear()

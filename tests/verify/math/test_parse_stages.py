@@ -1,0 +1,118 @@
+"""The LaTeX parser's fast stages give what the full parser gives.
+
+Two stages stand before latex2sympy2_extended's full-context (LL) parse: ANTLR's SLL prediction
+(stops on a syntax error, then LL decides) and the polynomial builder. Each must yield the very
+SymPy object the LL parse yields (``srepr`` equal: the unevaluated structure matters to the
+"restated computation" rules), or hand the span on.
+"""
+
+from __future__ import annotations
+
+import pytest
+import sympy
+from antlr4.atn.PredictionMode import PredictionMode
+from latex2sympy2_extended import latex2sympy
+from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
+
+from rlvr.verify.math import parse, warm_up
+from rlvr.verify.math.parse import _L2S_CONFIG, _latex2sympy, _polynomial, _SLLConverter
+
+
+def _full_ll(span: str) -> str:
+    try:
+        return sympy.srepr(latex2sympy(span, normalization_config=_L2S_CONFIG))
+    except Exception:
+        return "error"
+
+
+def _sll_only(span: str) -> str:
+    from latex2sympy2_extended.math_normalization import normalize_latex
+
+    try:
+        return sympy.srepr(_SLLConverter().parse(normalize_latex(span, _L2S_CONFIG)))
+    except Exception:
+        return "error"
+
+
+# Spans SLL cannot predict (it stops), which LL parses: the fallback must run.
+SLL_STOPS = [r"\frac{\pi^3}{5}", r"(-b)^k = b^k", r"(0, c^3)", r"(1/4)\pi s^2 t", r"(2+3i)w^2"]
+# Spans SLL parses, to the same object.
+SLL_PARSES = [r"\frac{3}{7}", r"\sqrt{11}+2", r"\left( 4, \frac{\pi}{6} \right)", r"2 \pm \sqrt{5}", r"\cot y"]
+
+
+@pytest.mark.parametrize("span", SLL_STOPS)
+def test_a_span_sll_stops_on_is_parsed_by_ll(span: str) -> None:
+    assert _sll_only(span) == "error"
+    assert _full_ll(span) != "error"
+    assert sympy.srepr(_latex2sympy(span)) == _full_ll(span)
+
+
+@pytest.mark.parametrize("span", SLL_PARSES)
+def test_a_span_sll_parses_is_the_object_ll_gives(span: str) -> None:
+    assert _sll_only(span) == _full_ll(span) != "error"
+    assert sympy.srepr(_latex2sympy(span)) == _full_ll(span)
+
+
+def test_only_rlvr_s_converter_predicts_with_sll() -> None:
+    assert _SLLConverter().create_parser("x")._interp.predictionMode == PredictionMode.SLL
+    assert _Latex2Sympy().create_parser("x")._interp.predictionMode != PredictionMode.SLL
+
+
+POLYNOMIALS = [
+    "y^7 + y^5 - y^2 + 9",  # many terms: LL's slowest shape
+    "-17t+4",  # a leading minus: -1 times the product
+    "5 - 8q",  # a difference: -1 times the term
+    "w - 6",  # a number subtracted: its negative
+    "1k+3",  # an explicit 1 stays a factor
+    "4+5+z",  # numbers are not summed
+    "2uv^{3}w",  # several letters, braced power
+    "7 + 11i",  # i stays a symbol here (latex_to_sympy makes it I)
+    "3Q^2",  # capitals are lowered, as the parser does
+    "+m",
+    "h+h+1",
+]
+
+
+@pytest.mark.parametrize("span", POLYNOMIALS)
+def test_a_polynomial_is_built_as_the_parser_builds_it(span: str) -> None:
+    built = _polynomial(span)
+    assert built is not None
+    assert sympy.srepr(built) == _full_ll(span)
+
+
+HANDED_ON = [
+    "e^x",  # Euler's number
+    "2dy",  # a differential
+    "3I",  # the imaginary unit
+    "or",
+    "xor",
+    "str",
+    "lcm",  # words the lexer reads as words
+    "Because",  # more than three letters: a word
+    "2 5x",  # digits apart: not one coefficient
+    "07z",  # a leading zero
+    "x^12",  # x^1 times 2 to the parser
+    "2--x",
+    "12",  # numbers alone take the number path
+    r"\frac{x}{2}",
+]
+
+
+@pytest.mark.parametrize("span", HANDED_ON)
+def test_what_the_parser_reads_otherwise_is_handed_on(span: str) -> None:
+    assert _polynomial(span) is None
+
+
+def test_the_slow_shape_still_gives_the_same_verdicts() -> None:
+    from rlvr import verify_math
+
+    gold = "z^6 + z^5 + z^4 + z^3 + z^2 + z + 1"
+    assert verify_math(r"so $\boxed{1 + z + z^2 + z^3 + z^4 + z^5 + z^6}$", gold).status.value == "correct"
+    assert verify_math(r"so $\boxed{z^6 + z^4 + z^3 + z^2 + z + 1}$", gold).status.value == "wrong"
+    assert verify_math(r"so $\boxed{57}$", gold).status.value == "wrong"
+
+
+def test_warm_up_leaves_no_parse_or_verdict_cached() -> None:
+    warm_up()
+    assert parse.latex_to_sympy.cache_info().currsize == 0
+    assert parse.parse_alts.cache_info().currsize == 0
