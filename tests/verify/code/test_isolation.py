@@ -134,6 +134,23 @@ def test_an_orphan_left_under_a_user_id_is_killed_before_the_id_is_used_again(tm
         os.waitpid(pid, 0)
 
 
+def test_an_id_released_clean_is_claimed_again_without_reading_proc(monkeypatch) -> None:
+    """The lock file says ``in use`` until a clean release: only an id whose holder died mid-run
+    costs a scan of ``/proc`` when it is claimed again."""
+    uid, fd = sandbox._claim_uid()
+    sandbox._release_uid(fd, clean=True)
+    scans: list[int | None] = []
+    real = sandbox.live_processes
+    monkeypatch.setattr(sandbox, "live_processes", lambda u=None: scans.append(u) or real(u))
+    monkeypatch.setattr(sandbox.secrets, "randbelow", lambda n: uid - sandbox._UID_BASE)
+    again, fd = sandbox._claim_uid()
+    assert again == uid and scans == []
+    sandbox._release_uid(fd, clean=False)  # something may be left: the next claim looks
+    again, fd = sandbox._claim_uid()
+    assert again == uid and scans == [uid]
+    sandbox._release_uid(fd, clean=True)
+
+
 @ROOT
 def test_a_kernel_keyring_carries_nothing_from_one_run_to_the_next() -> None:
     add = (

@@ -160,12 +160,16 @@ def isolation_warning(level: str) -> str:
     )
 
 
+_IN_USE = b"in use"
+
+
 def _claim_uid() -> tuple[int, int]:
-    """A user id no live run holds, and the locked descriptor that holds it (close it to release).
+    """A user id no live run holds, and the locked descriptor that holds it (see :func:`_release_uid`).
 
     Ids are drawn at random from a large range and claimed with a lock every verifier process on
-    the machine respects; an id whose earlier holder died leaving processes behind has them killed
-    before it is used again (or another id is drawn)."""
+    the machine respects. The lock file says ``in use`` from claim to a clean release, so an id whose
+    earlier holder died mid-run is recognised: what it left running is killed before the id is used
+    again (or another id is drawn). Only then is ``/proc`` read, not on every claim."""
     _UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
     for _ in range(1000):
         uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
@@ -175,13 +179,21 @@ def _claim_uid() -> tuple[int, int]:
         except OSError:
             os.close(fd)
             continue
-        if live_processes(uid):  # left by a holder that died: cleared, or not used
+        if os.pread(fd, len(_IN_USE), 0) == _IN_USE and live_processes(uid):  # its holder died mid-run
             _kill_uid(uid)
             if live_processes(uid):
                 os.close(fd)
                 continue
+        os.pwrite(fd, _IN_USE, 0)
         return uid, fd
     raise OSError("no free sandbox user id")
+
+
+def _release_uid(fd: int, clean: bool) -> None:
+    """Give the id back; ``clean`` when nothing of the run is left (else the next claim looks)."""
+    if clean:
+        os.ftruncate(fd, 0)
+    os.close(fd)
 
 
 def _set_limits(limits: Limits, uid: int | None) -> None:
@@ -356,12 +368,15 @@ class Running:
             # the run ends whole: a process that left PID 1's session, dropped its parent-death signal
             # or kept PID 1 itself alive is in the run's groups and runs as its user id
             self._kill_all()
-            if self.group is not None:
+            if self.group is not None:  # every process of the run is in its groups
                 res.memory_exceeded = self.group.oom_killed()
+                clean = not self.group.pids()
                 self.group.release()
                 self.group = None
-            if self.lock >= 0:
-                os.close(self.lock)  # the user id is free again: nothing of the run is left
+            else:
+                clean = self.uid is None or not live_processes(self.uid)
+            if self.lock >= 0:  # the user id is free again
+                _release_uid(self.lock, clean)
                 self.lock = -1
             shutil.rmtree(self.host_dir, ignore_errors=True)
 
