@@ -152,6 +152,33 @@ def test_an_id_released_clean_is_claimed_again_without_reading_proc(monkeypatch)
 
 
 @ROOT
+@GROUPS
+def test_workers_forked_from_one_parent_never_share_its_pooled_group() -> None:
+    """The parent ran a program (its group went back to its pool), then forked two workers: one
+    runs a long program, the other a short one. Sharing the parent's group, the short run's end
+    would kill the long one."""
+    assert sandbox.run([PY, "-c", "pass"], {}).returncode == 0
+    assert cgroups._POOL  # the parent's group, free for its next run
+    outcomes = []
+    for code in ("import time; time.sleep(1.5); print('whole')", "print('short')"):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the worker
+            os.close(r)
+            res = sandbox.run([PY, "-c", code], {})
+            os.write(w, f"{res.returncode} {res.stdout.strip()}".encode())
+            os._exit(0)
+        os.close(w)
+        outcomes.append((pid, r))
+    got = []
+    for pid, r in outcomes:
+        os.waitpid(pid, 0)
+        got.append(os.read(r, 100).decode())
+        os.close(r)
+    assert got == ["0 whole", "0 short"]
+
+
+@ROOT
 def test_a_kernel_keyring_carries_nothing_from_one_run_to_the_next() -> None:
     add = (
         "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"

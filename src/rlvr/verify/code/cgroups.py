@@ -271,6 +271,18 @@ def take(*, memory_mb: int, processes: int) -> RunGroup:
     return group
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's pooled groups stay the parent's. Two workers forked from one
+    parent would otherwise take the same group for runs at the same time, and the first to finish
+    would kill the other's run with its own."""
+    global _POOL_LOCK
+    _POOL_LOCK = threading.Lock()  # a fork may copy it held
+    _POOL[:] = []
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
 @atexit.register
 def _drop_pool() -> None:
     with _POOL_LOCK:
