@@ -185,3 +185,61 @@ def test_redraws_stop_after_the_tries_and_quarantine_judges_the_first_attempt(tm
     assert rb.fa.skip("9")  # the first attempt (every row invalid) is what quarantine counted
     assert not rb.redraw and not rb._attempt and not rb._first  # nothing carried into the next step
     rb.close()
+
+
+def test_rows_verls_rollout_correction_rejects_are_off_policy_in_the_metrics_and_the_run_folder(tmp_path):
+    """verl's own ``_compute_advantage`` (rollout correction with a sequence band, then rlvr_grpo) on
+    rlvr's trainer: the row whose trainer and sampler log-probs disagree loses its mask there, and
+    the replay buffer logs it as ``off_policy``, out of the admitted rows."""
+    from rlvr.integrations.verl import advantage
+    from rlvr.integrations.verl.trainer import RlvrTrainer
+
+    advantage.register()
+    texts = ["<answer>4</answer>", "<answer>5</answer>", "<answer>4</answer>", "<answer>3</answer>"]
+    put_group("u1", 1, texts)
+    put_group("u2", 2, texts)
+    rb = buffer(tmp_path, refill=lambda n: n)
+    batch, metrics = rb.sample(global_steps=1, partition_id="train", batch_size=2)
+    far = "u1_2_0"  # a right answer the sampler drew far from the trainer's policy
+    fields = []
+    for k in batch.keys:
+        rollout = torch.full((6,), -1.0)
+        scores = torch.zeros(6)
+        scores[-1] = 1.0 if texts[int(k.split("_")[1])] == "<answer>4</answer>" else 0.0
+        fields.append(
+            {
+                "uid": k.split("_")[0],
+                "rm_scores": scores,
+                "rollout_log_probs": rollout,
+                "old_log_probs": rollout + (2.0 if k == far else 0.01),
+            }
+        )
+    tq.kv_batch_put(keys=batch.keys, partition_id="train", fields=list_of_dict_to_tensordict(fields))
+    t = RlvrTrainer.__new__(RlvrTrainer)  # only what _compute_advantage uses: no workers
+    t.replay_buffer = rb
+    t.config = OmegaConf.create(
+        {
+            "algorithm": {
+                "use_kl_in_reward": False,
+                "adv_estimator": "rlvr_grpo",
+                "gamma": 1.0,
+                "lam": 1.0,
+                "norm_adv_by_std_in_grpo": True,
+                "rollout_correction": {"rollout_rs": "seq_mean_k1", "rollout_rs_threshold": "0.5_2.0"},
+            },
+            "actor_rollout_ref": {"rollout": {"n": 4}},
+        }
+    )
+    t._compute_advantage(batch, metrics=metrics)
+    got = tq.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["response_mask", "advantages"])
+    adv = dict(zip(batch.keys, got["advantages"].unbind(0), strict=True))
+    assert float(adv[far].abs().sum()) == 0.0  # out of the loss, and of its group's baseline:
+    assert float(adv["u1_0_0"][0]) > float(adv["u2_0_0"][0]) > 0  # u1's mean is 1/3 without it, u2's 1/2
+    assert metrics["causes/off_policy"] == pytest.approx(1 / 8) and metrics["causes/correct"] == pytest.approx(3 / 8)
+    assert metrics["offpolicy/rejected"] == pytest.approx(1 / 8) and metrics["failure/excluded_rows"] == 1.0
+    rb.close()
+    rollouts = {r["key"]: r for r in map(json.loads, (tmp_path / "rollouts.jsonl").read_text().splitlines())}
+    assert rollouts[far]["cause"] == "off_policy" and rollouts[far]["admitted"] is False
+    assert sum(r["cause"] == "off_policy" for r in rollouts.values()) == 1
+    logged = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
+    assert logged["causes/off_policy"] == pytest.approx(1 / 8)

@@ -9,6 +9,7 @@ back in verl's row order.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import Any
 import torch
 
 from rlvr.diagnostics.causes import Cause, shown
+from rlvr.diagnostics.late_rejection import reject_late
 from rlvr.diagnostics.step import Decision, FailureAware, RolloutView, rollout_record
 from rlvr.errors import ConfigError
 from rlvr.integrations.verl.settings import EXTRA_KEYS
@@ -48,6 +50,15 @@ class RowsDecision:
     advantages: torch.Tensor
     quarantined: list[str]
     metrics: dict[str, Any]
+
+    def reject(self, rejected: Sequence[bool]) -> RowsDecision:
+        """This decision after verl's rollout correction rejected ``rejected`` rows (in this
+        decision's row order): those ``off_policy`` and out, the changed metrics replaced."""
+        if not any(rejected):
+            return self
+        causes, admit, changed = reject_late(self.causes, self.admit, rejected)
+        metrics = {k: v for k, v in self.metrics.items() if not k.startswith("causes/")}
+        return dataclasses.replace(self, causes=causes, admit=admit, metrics={**metrics, **changed})
 
     def records(self, golds: Sequence[Any], tasks: Sequence[Any]) -> list[dict[str, Any]]:
         """``rollouts.jsonl`` lines, with each row's verl key."""

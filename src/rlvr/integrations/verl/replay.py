@@ -18,6 +18,9 @@ log-prob, reference or update work. :class:`RlvrReplayBuffer` is that buffer wit
   group baseline (``rlvr_grpo``) and every loss token and normaliser of verl's update;
 * rlvr's metrics (``causes/*``, ``verify/*``, ``failure/*``, ``reward/<name>/*``, ``alarms/*``) are
   returned as the sample's metrics, which verl merges into its step metrics and loggers;
+* rows verl's ``rollout_correction`` rejects later in the step (after the old log-probs) become
+  cause ``off_policy`` (:meth:`RlvrReplayBuffer.settle`, called by rlvr's trainer after the
+  advantage); the step is logged then;
 * the run folder (``metrics.jsonl``, ``rollouts.jsonl``, ``quarantine.jsonl``) is written from the
   driver, so ``rlvr causes`` / ``rlvr report`` / ``rlvr quarantine`` read a verl run.
 
@@ -98,6 +101,7 @@ class RlvrReplayBuffer(ReplayBuffer):
         self._checked: set[str] = set()  # finished uids already looked at for rows to resample
         # the redrawn groups' rows: (uid, view, cause, attempt, gold, data source)
         self._replaced: list[tuple[str, RolloutView, Cause, int, Any, Any]] = []
+        self._pending: tuple[int, Any, Any, list[Any]] | None = None  # decided, not yet logged (settle)
 
     def redrawn(self, old_uid: str, new_uid: str) -> None:
         """The trainer submitted ``old_uid``'s prompt again as ``new_uid``: the attempt count and the
@@ -238,8 +242,34 @@ class RlvrReplayBuffer(ReplayBuffer):
         # rows that were to be resampled, and the groups generated again for them
         metrics["failure/resampled"] = float(len(self.fa.to_resample([c for _, _, c, *_ in replaced])))
         metrics["failure/redrawn_groups"] = float(len({(u, a) for u, _, _, a, *_ in replaced}))
-        self._log(global_steps, rows, data, d, replaced)
+        self.flush()  # a step that never reached its advantage (none should): logged as decided
+        # logged once verl's rollout correction has run (settle): rows it rejects become off_policy
+        self._pending = (global_steps, d, data, replaced)
         return batch, metrics
+
+    def settle(self, rejected_keys: set[str], tokens_masked: int, metrics: dict[str, Any]) -> None:
+        """After verl's advantage step: the rows its rollout correction rejected (a mask it zeroed,
+        ``keys``) get the cause ``off_policy``, out of the step's admitted rows, in the metrics verl
+        logs and in the run folder; ``tokens_masked``: tokens it masked in rows it kept (counted,
+        no cause). Then the step is logged."""
+        if self._pending is None:
+            return
+        step, d, data, replaced = self._pending
+        d = d.reject([r.key in rejected_keys for r in d.rows])
+        self._pending = (step, d, data, replaced)
+        if rejected_keys:
+            metrics.update({k: v for k, v in d.metrics.items() if isinstance(v, int | float)})
+            metrics["failure/excluded_rows"] = float((~d.admit).sum())
+        metrics["offpolicy/rejected"] = len(rejected_keys) / max(len(d.rows), 1)
+        metrics["offpolicy/tokens_masked"] = float(tokens_masked)
+        self.flush()
+
+    def flush(self) -> None:
+        """Log the decided step that waits for :meth:`settle` (``close`` does too)."""
+        if self._pending is not None:
+            step, d, data, replaced = self._pending
+            self._pending = None
+            self._log(step, d.rows, data, d, replaced)
 
     def _log(self, step: int, rows: list[Row], data: Any, d: Any, replaced: list[Any]) -> None:
         if self.run_dir is None:
@@ -265,6 +295,7 @@ class RlvrReplayBuffer(ReplayBuffer):
             rollout_log.log(step, records)
 
     def close(self) -> None:
+        self.flush()
         if self._logs is not None:
             for log in self._logs:
                 if log is not None:

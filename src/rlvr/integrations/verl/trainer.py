@@ -11,7 +11,11 @@ What it adds to ``PPOTrainerSync``, each through a method verl's v1 trainer expo
   the gold rlvr verifies against;
 * ``_fetch_one_gen_batch``: quarantined prompts are passed over before they are generated, and the
   prompts of groups the replay buffer evicted to resample (:attr:`.replay.RlvrReplayBuffer.redraw`)
-  come first, each under a fresh uid.
+  come first, each under a fresh uid;
+* ``_compute_advantage``: verl's, then the rows its ``algorithm.rollout_correction`` rejected (a
+  ``response_mask`` it zeroed) are made cause ``off_policy`` by the replay buffer
+  (:meth:`.replay.RlvrReplayBuffer.settle`), which logs the step. verl rejects them after sampling,
+  so they are excluded and counted but not redrawn.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from omegaconf import open_dict
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
+from rlvr.diagnostics.late_rejection import masked_rows
 from rlvr.integrations.verl import advantage
 from rlvr.integrations.verl.replay import RlvrReplayBuffer, prompt_id_of
 from rlvr.integrations.verl.settings import check_config, check_row
@@ -64,6 +69,21 @@ class RlvrTrainer(PPOTrainerSync):
             redraw_groups=True,
         )
 
+    def _compute_advantage(self, batch: Any, metrics: dict[str, Any]) -> Any:
+        rc = self.config.algorithm.get("rollout_correction", None)
+        # verl corrects only with the sampler's log-probs and outside its bypass mode
+        watched = rc is not None and not rc.get("bypass_mode", False)
+        before = _masks(batch) if watched else None
+        batch = super()._compute_advantage(batch, metrics=metrics)
+        rejected: set[str] = set()
+        tokens = 0
+        if before is not None:
+            after = _masks(batch)
+            flags, tokens = masked_rows([before[k] for k in batch.keys], [after[k] for k in batch.keys])
+            rejected = {k for k, r in zip(batch.keys, flags, strict=True) if r}
+        self.replay_buffer.settle(rejected, tokens, metrics)
+        return batch
+
     def _init_dataloader(self) -> None:
         with open_dict(self.config):  # one prompt per fetch: quarantined ones skipped, evicted groups refilled exactly
             self.config.data.gen_batch_size = 1
@@ -96,6 +116,14 @@ class RlvrTrainer(PPOTrainerSync):
         while len(sent) > 4 * int(self.config.data.train_batch_size) + 16:
             sent.popitem(last=False)
         return batch
+
+
+def _masks(batch: Any) -> dict[str, Any]:
+    """Each row's ``response_mask`` as TransferQueue holds it now, by key."""
+    import transfer_queue as tq
+
+    got = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["response_mask"])
+    return dict(zip(batch.keys, got["response_mask"].unbind(0), strict=True))
 
 
 def _again(batch: Any, rb: RlvrReplayBuffer, uid: str) -> Any:
