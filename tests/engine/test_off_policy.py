@@ -69,6 +69,26 @@ def test_bf16_sampling_a_tight_band_makes_off_policy_rows_resampled_and_logged(t
         assert m["causes/off_policy"] == pytest.approx(sum(r["cause"] == "off_policy" for r in step) / len(step))
 
 
+def test_after_a_redraw_only_the_redrawn_rows_are_run_again_to_the_same_log_probs(tmp_path) -> None:
+    tr = _trainer(tmp_path, "off_policy.proximal=recompute", "off_policy.geometric_band=[0.9, 1.1]")
+    samples = tr.data.take(3)
+    b = tr.rollout(samples)
+    before, _ = tr.off_policy(b)
+    rows = [1, 6, 7]
+    redrawn = b.replace_rows(rows, tr.rollout([samples[i // 4] for i in rows], 1, (31, 1)), tr.tok.pad_token_id)
+    runs: list[int] = []
+    real = tr.logprobs
+    tr.logprobs = lambda batch: runs.append(batch.completion_ids.shape[0]) or real(batch)  # type: ignore[method-assign]
+    assert before is not None
+    spliced, corr = tr.off_policy(redrawn, known=(before, rows))
+    full, corr_full = tr.off_policy(redrawn)
+    assert runs == [3, 12]  # the redrawn rows, then (for the comparison) the whole batch
+    assert spliced is not None and full is not None and corr is not None and corr_full is not None
+    mask = redrawn.completion_mask.bool()
+    assert float((spliced - full).abs()[mask].max()) < 1e-5
+    assert torch.equal(corr.rejected, corr_full.rejected)
+
+
 def test_a_lagged_sampler_hands_over_rollouts_of_older_versions(tmp_path) -> None:
     tr = _trainer(tmp_path, "off_policy.lag=2", "failure.max_staleness=2", "off_policy.proximal=recompute")
     seen: list[list[int]] = []

@@ -129,7 +129,13 @@ class RolloutBatch:
     def select_groups(self, groups: list[int]) -> RolloutBatch:
         """The batch restricted to the given groups (in that order)."""
         g = self.group_size
-        rows = [k * g + j for k in groups for j in range(g)]
+        return self._take([k * g + j for k in groups for j in range(g)], g)
+
+    def select_rows(self, rows: list[int]) -> RolloutBatch:
+        """These rows alone (in that order), each a group of its own; widths unchanged."""
+        return self._take(rows, 1)
+
+    def _take(self, rows: list[int], group_size: int) -> RolloutBatch:
         idx = torch.tensor(rows, dtype=torch.long)
         return RolloutBatch(
             self.prompt_ids[idx],
@@ -140,7 +146,7 @@ class RolloutBatch:
             [self.finish[i] for i in rows],
             [self.texts[i] for i in rows],
             self.policy_version,
-            g,
+            group_size,
             [self.versions[i] for i in rows],
             self.bitmask[idx] if self.bitmask is not None else None,
             self.decode_stats,

@@ -662,13 +662,24 @@ class GRPOTrainer:
             "lr": lr,
         }
 
-    def off_policy(self, batch: RolloutBatch) -> tuple[torch.Tensor | None, Correction | None]:
+    def off_policy(
+        self, batch: RolloutBatch, known: tuple[torch.Tensor, list[int]] | None = None
+    ) -> tuple[torch.Tensor | None, Correction | None]:
         """The proximal log-probs (``off_policy.proximal: recompute``: the training model's, one
         forward without gradient; ``bypass``: None, the sampler's stand) and the correction of the
-        behaviour/proximal gap (:func:`rlvr.algo.correction.correction`, None when nothing is set)."""
+        behaviour/proximal gap (:func:`rlvr.algo.correction.correction`, None when nothing is set).
+        ``known``: the proximal log-probs of this batch before ``rows`` were redrawn; only those
+        rows are run again (the model has not moved in between)."""
         if self.cfg.off_policy.proximal == "bypass":
             return None, None
-        proximal = self.logprobs(batch)
+        if known is None:
+            proximal = self.logprobs(batch)
+        else:
+            before, rows = known
+            proximal = torch.zeros(batch.completion_ids.shape, device=before.device)
+            proximal[:, : before.shape[1]] = before  # a redraw only widens the batch
+            if rows:
+                proximal[rows] = self.logprobs(batch.select_rows(rows))
         everyone = torch.ones(batch.completion_ids.shape[0], dtype=torch.bool, device=self.device)
         corr = correction(batch.logprobs, proximal, self.trained_tokens(batch, everyone), self.corrections)
         return proximal, corr
@@ -750,7 +761,8 @@ class GRPOTrainer:
             once = Redraws(tries=1, wait_out=False)
             batch, breakdowns, totals, causes, more = self.resample(samples, batch, breakdowns, totals, causes, once)
             replaced += more
-            proximal, corr = self.off_policy(batch)
+            assert proximal is not None
+            proximal, corr = self.off_policy(batch, known=(proximal, sorted({int(r["row"]) for r in more})))
         views = self._views(samples, batch, breakdowns, corr.rejected.tolist() if corr is not None else None)
         d = self.fa.decide(views, step, first_causes=drawn.first_causes, down=drawn.down)
         t_score = time.perf_counter()
