@@ -10,12 +10,15 @@ starts them); the main one writes the run folder and the final model.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rlvr.config import TrainConfig, dump_config
 from rlvr.setup import build
+
+logger = logging.getLogger(__name__)
 
 
 def grpo_args(cfg: TrainConfig, *, use_cpu: bool) -> Any:
@@ -153,16 +156,20 @@ def train_trl(
 ) -> dict[str, Any]:
     """Train ``cfg`` on TRL (see the module docstring); returns the held-out accuracy before/after."""
     from transformers import TrainerCallback
-    from transformers.trainer_utils import get_last_checkpoint
 
     from rlvr.errors import ConfigError
-    from rlvr.integrations.trl.runfolder import checkpoint_step
+    from rlvr.integrations.trl.runfolder import checkpoint_step, last_complete_checkpoint
     from rlvr.integrations.trl.trainer import FailureAwareGRPOTrainer
 
     out = Path(cfg.run.out_dir)
-    ckpt = get_last_checkpoint(str(out)) if resume and out.is_dir() else None
+    ckpt = None
+    if resume and out.is_dir():
+        found, cut = last_complete_checkpoint(out)
+        for c in cut:
+            logger.warning("--resume: %s was cut off while saving; it is passed over", c)
+        ckpt = str(found) if found is not None else None
     if resume and ckpt is None:
-        raise ConfigError(f"--resume: {out} has no TRL checkpoint (checkpoint-N) to continue")
+        raise ConfigError(f"--resume: {out} has no complete TRL checkpoint (checkpoint-N) to continue")
     run = build(cfg, engine="trl")  # the same set-up as rlvr's engine; TRL places the model itself
     device, model, tok, total = run.device, run.model, run.tokenizer, run.rewards
     dataset, held = trl_dataset(cfg, tok, (run.train_rows, run.eval_rows))

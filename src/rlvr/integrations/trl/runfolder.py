@@ -215,3 +215,25 @@ def checkpoint_step(path: str | Path) -> int | None:
     """The step of a TRL checkpoint folder (``checkpoint-40`` -> 40)."""
     m = re.search(r"checkpoint-(\d+)$", str(Path(path)))
     return int(m.group(1)) if m else None
+
+
+#: Written last into a checkpoint folder (by rlvr's trainer, after TRL's ``trainer_state.json``):
+#: a folder without it was cut off while it was being saved.
+STATE_FILE = "rlvr_failure.json"
+
+
+def last_complete_checkpoint(out: str | Path) -> tuple[Path | None, list[Path]]:
+    """The newest ``checkpoint-N`` in ``out`` whose saving finished, and the newer ones that did not
+    (a run killed while saving leaves a folder without :data:`STATE_FILE`; resuming from it fails
+    in transformers, or would lose the failure step's state)."""
+    folders = sorted(
+        (p for p in Path(out).iterdir() if p.is_dir() and checkpoint_step(p) is not None),
+        key=lambda p: checkpoint_step(p) or 0,
+        reverse=True,
+    )
+    cut: list[Path] = []
+    for p in folders:
+        if (p / STATE_FILE).is_file() and (p / "trainer_state.json").is_file():
+            return p, cut
+        cut.append(p)
+    return None, cut

@@ -37,6 +37,7 @@ import hashlib
 import itertools
 import json
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -53,11 +54,11 @@ from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.redraws import Redraws, env_counts
 from rlvr.diagnostics.step import Decision, FailureAware, RolloutView
 from rlvr.errors import ConfigError
+from rlvr.integrations.trl.runfolder import STATE_FILE
 from rlvr.integrations.trl.sampler import QuarantineRepeatSampler
 from rlvr.rewards.base import GOLD_COLUMNS, Reward
 from rlvr.types import Status, Verdict
 
-STATE_FILE = "rlvr_failure.json"
 logger = logging.getLogger(__name__)
 #: Columns that let rlvr's verifier judge a row (its gold, or a code task's tests, or constraints).
 VERIFIABLE = (*GOLD_COLUMNS, "tests", "test_spec", "constraints")
@@ -966,8 +967,10 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         super()._save_checkpoint(model, trial)
         if self.accelerator.is_main_process:
             folder = Path(cast(str, self.args.output_dir)) / f"checkpoint-{self.state.global_step}"
-            if folder.is_dir():
-                (folder / STATE_FILE).write_text(json.dumps(self.fa.state_dict()))
+            if folder.is_dir():  # written whole or not at all: its presence marks a finished save
+                tmp = folder / (STATE_FILE + ".tmp")
+                tmp.write_text(json.dumps(self.fa.state_dict()))
+                os.replace(tmp, folder / STATE_FILE)
 
     def _load_optimizer_and_scheduler(self, checkpoint: Any) -> None:
         super()._load_optimizer_and_scheduler(checkpoint)
