@@ -179,11 +179,9 @@ def _claim_uid() -> tuple[int, int]:
         except OSError:
             os.close(fd)
             continue
-        if os.pread(fd, len(_IN_USE), 0) == _IN_USE and live_processes(uid):  # its holder died mid-run
-            _kill_uid(uid)
-            if live_processes(uid):
-                os.close(fd)
-                continue
+        if os.pread(fd, len(_IN_USE), 0) == _IN_USE and live_processes(uid) and not _kill_uid(uid):
+            os.close(fd)  # its holder died mid-run and what it left could not be cleared
+            continue
         os.pwrite(fd, _IN_USE, 0)
         return uid, fd
     raise OSError("no free sandbox user id")
@@ -250,8 +248,8 @@ def live_processes(uid: int | None = None) -> list[int]:
     return out
 
 
-def _kill_uid(uid: int) -> None:
-    """Kill every process running as ``uid`` and wait until none is alive (bounded).
+def _kill_uid(uid: int) -> bool:
+    """Kill every process running as ``uid`` and wait until none is alive (bounded); whether none is.
 
     A helper becomes ``uid`` and signals -1; a fork bomb can spawn during a sweep,
     so sweep until nothing of the user's lives.
@@ -275,8 +273,10 @@ def _kill_uid(uid: int) -> None:
                 finally:
                     os._exit(0)
             os.waitpid(pid, 0)
-        if not live_processes(uid) or time.monotonic() > end:
-            return
+        if not live_processes(uid):
+            return True
+        if time.monotonic() > end:
+            return False
         time.sleep(0.005)
 
 
@@ -332,13 +332,17 @@ class Running:
         if self.proc is not None:
             _killpg(self.proc)
 
-    def _kill_all(self) -> None:
+    def _kill_all(self) -> bool:
         """Everything of the run: its control groups (no process of it can leave them), else whatever
-        its user id still runs."""
-        if self.group is not None:
-            self.group.kill()
-        elif self.uid is not None and live_processes(self.uid):
-            _kill_uid(self.uid)
+        its user id still runs; whether nothing of it is left. ``kill`` may call it from another
+        thread while ``finish`` releases the group: it reads the group once."""
+        group = self.group
+        if group is not None:
+            group.kill()
+            return not group.pids()
+        if self.uid is not None and live_processes(self.uid):
+            return _kill_uid(self.uid)
+        return True
 
     def finish(self) -> RunResult:
         """Wait for the run (up to its wall-clock limit), collect what it wrote, clean up."""
@@ -367,14 +371,11 @@ class Running:
                 _reap(proc)
             # the run ends whole: a process that left PID 1's session, dropped its parent-death signal
             # or kept PID 1 itself alive is in the run's groups and runs as its user id
-            self._kill_all()
-            if self.group is not None:  # every process of the run is in its groups
+            clean = self._kill_all()
+            if self.group is not None:
                 res.memory_exceeded = self.group.oom_killed()
-                clean = not self.group.pids()
                 self.group.release()
                 self.group = None
-            else:
-                clean = self.uid is None or not live_processes(self.uid)
             if self.lock >= 0:  # the user id is free again
                 _release_uid(self.lock, clean)
                 self.lock = -1
@@ -499,7 +500,7 @@ def _pump(
     limits: Limits,
     res: RunResult,
     start: float,
-    kill_user: Callable[[], None] | None,
+    kill_user: Callable[[], object] | None,
 ) -> None:
     """Feed stdin, collect stdout/stderr/results up to the caps, enforce the wall clock.
 
