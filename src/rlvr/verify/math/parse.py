@@ -18,7 +18,6 @@ from functools import lru_cache
 
 import sympy
 from antlr4.atn.PredictionMode import PredictionMode
-from latex2sympy2_extended import latex2sympy
 from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
 from latex2sympy2_extended.math_normalization import NormalizationConfig, normalize_latex
 
@@ -233,10 +232,11 @@ def _latex2sympy(s: str) -> object:
     """``latex2sympy(s)`` with our normalisation, SLL first and LL on a syntax error."""
     if (poly := _polynomial(s)) is not None:
         return poly
+    text = normalize_latex(s, _L2S_CONFIG)  # what latex2sympy() does first, done once for both stages
     try:
-        return _SLLConverter().parse(normalize_latex(s, _L2S_CONFIG))
+        return _SLLConverter().parse(text)
     except Exception:  # SLL stopped (or the span is not LaTeX): full LL decides
-        return latex2sympy(s, normalization_config=_L2S_CONFIG)
+        return _Latex2Sympy().parse(text)
 
 
 @lru_cache(maxsize=4096)
