@@ -255,14 +255,14 @@ class RlvrReplayBuffer(ReplayBuffer):
         if self._pending is None:
             return
         step, d, data, replaced = self._pending
+        self._pending = None
         d = d.reject([r.key in rejected_keys for r in d.rows])
-        self._pending = (step, d, data, replaced)
         if rejected_keys:
             metrics.update({k: v for k, v in d.metrics.items() if isinstance(v, int | float)})
             metrics["failure/excluded_rows"] = float((~d.admit).sum())
         metrics["offpolicy/rejected"] = len(rejected_keys) / max(len(d.rows), 1)
         metrics["offpolicy/tokens_masked"] = float(tokens_masked)
-        self.flush()
+        self._log(step, d.rows, data, d, replaced)
 
     def flush(self) -> None:
         """Log the decided step that waits for :meth:`settle` (``close`` does too)."""
