@@ -13,7 +13,8 @@ seeds (each seed: the same prompts and the same initial model on every arm):
   (``off_policy.lag``, as an asynchronous engine's buffer hands them over), float32, bypass vs the
   same correction.
 
-Held-out accuracy (greedy, the same problems for every arm) at the start and at the end, the
+Held-out accuracy (greedy, the same problems for every arm) at the start, every ``--eval-every``
+steps and at the end, the
 mismatch (k3 per token between sampler and trainer) every step, the share of rows the mask
 rejected, and rollouts per second of sampling. Claims only beyond twice the standard error of the
 paired differences. Bars: bfloat16 corrected ends within 2 SE of float32 sampling at at least 1.5x
@@ -78,7 +79,7 @@ def child(a: argparse.Namespace) -> dict:
         return float(r["accuracy"])
 
     start = evaluate() if a.eval_start else None
-    steps = []
+    steps, curve = [], []
     for _ in range(a.steps):
         m = trainer.train_step()
         steps.append(
@@ -90,16 +91,23 @@ def child(a: argparse.Namespace) -> dict:
                 "clipfrac": m.get("loss/clipfrac", 0.0),
                 "generate_s": m["time/generate_s"],
                 "step_s": m["time/step_s"],
+                # between sampling and the update: scoring, the recompute and the redraw of rejected rows
+                "score_s": m["time/score_s"],
                 "rollouts": a.prompts * a.group,
                 "reward": m.get("reward/total/mean"),
             }
         )
         print(json.dumps({"arm": a.arm, "seed": a.seed, "step": len(steps), **steps[-1]}), file=sys.stderr, flush=True)
-    return {"start": start, "end": evaluate(), "steps": steps, "bf16": bool(trainer.rollout_dtype is not None)}
+        if a.eval_every and len(steps) % a.eval_every == 0 and len(steps) < a.steps:
+            curve.append([len(steps), evaluate()])
+    end = evaluate()
+    curve.append([len(steps), end])
+    return {"start": start, "end": end, "curve": curve, "steps": steps, "bf16": bool(trainer.rollout_dtype is not None)}
 
 
 def launch(a: argparse.Namespace, arm: str, seed: int, eval_start: bool) -> subprocess.Popen:
     argv = [sys.executable, __file__, "--child", arm, "--seed", str(seed), "--steps", str(a.steps)]
+    argv += ["--eval-every", str(a.eval_every)]
     argv += rl.arm_argv(a) + (["--eval-start"] if eval_start else [])
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_BENCH_SRC": src_path()}
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -107,7 +115,7 @@ def launch(a: argparse.Namespace, arm: str, seed: int, eval_start: bool) -> subp
 
 def settings(a: argparse.Namespace) -> dict:
     """What a finished run depends on besides its arm and seed: a kept run is reused only when they match."""
-    return {k: getattr(a, k) for k in ("steps", "eval_n", "prompts", "group", "new_tokens", "lr")}
+    return {k: getattr(a, k) for k in ("steps", "eval_every", "eval_n", "prompts", "group", "new_tokens", "lr")}
 
 
 def kept(a: argparse.Namespace, arm: str, seed: int) -> Path:
@@ -180,6 +188,9 @@ def summarise(results: dict[str, dict[int, dict]]) -> dict[str, dict]:
             "rejected": sum(s["rejected"] for s in steps) / max(len(steps), 1),
             "clipfrac": sum(s["clipfrac"] for s in steps) / max(len(steps), 1),
             "rollouts_per_s": sum(s["rollouts"] for s in steps) / max(sum(s["generate_s"] for s in steps), 1e-9),
+            # the whole step (sampling, the recompute where the arm has one, scoring, update)
+            "step_s": sum(s["step_s"] for s in steps) / max(len(steps), 1),
+            "score_s": sum(s.get("score_s", 0.0) for s in steps) / max(len(steps), 1),
             "bf16": any(r["bf16"] for r in by_seed.values()),
         }
     starts = [r["start"] for by_seed in results.values() for r in by_seed.values() if r["start"] is not None]
@@ -193,7 +204,7 @@ def plot(results: dict[str, dict[int, dict]], summary: dict[str, dict], path: Pa
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
     arms = [a for a in results if results[a]]
     means = [summary[a]["end_mean"] for a in arms]
     errs = [2 * summary[a]["end_se"] for a in arms]
@@ -209,6 +220,16 @@ def plot(results: dict[str, dict[int, dict]], summary: dict[str, dict], path: Pa
     axes[1].set_xlabel("GRPO step")
     axes[1].set_ylabel("sampler/trainer mismatch (k3 per token)")
     axes[1].legend(fontsize=7)
+    start = summary["start"]["end_mean"]
+    for arm in arms:
+        curves = [r.get("curve") or [[len(r["steps"]), r["end"]]] for r in results[arm].values()]
+        at = [pt[0] for pt in curves[0]]
+        acc = [sum(c[i][1] for c in curves) / len(curves) for i in range(len(at))]
+        xs, ys = ([0, *at], [start, *acc]) if start is not None else (at, acc)
+        axes[2].plot(xs, ys, marker="o", ms=3, label=arm)
+    axes[2].set_xlabel("GRPO step")
+    axes[2].set_ylabel("held-out accuracy (mean over seeds)")
+    axes[2].legend(fontsize=7)
     fig.suptitle("Off-policy rollouts: corrected vs not (SmolLM2-135M LoRA, chain_sum)")
     save_figure(fig, path)
 
@@ -217,6 +238,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--eval-every", type=int, default=10, help="held-out accuracy every N steps (0: end only)")
     ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
     rl.add_arm_args(ap)
     ap.add_argument("--jobs", type=int, default=2)
@@ -231,7 +253,7 @@ def main() -> None:
         print(json.dumps(child(a)))
         return
     if a.quick:
-        a.seeds, a.steps, a.eval_n = 1, 3, 20
+        a.seeds, a.steps, a.eval_n, a.eval_every = 1, 3, 20, 0
         a.arms = ["fp32", "bf16 corrected", "stale 2 corrected"]
         a.keep = RESULTS / "quick" / "partial" / "off_policy"
     from rlvr.runtime import native_bf16
@@ -277,7 +299,8 @@ def main() -> None:
         x = s[arm]
         print(
             f"{arm:<20} held-out {x['end_mean']:.3f} +- {x['end_se']:.3f}  k3 {x['k3']:.2e}  rejected "
-            f"{x['rejected']:.3f}  clipfrac {x['clipfrac']:.3f}  {x['rollouts_per_s']:.1f} rollouts/s"
+            f"{x['rejected']:.3f}  clipfrac {x['clipfrac']:.3f}  {x['rollouts_per_s']:.1f} rollouts/s  "
+            f"{x['step_s']:.1f} s/step ({x['score_s']:.1f} s scoring, recompute, redraws)"
         )
     report("off_policy", {"summary": s, "runs": results}, bars, a, quick=a.quick)
     for line in lines:
