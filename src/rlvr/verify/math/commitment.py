@@ -71,7 +71,7 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
     at = text.rfind(value)
     if at < 0:
         return None
-    start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, at)), default=0)
+    start = _clause_start(text, at)
     end_m = _CLAUSE_END.search(text, at + len(value))
     end = end_m.start() if end_m else len(text)
     before, after = text[start:at], text[at + len(value) : at + len(value) + 80]
@@ -85,12 +85,30 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
     return None
 
 
+def _clause_start(text: str, at: int) -> int:
+    """Where the clause holding ``text[at]`` starts: just after the last :data:`_CLAUSE_END` before
+    ``at`` (0 if none), found from ``at`` backwards instead of scanning the text from its start."""
+    i = at
+    while True:
+        j = max(text.rfind(c, 0, i) for c in ".!?;\n")
+        if j < 0:
+            return 0
+        if text[j] in ";\n":
+            return j + 1
+        # a full stop between digits is a decimal point (the pattern's lookaround; text ends at `at`)
+        if (j == 0 or not text[j - 1].isdecimal()) and (j + 1 >= at or not text[j + 1].isdecimal()):
+            return j + 1
+        i = j
+
+
 _BLOCK_OPEN = re.compile(r"<answer\s*>|\\boxed\s*\{", re.IGNORECASE)
 
 
 def _repeated(text: str, at: int, value: str) -> bool:
     """The answer block that holds the value (an answer tag, a box) is the value written at least
     :data:`_REPEATS` times and nothing else."""
+    if text.count(value) < _REPEATS:  # the flood writes the value that many times: most texts stop here
+        return False
     opens = [m.end() for m in _BLOCK_OPEN.finditer(text, max(0, at - 2_000_000), at + 1)]
     if not opens:
         return False
