@@ -7,6 +7,9 @@ machine (the clock stops while the held-out set is evaluated), paired seeds, one
 * **sync**: today's engine, one process (sampling, then learning);
 * **async lag 1 corrected**: a sampler process one step ahead, the old log-probs recomputed, a
   truncated token weight and a geometric sequence mask (``CORRECTED``);
+* **async lag 1 decoupled**: the same overlap, AReaL's decoupled objective: the old (proximal)
+  log-probs recomputed by the learner and the behaviour weight truncated per token (``DECOUPLED``),
+  nothing rejected (a band as narrow as the bf16 one turns away a fifth of lag-1 rows);
 * **async lag 1 bypass**: the same overlap, the sampler's log-probs as the old ones, no band (the
   off-policy benchmark found correcting a gap of this size buys nothing);
 * **async lag 1 stale dropped**: the same overlap, nothing corrected, and every row the sampler drew
@@ -44,9 +47,11 @@ from results import RESULTS, Bar, mean_se, report, save_figure, src_path
 sys.path.insert(0, src_path())
 
 CORRECTED = ("off_policy.proximal=recompute", "off_policy.token_cap=2.0", "off_policy.geometric_band=[0.98, 1.02]")
+DECOUPLED = ("off_policy.proximal=recompute", "off_policy.token_cap=2.0")
 ARMS: dict[str, tuple[str, ...]] = {
     "sync": (),
     "async lag 1 corrected": ("rollout.mode=async", "rollout.max_lag=1", *CORRECTED),
+    "async lag 1 decoupled": ("rollout.mode=async", "rollout.max_lag=1", *DECOUPLED),
     "async lag 1 bypass": ("rollout.mode=async", "rollout.max_lag=1"),
     "async lag 1 stale dropped": ("rollout.mode=async", "rollout.max_lag=1", "failure.max_staleness=0"),
     "async lag 4 uncorrected": ("rollout.mode=async", "rollout.max_lag=4", "failure.max_staleness=4"),
@@ -89,6 +94,8 @@ def child(a: argparse.Namespace) -> dict:
     )
     clock.start()
     lags, causes, cpu, wall = [], {}, 0.0, 0.0
+    # where a step's time goes: each process's idle share, the learner's update, the rows rejected
+    per_step: dict[str, list[float]] = {k: [] for k in TIMINGS}
     try:
         while True:
             c0, t0 = cpu_s(), time.perf_counter()
@@ -96,6 +103,8 @@ def child(a: argparse.Namespace) -> dict:
             dt = time.perf_counter() - t0
             cpu, wall = cpu + cpu_s() - c0, wall + dt
             lags.append(m.get("async/lag", 0.0))
+            for k in TIMINGS:
+                per_step[k].append(float(m.get(k, 0.0)))
             for k, v in m.items():
                 if k.startswith("causes/") and isinstance(v, float):
                     causes[k[7:]] = causes.get(k[7:], 0.0) + v
@@ -113,17 +122,48 @@ def child(a: argparse.Namespace) -> dict:
         "cores_busy": cpu / max(wall, 1e-9),
         "lag": sum(lags) / max(len(lags), 1),
         "causes": {k: v / n for k, v in causes.items() if v},
+        "timings": {k: sum(v) / max(len(v), 1) for k, v in per_step.items()},
     }
 
 
+#: Step metrics averaged per run: where the time goes and what the correction turned away.
+TIMINGS = (
+    "time/step_s",
+    "time/generate_s",
+    "time/score_s",
+    "time/update_s",
+    "async/sampler_idle",
+    "async/learner_idle",
+    "offpolicy/rejected",
+)
+
+
+def settings(a: argparse.Namespace) -> dict:
+    """What a finished run depends on besides its arm and seed: a kept run is reused only when they match."""
+    return {k: getattr(a, k) for k in ("budget_min", "points", "eval_n", "prompts", "group", "new_tokens", "lr")}
+
+
+def kept(a: argparse.Namespace, arm: str, seed: int) -> Path:
+    return a.keep / f"{arm.replace(' ', '_')}-seed{seed}.json"
+
+
 def launch(a: argparse.Namespace, arm: str, seed: int) -> dict:
+    """One arm and seed in a child process; a run kept under ``--keep`` with the same settings is
+    reused (an interrupted benchmark resumes instead of starting its hours again)."""
+    path = kept(a, arm, seed)
+    if path.exists() and (old := json.loads(path.read_text()))["settings"] == settings(a):
+        print(f"kept: {arm} seed {seed} ({path})", flush=True)
+        return old["result"]
     argv = [sys.executable, __file__, "--child", arm, "--seed", str(seed), "--budget-min", str(a.budget_min)]
     argv += ["--points", *map(str, a.points), *rl.arm_argv(a)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_BENCH_SRC": src_path()}
     p = subprocess.run(argv, env=env, capture_output=True, text=True)
     if p.returncode:
         sys.exit(f"arm {arm!r} seed {seed} failed:\n{p.stderr[-3000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    result = json.loads(p.stdout.strip().splitlines()[-1])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"settings": settings(a), "result": result}))
+    return result
 
 
 def minutes_to(curve: list[dict], target: float) -> float | None:
@@ -159,6 +199,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
     rl.add_arm_args(ap)
+    ap.add_argument("--keep", type=Path, default=RESULTS / "partial" / "async_engine", help="finished runs, reused")
     ap.add_argument("--quick", action="store_true", help="1 seed, 1 minute, sync and lag-1 corrected")
     ap.add_argument("--child", choices=list(ARMS))
     ap.add_argument("--seed", type=int, default=0)
@@ -170,6 +211,7 @@ def main() -> None:
     if a.quick:
         a.seeds, a.budget_min, a.points, a.eval_n = 1, 1.0, [1.0], 20
         a.arms = ["sync", "async lag 1 corrected"]
+        a.keep = RESULTS / "quick" / "partial" / "async_engine"
     from rlvr.runtime import cpu_report
 
     print(f"CPU: {cpu_report()}", flush=True)
@@ -194,6 +236,7 @@ def main() -> None:
             "steps_per_min": sum(r["steps_per_min"] for r in runs) / len(runs),
             "cores_busy": sum(r["cores_busy"] for r in runs) / len(runs),
             "lag": sum(r["lag"] for r in runs) / len(runs),
+            "timings": {k: sum(r.get("timings", {}).get(k, 0.0) for r in runs) / len(runs) for k in TIMINGS},
         }
     bars, lines = [], []
     if "sync" in results and "async lag 1 corrected" in results:
@@ -233,7 +276,9 @@ def main() -> None:
         if arm != "comparison":
             print(
                 f"{arm:<24} {x['final']:.3f} +- {x['final_se']:.3f}  {x['steps_per_min']:.1f} steps/min  "
-                f"cores busy {x['cores_busy']:.2f}  lag {x['lag']:.2f}"
+                f"cores busy {x['cores_busy']:.2f}  lag {x['lag']:.2f}  idle: sampler "
+                f"{x['timings']['async/sampler_idle']:.2f} learner {x['timings']['async/learner_idle']:.2f}  "
+                f"rejected {x['timings']['offpolicy/rejected']:.3f}"
             )
     report("async_engine", {"summary": summary, "runs": results, "cpu": cpu_report()}, bars, a, quick=a.quick)
     print("\n".join(lines))
