@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import real_learning as rl
-from results import RESULTS, Bar, mean_se, report, save_figure, src_path
+from results import RESULTS, STARTED, Bar, mean_se, report, save_figure, src_path
 
 sys.path.insert(0, src_path())
 
@@ -162,7 +162,7 @@ def launch(a: argparse.Namespace, arm: str, seed: int) -> dict:
         sys.exit(f"arm {arm!r} seed {seed} failed:\n{p.stderr[-3000:]}")
     result = json.loads(p.stdout.strip().splitlines()[-1])
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"settings": settings(a), "result": result}))
+    path.write_text(json.dumps({"settings": settings(a), "result": {**result, "commit": STARTED["commit"]}}))
     return result
 
 
@@ -199,6 +199,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
     rl.add_arm_args(ap)
+    ap.add_argument("--compare", default="async lag 1 corrected", choices=list(ARMS), help="the arm the bars judge")
     ap.add_argument("--keep", type=Path, default=RESULTS / "partial" / "async_engine", help="finished runs, reused")
     ap.add_argument("--quick", action="store_true", help="1 seed, 1 minute, sync and lag-1 corrected")
     ap.add_argument("--child", choices=list(ARMS))
@@ -239,36 +240,32 @@ def main() -> None:
             "timings": {k: sum(r.get("timings", {}).get(k, 0.0) for r in runs) / len(runs) for k in TIMINGS},
         }
     bars, lines = [], []
-    if "sync" in results and "async lag 1 corrected" in results:
-        s, c = summary["sync"], summary["async lag 1 corrected"]
+    arm = a.compare
+    if "sync" in results and arm in results:
+        s, c = summary["sync"], summary[arm]
+        label = arm.removeprefix("async ").replace("lag 1 ", "lag-1 ")
         diff, se = mean_se(
-            [
-                x["curve"][-1]["accuracy"] - y["curve"][-1]["accuracy"]
-                for x, y in zip(results["async lag 1 corrected"], results["sync"])
-            ]
+            [x["curve"][-1]["accuracy"] - y["curve"][-1]["accuracy"] for x, y in zip(results[arm], results["sync"])]
         )
         ratio = c["steps_per_min"] / s["steps_per_min"]
-        reach = [
-            minutes_to(x["curve"], y["curve"][-1]["accuracy"])
-            for x, y in zip(results["async lag 1 corrected"], results["sync"])
-        ]
+        reach = [minutes_to(x["curve"], y["curve"][-1]["accuracy"]) for x, y in zip(results[arm], results["sync"])]
         reached = [r for r in reach if r is not None]
         to_sync = sum(reached) / len(reached) if len(reached) == len(reach) else None
         summary["comparison"] = {"diff": diff, "se": se, "steps_ratio": ratio, "minutes_to_sync_final": to_sync}
         lines.append(
-            f"async: lag-1 corrected {c['final']:.3f} +- {c['final_se']:.3f}, sync {s['final']:.3f} +- "
+            f"async: {label} {c['final']:.3f} +- {c['final_se']:.3f}, sync {s['final']:.3f} +- "
             f"{s['final_se']:.3f} at {a.budget_min:g} min ({a.seeds} seeds); steps/min ratio {ratio:.2f}x; "
             f"cores busy {c['cores_busy']:.1f}"
         )
         lines.append(
-            "async: minutes to sync's final accuracy: lag-1 corrected "
+            f"async: minutes to sync's final accuracy: {label} "
             + (f"{to_sync:.1f}" if to_sync is not None else "not reached on every seed")
             + f" of {a.budget_min:g}"
         )
         bars += [
             Bar("async minutes to sync's final / budget", (to_sync or 1e9) / a.budget_min, "<=", 0.7, "", False),
             Bar("async - sync final held-out, in SE", diff / se if se else diff * 1e9, ">=", -2.0, "", False),
-            Bar("cores busy (async lag 1 corrected)", c["cores_busy"], ">=", 1.5),
+            Bar(f"cores busy ({arm})", c["cores_busy"], ">=", 1.5),
         ]
     png = (RESULTS / "quick" if a.quick else RESULTS) / "async_engine.png"
     plot(results, png)
@@ -280,7 +277,9 @@ def main() -> None:
                 f"{x['timings']['async/sampler_idle']:.2f} learner {x['timings']['async/learner_idle']:.2f}  "
                 f"rejected {x['timings']['offpolicy/rejected']:.3f}"
             )
-    report("async_engine", {"summary": summary, "runs": results, "cpu": cpu_report()}, bars, a, quick=a.quick)
+    commits = sorted({r.get("commit", STARTED["commit"]) for runs in results.values() for r in runs})
+    figures = {"summary": summary, "runs": results, "cpu": cpu_report(), "run_commits": commits}
+    report("async_engine", figures, bars, a, quick=a.quick)
     print("\n".join(lines))
 
 
