@@ -8,11 +8,13 @@ shared baseline script unchanged (``trl_grpo_baseline.py``); rlvr runs
 
 Prints per run and on average: median seconds per step, whole-run wall time per step (logging and
 saves included), completion tokens per second, peak RSS, held-out accuracy before/after; then the
-ratio of seconds per step (rlvr / TRL). A third trainer, ``rlvr-on-TRL``, is the same baseline script
-with its trainer swapped for ``FailureAwareGRPOTrainer`` with the failure features off
-(``benchmarks/adapters/rlvr_on_trl.py``): the cost of rlvr's layer on TRL. ``--trl-alloc`` adds TRL
-runs with the allocator setting rlvr's trainer makes for itself (``rlvr.runtime``), to show what that
-setting alone is worth.
+ratio of seconds per step (rlvr / TRL). ``rlvr-async`` is rlvr's asynchronous engine
+(``rollout.mode: async``, lag 1: a sampler process one step ahead of the learner); its figure is the
+whole-run wall per step (a learner step's own time hides the sampling it overlaps). A fourth
+trainer, ``rlvr-on-TRL``, is the same baseline script with its trainer swapped for
+``FailureAwareGRPOTrainer`` with the failure features off (``benchmarks/adapters/rlvr_on_trl.py``):
+the cost of rlvr's layer on TRL. ``--trl-alloc`` adds TRL runs with the allocator setting rlvr's
+trainer makes for itself (``rlvr.runtime``), to show what that setting alone is worth.
 
 Bars: rlvr / TRL seconds per step <= 0.6x; held-out accuracy after the run at least TRL's;
 rlvr-on-TRL / TRL seconds per step <= 1.10x with TRL's accuracy after the run (same seeds).
@@ -62,7 +64,7 @@ def main() -> None:
         args.seeds, args.steps = args.seeds[:1], min(args.steps, 30)
     model = BENCH / "models" / "tiny-warm"
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-bench-"))
-    names = ["TRL", "rlvr", "rlvr-on-TRL"] + (["TRL+alloc"] if args.trl_alloc else [])
+    names = ["TRL", "rlvr", "rlvr-async", "rlvr-on-TRL"] + (["TRL+alloc"] if args.trl_alloc else [])
     rows: dict[str, list[dict]] = {n: [] for n in names}
     print(
         f"{'run':<16} {'s/step':>7} {'wall/st':>7} {'tok/s':>7} {'RSS MB':>7} {'acc before':>10} {'acc after':>9}  load"
@@ -102,6 +104,7 @@ def main() -> None:
                     str(args.steps),
                     "--seed",
                     str(seed),
+                    *(["--async-lag", "1"] if name == "rlvr-async" else []),
                 ]
             s = run(cmd, BENCH, log / "summary.json", ALLOC_ENV if name == "TRL+alloc" else None)
             s["wall_per_step_s"] = s["train_wall_s"] / s["steps_done"]
@@ -144,6 +147,11 @@ def main() -> None:
             f"rlvr / (TRL with the same allocator setting): "
             f"{r['median_step_s'] / mean['TRL+alloc']['median_step_s']:.2f}x"
         )
+    a = mean["rlvr-async"]
+    print(
+        f"rlvr-async / TRL whole-run wall per step: {a['wall_per_step_s'] / t['wall_per_step_s']:.2f}x "
+        f"(rlvr sync {r['wall_per_step_s'] / t['wall_per_step_s']:.2f}x); accuracy after: {a['heldout_after']:.3f}"
+    )
     o = mean["rlvr-on-TRL"]
     print(
         f"rlvr-on-TRL / TRL seconds per step: {o['median_step_s'] / t['median_step_s']:.2f}x (bar: <= 1.10x); "

@@ -32,6 +32,9 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--format-weight", type=float, default=0.2)
     ap.add_argument("--autocast", choices=["none", "bf16"], default="none")
+    ap.add_argument(
+        "--async-lag", type=int, default=0, help="rollout.mode=async with this max_lag (0: the synchronous engine)"
+    )
     args = ap.parse_args()
 
     import task  # the shared benchmark task (held-out set, judge)
@@ -40,7 +43,7 @@ def main() -> None:
 
     from rlvr.config import load_config
     from rlvr.data import Sample
-    from rlvr.engine import GRPOTrainer
+    from rlvr.engine.async_engine import train_engine
 
     torch.set_num_threads(1)
     out = Path(args.log_dir)
@@ -66,9 +69,11 @@ def main() -> None:
             "algo.beta=0",
             f"rewards.weights={{accuracy: 1.0, format: {args.format_weight}}}",
             f"model.autocast={args.autocast}",
+            # the sampler a process of its own, at most this many versions behind the learner
+            *(["rollout.mode=async", f"rollout.max_lag={args.async_lag}"] if args.async_lag else []),
         ],
     )
-    trainer = GRPOTrainer(cfg, model=model, tokenizer=tok, train_rows=rows, eval_rows=[])
+    trainer = train_engine(cfg, model=model, tokenizer=tok, train_rows=rows, eval_rows=[])
     steps: list[dict] = []
     t0 = time.perf_counter()
     trainer.train(on_step=lambda s, m: steps.append(m))
