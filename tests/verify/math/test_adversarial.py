@@ -41,6 +41,13 @@ def test_pathological_inputs_are_fast_and_never_hang(completion: str, gold: str)
         assert not v.correct
 
 
+def test_an_answer_after_a_megabyte_of_decimal_points_is_still_read() -> None:
+    # the commitment check looks for the answer's clause backwards: a search that restarted at every
+    # decimal point would read the text once per point (quadratic) and run out of time
+    v = verify_math("1.1" * 300_000 + " so the answer is 12", "12", timeout=2.0)
+    assert v.status is Status.CORRECT, v.reason
+
+
 def test_large_but_computable_symbolic_powers_are_still_compared_at_points() -> None:
     assert verify_math(r"\boxed{(x^{500})^{2}}", "x^{1000}").correct
     assert not verify_math(r"\boxed{x^{1000}}", "x^{1001}").correct

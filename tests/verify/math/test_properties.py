@@ -55,3 +55,14 @@ def test_solution_lists_are_unordered(xs: list[int], rnd) -> None:
     rnd.shuffle(shuffled)
     gold = " or ".join(f"x = {x}" for x in xs)
     assert verify_math(rf"\boxed{{{', '.join(map(str, shuffled))}}}", gold).correct
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab 1.2;\n!?.\u0663x", max_size=120), st.data())
+def test_the_answers_clause_starts_where_the_clause_pattern_says(text: str, data: st.DataObject) -> None:
+    """The backward search for the answer's clause (the fast path) agrees with one forward pass of
+    the clause-end pattern, decimal points and long runs of them included."""
+    from rlvr.verify.math.commitment import _CLAUSE_END, _clause_start
+
+    at = data.draw(st.integers(min_value=0, max_value=len(text)))
+    assert _clause_start(text, at) == max((m.end() for m in _CLAUSE_END.finditer(text, 0, at)), default=0)

@@ -87,18 +87,21 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
 
 def _clause_start(text: str, at: int) -> int:
     """Where the clause holding ``text[at]`` starts: just after the last :data:`_CLAUSE_END` before
-    ``at`` (0 if none), found from ``at`` backwards instead of scanning the text from its start."""
-    i = at
-    while True:
-        j = max(text.rfind(c, 0, i) for c in ".!?;\n")
+    ``at`` (0 if none), found from ``at`` backwards instead of scanning the text from its start
+    (each mark's search resumes where it stopped)."""
+    hard = max(text.rfind(";", 0, at), text.rfind("\n", 0, at))  # these always end a clause
+    pos = {c: text.rfind(c, hard + 1, at) for c in ".!?"}
+    for _ in range(32):
+        c = max(pos, key=pos.__getitem__)
+        j = pos[c]
         if j < 0:
-            return 0
-        if text[j] in ";\n":
-            return j + 1
+            return hard + 1
         # a full stop between digits is a decimal point (the pattern's lookaround; text ends at `at`)
         if (j == 0 or not text[j - 1].isdecimal()) and (j + 1 >= at or not text[j + 1].isdecimal()):
             return j + 1
-        i = j
+        pos[c] = text.rfind(c, hard + 1, j)
+    # a long run of decimal points (hostile or a table of numbers): one pass of the pattern is cheaper
+    return max((m.end() for m in _CLAUSE_END.finditer(text, hard + 1, at)), default=hard + 1)
 
 
 _BLOCK_OPEN = re.compile(r"<answer\s*>|\\boxed\s*\{", re.IGNORECASE)
