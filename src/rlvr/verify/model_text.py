@@ -200,6 +200,10 @@ _DOT_GROUPS_COMMA = re.compile(r"(?<![\d.,])\d{1,3}(?:\.\d{3})+,\d+(?![\d]|[.,]\
 _DOT_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?:\.\d{3})+(?![\d]|[.,]\d)")
 _COMMA_DECIMAL = re.compile(r"(?<![\d.,])(\d+),(\d+)(?![\d]|[.,]\d|\s*\d)")
 _LATEX_COMMA = re.compile(r"(\d)\{,\}(\d+)")
+# what each rewrite needs somewhere in the text (a literal scan; the patterns' leading lookbehind
+# makes the regex engine try every position, 40x slower): without it the rewrite changes nothing
+_HAS_DOT_GROUPS_COMMA = re.compile(r"\.\d{3},\d")
+_HAS_LOCAL_FORM = re.compile(r"\.\d{3}|\d,\d")
 
 
 def local_numbers(text: str) -> str:
@@ -217,8 +221,10 @@ def local_numbers(text: str) -> str:
         text = _LATEX_COMMA.sub(lambda m: m.group(1) + ("" if len(m.group(2)) == 3 else ".") + m.group(2), text)
     if not _DECIMAL_LIKE.search(text):
         return text
-    text = _DOT_GROUPS_COMMA.sub(lambda m: m.group(0).replace(".", "").replace(",", "."), text)
-    if _writes_decimal_comma(text):  # a decimal comma, and dot-grouped thousands, in its own words
+    if _HAS_DOT_GROUPS_COMMA.search(text):
+        text = _DOT_GROUPS_COMMA.sub(lambda m: m.group(0).replace(".", "").replace(",", "."), text)
+    # a decimal comma, and dot-grouped thousands, in its own words
+    if _HAS_LOCAL_FORM.search(text) and _writes_decimal_comma(text):
         text = _DOT_GROUPS.sub(lambda m: m.group(0).replace(".", ""), text)
         text = _COMMA_DECIMAL.sub(r"\1.\2", text)
     return text
