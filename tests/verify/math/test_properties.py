@@ -66,3 +66,32 @@ def test_the_answers_clause_starts_where_the_clause_pattern_says(text: str, data
 
     at = data.draw(st.integers(min_value=0, max_value=len(text)))
     assert _clause_start(text, at) == max((m.end() for m in _CLAUSE_END.finditer(text, 0, at)), default=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="$\\5 ab\n.", max_size=60))
+def test_price_dollars_are_masked_where_the_lookbehind_pattern_finds_them(text: str) -> None:
+    """mask_currency skips a "$" after "\\" or "$" by hand (the fast path): the same text as the
+    reading with the pattern's own lookbehind."""
+    import re
+
+    from rlvr.verify.math import extract
+
+    def reference(t: str) -> str:
+        out, pos = [], 0
+        for m in re.finditer(r"(?<![\\$])\$(?=\d)", t):
+            if m.start() < pos:
+                continue
+            close, line = t.find("$", m.end()), t.find("\n", m.end())
+            unclosed = close == -1 or (line != -1 and line < close)
+            inside = "" if unclosed else t[m.end() : close]
+            prose = extract._CURRENCY_PROSE
+            if unclosed or (prose.search(inside) and prose.search(extract._latex_free(inside))):
+                out.append(t[pos : m.start()] + " ")
+                pos = m.end()
+            else:
+                out.append(t[pos : close + 1])
+                pos = close + 1
+        return "".join(out) + t[pos:]
+
+    assert extract.mask_currency(text) == reference(text)
