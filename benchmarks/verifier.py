@@ -14,7 +14,7 @@ per-case timeout, latency measured around each call) once per verifier:
 For the written and real suites math-verify gets its gold wrapped as ``$...$``, as its README
 asks (with pure defaults it reads no bare LaTeX gold at all). Bars: peer suite no lower than
 before (97.7% overall, 99.3% on default-option cases, 0 timeouts); on the real solutions
-throughput >= 5x math-verify's and p99 <= 50 ms; the multiple-choice table all right.
+throughput >= 10x math-verify's and p99 <= 50 ms; the multiple-choice table all right.
 
     .venv/bin/python benchmarks/verifier.py [--jobs 2] [--timeout 5] [--real 500] [--quick]
 """
