@@ -36,6 +36,7 @@ results go to ``agentic-<N>seeds.json`` (``agentic_trl-<N>seeds.json``) beside t
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import statistics
 import sys
@@ -67,9 +68,11 @@ ARMS = {
 }
 
 
-def warm_model(out: Path, steps: int, seed: int = 0, after_call: str = "") -> dict:
+def warm_model(out: Path, steps: int, seed: int = 0, after_call: str = "", keep: dict[int, Path] | None = None) -> dict:
     """The tiny model after SFT on calculator traces of 3-digit products (the tool-use warm-up;
-    ``after_call``: what the engine's turn format writes between a call and its result)."""
+    ``after_call``: what the engine's turn format writes between a call and its result). ``keep``:
+    the model as it stood at these steps of the same run is saved too (a weaker start of the same
+    recipe: a shorter warm-up is another run, its schedule ending sooner)."""
     from rlvr.data import arithmetic
     from rlvr.episodes import trace_of
     from rlvr.models import build_model, build_tokenizer
@@ -80,6 +83,12 @@ def warm_model(out: Path, steps: int, seed: int = 0, after_call: str = "") -> di
     tok = build_tokenizer()
     model = build_model(tok, seed=seed)
     t0 = time.perf_counter()
+
+    def checkpoint(step: int, state: dict) -> None:
+        if keep and step in keep:
+            model.save_pretrained(keep[step])
+            tok.save_pretrained(keep[step])
+
     res = sft(
         model,
         tok,
@@ -91,6 +100,8 @@ def warm_model(out: Path, steps: int, seed: int = 0, after_call: str = "") -> di
         warmup_steps=20,
         completion_of=lambda row: trace_of(row, after_call=after_call),
         on_eval=lambda s, a, loss: print(f"  warm-up step {s}: loss {loss:.3f}", flush=True),
+        checkpoint=checkpoint if keep else None,
+        checkpoint_every=math.gcd(*keep) if keep else 0,
     )
     model.save_pretrained(out)
     tok.save_pretrained(out)

@@ -8,7 +8,9 @@ traces of 3-digit products), two scenarios of faults injected by rlvr's seeded w
 * **bursts**: 0.2 faults, and the tool server down for 30% of the steps in two outages (every call
   fails, ``env.outages``), as a real environment fails: for stretches, not a coin flip per episode;
 
-from a strong and a weak warm start (``--starts``: SFT steps), paired seeds, arms:
+from a strong and a weak warm start (``--starts``: ``N`` is the model after N SFT steps, ``K/N`` the
+same N-step warm-up as it stood at step K: a start that still learns, where a shorter warm-up, whose
+schedule ends sooner, lands on either side of the skill), paired seeds, arms:
 
 * ``rlvr``: the policy for thin steps (``POLICY``: a redraw budget instead of two rounds, groups
   of fewer than two admitted rows out, the step scaled by its admitted share, outages waited out);
@@ -29,7 +31,7 @@ run ends with::
         (N seeds, start S.SSS); episodes/step E.E      [one line]
     agentic @bursts: rlvr A.AAA +- a, reward-0 B.BBB +- b, fault-free C.CCC +- c (N seeds)
 
-    .venv/bin/python benchmarks/agentic_heavy.py [--steps 60] [--seeds 5] [--starts 1000 600] [--jobs 2] [--quick]
+    .venv/bin/python benchmarks/agentic_heavy.py [--steps 60] [--seeds 5] [--starts 1000 750/1000] [--jobs 2] [--quick]
 """
 
 from __future__ import annotations
@@ -67,6 +69,20 @@ def outages(steps: int) -> list[tuple[int, int]]:
     n = max(1, round(0.15 * steps))
     a, b = round(0.2 * steps) + 1, round(0.6 * steps) + 1
     return [(a, a + n), (b, b + n)]
+
+
+def start_of(text: str) -> str:
+    """A ``--starts`` entry checked: ``N`` or ``K/N`` with 0 < K < N."""
+    at, slash, of = text.partition("/")
+    if not at.isdigit() or int(at) <= 0 or (slash and (not of.isdigit() or int(at) >= int(of))):
+        raise argparse.ArgumentTypeError(f"a start is N or K/N with 0 < K < N, got {text!r}")
+    return text
+
+
+def warm_name(start: str) -> str:
+    """The warm-up's folder: ``warm-1000``; a checkpoint inside one, ``warm-1000-at-750``."""
+    at, _, of = start.partition("/")
+    return f"warm-{of}-at-{at}" if of else f"warm-{at}"
 
 
 def fault_share(scenario: str, steps: int) -> float:
@@ -128,7 +144,7 @@ def plot(results: dict, path: Path) -> None:
         if scenario == "bursts":
             for a, b in outages(results[start]["steps"]):
                 ax.axvspan(a - 0.5, b - 0.5, color="k", alpha=0.1, lw=0)
-        ax.set_title(f"{scenario} ({start} SFT steps)")
+        ax.set_title(f"{scenario} (SFT steps: {start})")
         ax.set_xlabel("GRPO step")
     axes[0][0].set_ylabel("held-out accuracy (fault-free env)")
     axes[0][0].legend(fontsize=8)
@@ -140,7 +156,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--starts", type=int, nargs="+", default=[1000, 600], help="warm-up SFT steps of each start")
+    ap.add_argument(
+        "--starts",
+        type=start_of,
+        nargs="+",
+        default=["1000", "750/1000"],
+        help="each start: N (after N SFT steps) or K/N (step K of the N-step warm-up)",
+    )
     ap.add_argument("--eval-every", type=int, default=10)
     ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
     ap.add_argument("--scenarios", nargs="+", default=["0.9", "bursts"], choices=["0.9", "bursts"])
@@ -156,10 +178,18 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="rlvr-agentic-heavy-"))
     warm_root = a.warm or tmp
     calls = {}
+    # one warm-up run per length, keeping the checkpoints the K/N starts take from it
+    runs_of: dict[int, dict[int, Path]] = {}
     for start in a.starts:
-        warm = warm_root / f"warm-{start}"
-        if not (warm / "config.json").exists():
-            warm_model(warm, start, 0)
+        at, _, of = start.partition("/")
+        runs_of.setdefault(int(of or at), {})
+        if of:
+            runs_of[int(of)][int(at)] = warm_root / warm_name(start)
+    for n, keep in runs_of.items():
+        if not all((w / "config.json").exists() for w in [warm_root / f"warm-{n}", *keep.values()]):
+            warm_model(warm_root / f"warm-{n}", n, 0, keep=keep)
+    for start in a.starts:
+        warm = warm_root / warm_name(start)
         for seed in range(a.seeds):
             calls[(start, "fault-free", "fault-free", seed)] = (
                 warm,
