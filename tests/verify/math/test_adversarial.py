@@ -43,8 +43,9 @@ def test_pathological_inputs_are_fast_and_never_hang(completion: str, gold: str)
 
 def test_an_answer_after_a_megabyte_of_decimal_points_is_still_read() -> None:
     # the commitment check looks for the answer's clause backwards: a search that restarted at every
-    # decimal point would read the text once per point (quadratic) and run out of time
-    v = verify_math("1.1" * 300_000 + " so the answer is 12", "12", timeout=2.0)
+    # decimal point would read the text once per point (quadratic: hours) and run out of time; the
+    # linear search takes well under a second, so the limit leaves room for a loaded machine
+    v = verify_math("1.1" * 300_000 + " so the answer is 12", "12", timeout=30.0)
     assert v.status is Status.CORRECT, v.reason
 
 
