@@ -268,6 +268,8 @@ def main() -> None:
     lines = []
     if {"fp32", "bf16 corrected"} <= set(a.arms):
         diff, se = paired(results, "bf16 corrected", "fp32")
+        if "bf16 bypass" in a.arms:
+            s["bf16_bypass_vs_fp32"] = dict(zip(("diff", "se"), paired(results, "bf16 bypass", "fp32")))
         speed = s["bf16 corrected"]["rollouts_per_s"] / s["fp32"]["rollouts_per_s"]
         s["bf16_vs_fp32"] = {"diff": diff, "se": se, "sampling_speedup": speed}
         # within 2 SE of the paired difference (one seed has no SE: a quick run shows the figure only)
@@ -283,16 +285,22 @@ def main() -> None:
                 f"+- {b['end_se']:.3f}, fp32 {f['end_mean']:.3f} +- {f['end_se']:.3f} ({a.seeds} seeds); "
                 f"mismatch k3 {b['k3']:.3e}"
             )
-    if {"stale 4 corrected", "stale 4 uncorrected"} <= set(a.arms):
-        diff, se = paired(results, "stale 4 corrected", "stale 4 uncorrected")
-        s["stale4_corrected_vs_uncorrected"] = {"diff": diff, "se": se, "measured": diff > 2 * se}
-        c, u = s["stale 4 corrected"], s["stale 4 uncorrected"]
+    for k in (2, 4):  # the line is staleness 4; staleness 2 is printed the same way
+        if not {f"stale {k} corrected", f"stale {k} uncorrected"} <= set(a.arms):
+            continue
+        diff, se = paired(results, f"stale {k} corrected", f"stale {k} uncorrected")
+        s[f"stale{k}_corrected_vs_uncorrected"] = {"diff": diff, "se": se, "measured": diff > 2 * se}
+        c, u = s[f"stale {k} corrected"], s[f"stale {k} uncorrected"]
         on = s.get("fp32", {"end_mean": float("nan"), "end_se": float("nan")})
         lines.append(
-            f"off-policy @stale 4: corrected {c['end_mean']:.3f} +- {c['end_se']:.3f}, uncorrected "
+            f"off-policy @stale {k}: corrected {c['end_mean']:.3f} +- {c['end_se']:.3f}, uncorrected "
             f"{u['end_mean']:.3f} +- {u['end_se']:.3f}, on-policy {on['end_mean']:.3f} +- {on['end_se']:.3f} "
             f"({a.seeds} seeds)"
-            + ("" if diff > 2 * se else f"; no difference measured (corrected - uncorrected {diff:+.3f} +- {se:.3f})")
+            + (
+                f"; corrected - uncorrected {diff:+.3f} +- {se:.3f}"
+                if diff > 2 * se
+                else f"; no difference measured (corrected - uncorrected {diff:+.3f} +- {se:.3f})"
+            )
         )
     print()
     for arm in a.arms:
