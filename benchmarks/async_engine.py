@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import real_learning as rl
-from results import RESULTS, STARTED, Bar, mean_se, report, save_figure, src_path
+from results import RESULTS, STARTED, Bar, KeptRuns, mean_se, report, save_figure, src_path
 
 sys.path.insert(0, src_path())
 
@@ -138,22 +138,19 @@ TIMINGS = (
 )
 
 
-def settings(a: argparse.Namespace) -> dict:
-    """What a finished run depends on besides its arm and seed: a kept run is reused only when they match."""
-    return {k: getattr(a, k) for k in ("budget_min", "points", "eval_n", "prompts", "group", "new_tokens", "lr")}
-
-
-def kept(a: argparse.Namespace, arm: str, seed: int) -> Path:
-    return a.keep / f"{arm.replace(' ', '_')}-seed{seed}.json"
+def kept(a: argparse.Namespace) -> KeptRuns:
+    """Finished runs under ``--keep``, reused when what a run depends on besides its arm and seed
+    matches."""
+    keys = ("budget_min", "points", "eval_n", "prompts", "group", "new_tokens", "lr")
+    return KeptRuns(a.keep, {k: getattr(a, k) for k in keys})
 
 
 def launch(a: argparse.Namespace, arm: str, seed: int) -> dict:
     """One arm and seed in a child process; a run kept under ``--keep`` with the same settings is
     reused (an interrupted benchmark resumes instead of starting its hours again)."""
-    path = kept(a, arm, seed)
-    if path.exists() and (old := json.loads(path.read_text()))["settings"] == settings(a):
-        print(f"kept: {arm} seed {seed} ({path})", flush=True)
-        return old["result"]
+    store = kept(a)
+    if (old := store.get(arm, seed)) is not None:
+        return old
     argv = [sys.executable, __file__, "--child", arm, "--seed", str(seed), "--budget-min", str(a.budget_min)]
     argv += ["--points", *map(str, a.points), *rl.arm_argv(a)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_BENCH_SRC": src_path()}
@@ -161,8 +158,7 @@ def launch(a: argparse.Namespace, arm: str, seed: int) -> dict:
     if p.returncode:
         sys.exit(f"arm {arm!r} seed {seed} failed:\n{p.stderr[-3000:]}")
     result = json.loads(p.stdout.strip().splitlines()[-1])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"settings": settings(a), "result": {**result, "commit": STARTED["commit"]}}))
+    store.put(arm, seed, {**result, "commit": STARTED["commit"]})
     return result
 
 

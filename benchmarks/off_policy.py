@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import real_learning as rl
-from results import RESULTS, Bar, mean_se, report, save_figure, src_path
+from results import RESULTS, Bar, KeptRuns, mean_se, report, save_figure, src_path
 
 sys.path.insert(0, src_path())
 
@@ -113,13 +113,11 @@ def launch(a: argparse.Namespace, arm: str, seed: int, eval_start: bool) -> subp
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def settings(a: argparse.Namespace) -> dict:
-    """What a finished run depends on besides its arm and seed: a kept run is reused only when they match."""
-    return {k: getattr(a, k) for k in ("steps", "eval_every", "eval_n", "prompts", "group", "new_tokens", "lr")}
-
-
-def kept(a: argparse.Namespace, arm: str, seed: int) -> Path:
-    return a.keep / f"{arm.replace(' ', '_')}-seed{seed}.json"
+def kept(a: argparse.Namespace) -> KeptRuns:
+    """Finished runs under ``--keep``, reused when what a run depends on besides its arm and seed
+    matches."""
+    keys = ("steps", "eval_every", "eval_n", "prompts", "group", "new_tokens", "lr")
+    return KeptRuns(a.keep, {k: getattr(a, k) for k in keys})
 
 
 def run_all(a: argparse.Namespace) -> dict[str, dict[int, dict]]:
@@ -129,13 +127,11 @@ def run_all(a: argparse.Namespace) -> dict[str, dict[int, dict]]:
     resumes where it stopped instead of starting its hours again.
     """
     results: dict[str, dict[int, dict]] = {arm: {} for arm in a.arms}
-    todo = []
+    store, todo = kept(a), []
     for seed in range(a.seeds):
         for arm in a.arms:
-            path = kept(a, arm, seed)
-            if path.exists() and (old := json.loads(path.read_text()))["settings"] == settings(a):
-                results[arm][seed] = old["result"]
-                print(f"kept: {arm} seed {seed} ({path})", flush=True)
+            if (old := store.get(arm, seed)) is not None:
+                results[arm][seed] = old
             else:
                 todo.append((arm, seed))
     running: list[tuple[str, int, subprocess.Popen, float]] = []
@@ -155,8 +151,7 @@ def run_all(a: argparse.Namespace) -> dict[str, dict[int, dict]]:
             if p.returncode:
                 sys.exit(f"arm {arm!r} seed {seed} failed:\n{err[-3000:]}")
             results[arm][seed] = json.loads(out.strip().splitlines()[-1])
-            kept(a, arm, seed).parent.mkdir(parents=True, exist_ok=True)
-            kept(a, arm, seed).write_text(json.dumps({"settings": settings(a), "result": results[arm][seed]}))
+            store.put(arm, seed, results[arm][seed])
             done += 1
             r = results[arm][seed]
             print(

@@ -189,6 +189,31 @@ def save_figure(fig: Any, path: Path) -> None:
     plt.close(fig)
 
 
+class KeptRuns:
+    """Finished (arm, seed) runs of a long benchmark kept as files under ``folder``, each with the
+    settings it ran under: an interrupted benchmark resumes where it stopped instead of starting its
+    hours again, and a kept run is reused only when its settings match."""
+
+    def __init__(self, folder: Path, settings: dict[str, Any]) -> None:
+        self.folder, self.settings = folder, settings
+
+    def path(self, arm: str, seed: int) -> Path:
+        return self.folder / f"{arm.replace(' ', '_')}-seed{seed}.json"
+
+    def get(self, arm: str, seed: int) -> dict[str, Any] | None:
+        """The kept result of ``arm`` and ``seed`` (printed as reused), or None."""
+        path = self.path(arm, seed)
+        if path.exists() and (old := json.loads(path.read_text()))["settings"] == self.settings:
+            print(f"kept: {arm} seed {seed} ({path})", flush=True)
+            return old["result"]
+        return None
+
+    def put(self, arm: str, seed: int, result: dict[str, Any]) -> None:
+        path = self.path(arm, seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"settings": self.settings, "result": result}))
+
+
 def mean_se(xs: list[float]) -> tuple[float, float]:
     """Mean and standard error of the mean (0 for one value)."""
     import math
