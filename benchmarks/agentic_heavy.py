@@ -44,7 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from agentic import env_section, run_config, warm_model
-from results import RESULTS, Bar, mean_se, report, save_figure, side_by_side, src_path
+from results import RESULTS, Bar, KeptRuns, mean_se, report, save_figure, side_by_side, src_path
 
 sys.path.insert(0, src_path())
 
@@ -168,10 +168,14 @@ def main() -> None:
     ap.add_argument("--scenarios", nargs="+", default=["0.9", "bursts"], choices=["0.9", "bursts"])
     ap.add_argument("--warm", type=Path, help="a folder keeping the warm-ups (warm-<steps>/), reused when there")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--keep", type=Path, default=RESULTS / "partial" / "agentic_heavy", help="finished runs, reused")
     ap.add_argument("--quick", action="store_true", help="one start, one seed, 12 steps (make bench-check)")
     a = ap.parse_args()
     if a.quick:
         a.steps, a.seeds, a.starts, a.eval_every, a.arms = 12, 1, a.starts[:1], 6, ["rlvr", "before"]
+        a.keep = RESULTS / "quick" / "partial" / "agentic_heavy"
+    # an hour of runs: each finished one is kept, so an interrupted benchmark resumes where it stopped
+    kept = KeptRuns(a.keep, {"steps": a.steps, "eval_every": a.eval_every})
     from rlvr.runtime import cpu_report
 
     print(f"CPU: {cpu_report()}", flush=True)
@@ -204,11 +208,19 @@ def main() -> None:
                 for arm in a.arms:
                     out = tmp / f"{start}/{scenario}/{arm}/{seed}"
                     calls[(start, scenario, arm, seed)] = (warm, out, a.steps, a.eval_every, scenario, arm, seed)
-    runs: dict[tuple[int, str, str], list[dict]] = {}
+    runs: dict[tuple[int, str, str], list] = {}
+
+    def name(key: tuple) -> str:
+        start, scenario, arm, _ = key
+        return f"{start.replace('/', '-of-')}/{scenario}/{arm}"
+
+    reused = {key: r for key in calls if (r := kept.get(name(key), key[3])) is not None}
 
     def done(key: tuple, r: dict) -> None:
         start, scenario, arm, seed = key
-        runs.setdefault((start, scenario, arm), []).append(r)
+        if key not in reused:
+            kept.put(name(key), seed, r)
+        runs.setdefault((start, scenario, arm), []).append((seed, r))
         print(
             f"[{sum(map(len, runs.values()))}/{len(calls)}] start {start} {scenario:10s} {arm:10s} seed {seed}: "
             f"{r['start']:.3f} -> {r['final']:.3f}, {r['episodes_per_step']:.0f} episodes/step, "
@@ -217,7 +229,11 @@ def main() -> None:
             flush=True,
         )
 
-    side_by_side(run, calls, a.jobs, done)
+    for key, r in reused.items():
+        done(key, r)
+    side_by_side(run, {k: v for k, v in calls.items() if k not in reused}, a.jobs, done)
+    # paired by seed: kept runs and fresh ones arrive in different orders
+    runs = {k: [r for _, r in sorted(v, key=lambda x: x[0])] for k, v in runs.items()}
     results: dict = {}
     bars, lines = [], []
     for start in a.starts:
