@@ -69,3 +69,16 @@ def test_indexed_groups_dr_grpo_and_bad_lengths():
     assert got.tolist() == [0.5, -0.5, 0.0]  # "b" alone: no baseline
     with pytest.raises(ValueError, match="3 rewards but 2 group ids"):
         indexed_group_advantages(torch.tensor([1.0, 0.0, 3.0]), ["a", "b"])
+
+
+@pytest.mark.parametrize("scale", ["group", "batch"])
+def test_every_row_admitted_gives_trls_advantages_to_the_last_bit(scale):
+    """TRL's own statistics (nanmean, nanstd, ``+ 1e-4``) on batches whose float32 results depend on
+    the order of operations (correctness + 0.2 x format): equal bit for bit, not merely close."""
+    nanstd = pytest.importorskip("trl.trainer.utils").nanstd
+    g = torch.Generator().manual_seed(0)
+    for _ in range(300):
+        r = torch.randint(0, 2, (64,), generator=g).float() + 0.2 * torch.randint(0, 2, (64,), generator=g).float()
+        mean = torch.nanmean(r.view(-1, 8), dim=1).repeat_interleave(8)
+        std = nanstd(r.view(-1, 8), dim=1).repeat_interleave(8) if scale == "group" else nanstd(r).expand_as(r)
+        assert torch.equal(group_advantages(r, 8, scale=scale), (r - mean) / (std + 1e-4))

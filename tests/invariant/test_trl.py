@@ -160,3 +160,56 @@ def test_engines_agree_on_loss_and_gradients(tmp_path, loss: str, scale: float) 
     adapter.current_gradient_accumulation_steps = 1
     adapter._compute_loss(adapter.model, inputs).backward()
     _assert_same(ours, _grads(adapter.model))
+
+
+def _scores_all(completions, **kw):
+    """A user's reward that scores every row, correctness + 0.2 x format as the trainer bench's: values
+    whose group statistics round differently when computed in another order."""
+    codes = [sum(map(ord, str(c))) for c in completions]
+    return [k % 2 + 0.2 * (k % 3 == 0) for k in codes]
+
+
+def test_failure_features_off_is_trls_step_to_the_last_bit(tmp_path) -> None:
+    """The promise of the one-import swap: ``FailureAwareGRPOTrainer`` with the failure features off
+    trains the same weights as TRL's ``GRPOTrainer``, bit for bit (the advantages' statistics are
+    TRL's own operations), over steps whose sampling depends on the step before."""
+    off = FailureConfig(
+        quarantine=False, resample_tries=0, cold_start=False, dynamic_sampling=0, exclude_truncated=False
+    )
+    tok = build_tokenizer()
+    model = build_model(tok, hidden=32, layers=1, heads=2, seed=5)
+    weights = []
+    for name, make in (("trl", trl.GRPOTrainer), ("rlvr", FailureAwareGRPOTrainer)):
+        args = trl.GRPOConfig(
+            output_dir=str(tmp_path / name),
+            max_steps=4,
+            per_device_train_batch_size=16,
+            num_generations=8,
+            max_completion_length=10,
+            learning_rate=1e-2,
+            report_to="none",
+            use_cpu=True,
+            bf16=False,
+            save_strategy="no",
+            seed=0,
+            beta=0.0,
+            disable_tqdm=True,
+            loss_type="dapo",
+            top_k=0,
+        )
+        extra = {"failure": off, "run_dir": tmp_path / f"{name}-run"} if name == "rlvr" else {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = make(
+                model=copy.deepcopy(model),
+                processing_class=tok,
+                reward_funcs=[_scores_all],
+                args=args,
+                train_dataset=Dataset.from_list([{"prompt": r["prompt"]} for r in ROWS]),  # no verifier
+                **extra,
+            )
+            t.train()
+        weights.append({n: p.detach().clone() for n, p in t.model.named_parameters()})
+    trl_w, rlvr_w = weights
+    assert any(not torch.equal(trl_w[n], p) for n, p in model.named_parameters())  # it trained
+    assert [n for n in trl_w if not torch.equal(trl_w[n], rlvr_w[n])] == []

@@ -62,25 +62,35 @@ def group_advantages(
     if n % group_size:
         raise ValueError(f"{n} rewards do not split into groups of {group_size}")
     mask = torch.ones(n, dtype=torch.bool, device=rewards.device) if mask is None else mask.bool()
-    r = torch.where(mask, rewards, torch.zeros_like(rewards)).view(-1, group_size)  # [P, G]
+    # the statistics are TRL's, operation for operation (nanmean, nanstd over NaN-for-excluded), so that
+    # a batch with every row admitted gets TRL's advantages to the last bit: a run that swaps TRL's
+    # GRPOTrainer for rlvr's with the failure features off is TRL's run, not a neighbour of it
+    kept = torch.where(mask, rewards, torch.full_like(rewards, float("nan")))
+    r = kept.view(-1, group_size)  # [P, G]
     m = mask.view(-1, group_size).to(rewards.dtype)
     count = m.sum(1, keepdim=True)  # [P, 1]
-    mean = r.sum(1, keepdim=True) / count.clamp(min=1)
-    centred = (r - mean) * m
+    centred = torch.nan_to_num(r - torch.nanmean(r, dim=1, keepdim=True), nan=0.0)
     adv = centred
     how = scale_of(scale)
     if how == "group":
-        # unbiased std over the admitted rollouts (torch.std's default, as TRL uses)
-        var = (centred**2).sum(1, keepdim=True) / (count - 1).clamp(min=1)
-        adv = centred / (var.sqrt() + eps)
+        adv = centred / (_nanstd(r, dim=1) + eps)  # unbiased, over the admitted rollouts
     elif how == "batch":
-        kept = rewards[mask]
-        std = kept.std() if kept.numel() > 1 else torch.zeros((), dtype=rewards.dtype, device=rewards.device)
+        std = _nanstd(kept) if int(mask.sum()) > 1 else torch.zeros((), dtype=rewards.dtype, device=rewards.device)
         adv = centred / (std + eps)
     adv = torch.where(count >= 2, adv, torch.zeros_like(adv))  # one admitted rollout: no baseline, no signal
     if clip is not None:
         adv = adv.clamp(-clip, clip)
     return (adv * m).view(-1)
+
+
+def _nanstd(x: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """The unbiased std of ``x`` ignoring NaNs, as ``trl.trainer.utils.nanstd`` computes it (the same
+    operations in the same order: the same float32 result), kept dims."""
+    mean = torch.nanmean(x, dim=dim, keepdim=True)
+    var = torch.nanmean((x - mean) ** 2, dim=dim, keepdim=True)
+    count = torch.sum(~torch.isnan(x), dim=dim, keepdim=True)
+    correction = torch.where(count > 1, count / (count - 1), torch.full_like(count / 1, float("nan")))
+    return torch.sqrt(var * correction)
 
 
 def normalized_sum(
