@@ -125,8 +125,18 @@ _RULES = (
     ),
     *(("gives the grader orders", rule, set(words)) for rule, words in _ORDERS),
 )
-# a word is what lies between whitespace and these marks (a split, not str.translate: 2x faster)
-_WORD_SPLIT = re.compile(r"[\s\[\](){}<>.,;:!?\"'`*/=|-]+")
+# a word is what lies between whitespace and these marks
+_MARKS = "[](){}<>.,;:!?\"'`*/=|-"
+_WORD_SPLIT = re.compile(r"[\s" + re.escape(_MARKS) + "]+")
+# ASCII text (most of it) is split as bytes, marks to spaces: 4x faster than the regex split
+_MARKS_TO_SPACES = bytes.maketrans(_MARKS.encode(), b" " * len(_MARKS))
+_ANY_TRIGGER = frozenset().union(*(triggers for _, _, triggers in _RULES))
+
+
+def _words(low: str) -> list[str]:
+    if low.isascii():
+        return low.encode("ascii").translate(_MARKS_TO_SPACES).decode("ascii").split()
+    return _WORD_SPLIT.split(low)
 
 
 def grader_talk(text: str) -> str | None:
@@ -140,7 +150,10 @@ def grader_talk(text: str) -> str | None:
         True
     """
     low = text.lower()
-    words = set(_WORD_SPLIT.split(low))
+    words = _words(low)
+    if _ANY_TRIGGER.isdisjoint(words):  # no rule's word: no rule can match (the usual answer)
+        return None
+    words = set(words)
     for what, rule, triggers in _RULES:
         if not words.isdisjoint(triggers) and (m := rule.search(low)):
             return f"{what}: {text[m.start() : m.end()].strip()[:60]!r}"

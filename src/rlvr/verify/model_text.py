@@ -187,7 +187,7 @@ _COMMA_WORDS = frozenset(
 )
 _WORD = re.compile(r"[^\W\d_]+")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
-_DECIMAL_LIKE = re.compile(r"\d[.,]\d")
+_DECIMAL_LIKE = re.compile(r"[.,](?<=\d[.,])\d")  # \d[.,]\d, found from its mark: 3x faster
 
 
 def _writes_decimal_comma(text: str) -> bool:
@@ -203,7 +203,7 @@ _LATEX_COMMA = re.compile(r"(\d)\{,\}(\d+)")
 # what each rewrite needs somewhere in the text (a literal scan; the patterns' leading lookbehind
 # makes the regex engine try every position, 40x slower): without it the rewrite changes nothing
 _HAS_DOT_GROUPS_COMMA = re.compile(r"\.\d{3},\d")
-_HAS_LOCAL_FORM = re.compile(r"\.\d{3}|\d,\d")
+_HAS_LOCAL_FORM = re.compile(r"[.,](?:(?<=\d,)\d|(?<=\.)\d{3})")  # \.\d{3}|\d,\d, from the mark
 
 
 def local_numbers(text: str) -> str:

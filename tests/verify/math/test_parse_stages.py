@@ -1,7 +1,8 @@
 """The LaTeX parser's fast stages give what the full parser gives.
 
 Two stages stand before latex2sympy2_extended's full-context (LL) parse: ANTLR's SLL prediction
-(stops on a syntax error, then LL decides) and the polynomial builder. Each must yield the very
+(stops on a syntax error, then LL decides) and the polynomial builder; and the numbers inside a
+parse are built directly, not through ``sympy.Number(text)``'s Python parser. Each must yield the very
 SymPy object the LL parse yields (``srepr`` equal: the unevaluated structure matters to the
 "restated computation" rules), or hand the span on.
 """
@@ -15,7 +16,7 @@ from latex2sympy2_extended import latex2sympy
 from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
 
 from rlvr.verify.math import parse, warm_up
-from rlvr.verify.math.parse import _L2S_CONFIG, _latex2sympy, _polynomial, _SLLConverter
+from rlvr.verify.math.parse import _L2S_CONFIG, _Converter, _latex2sympy, _polynomial, _SLLConverter
 
 
 def _full_ll(span: str) -> str:
@@ -51,6 +52,27 @@ def test_a_span_sll_stops_on_is_parsed_by_ll(span: str) -> None:
 def test_a_span_sll_parses_is_the_object_ll_gives(span: str) -> None:
     assert _sll_only(span) == _full_ll(span) != "error"
     assert sympy.srepr(_latex2sympy(span)) == _full_ll(span)
+
+
+NUMBERS = ["0", "007", "1,000", "1,234,567", "1.5", ".5", "3.", "0.000001", "1e5", "2E-3", "1.50"]
+NUMBERS += ["12345678901234567890.5", "3.14159265358979323846264338", "1,000.25"]
+NUMBERS += ["\u0663", "\uff11\uff12"]  # Arabic-Indic, full-width digits: the library's way
+
+
+@pytest.mark.parametrize("text", NUMBERS)
+def test_a_number_is_the_object_the_library_builds(text: str) -> None:
+    def built(converter: object) -> str:
+        try:
+            return sympy.srepr(converter.parse_number(text))  # type: ignore[attr-defined]
+        except Exception as e:
+            return type(e).__name__
+
+    assert built(_Converter()) == built(_Latex2Sympy())
+
+
+@pytest.mark.parametrize("span", [r"0.5\pi", r"1,000 + 2.25", r"3.14159265358979323846 x", r"\frac{1.5}{0.25}"])
+def test_a_span_with_decimals_is_the_object_ll_gives(span: str) -> None:
+    assert sympy.srepr(_latex2sympy(span)) == _full_ll(span) != "error"
 
 
 def test_only_rlvr_s_converter_predicts_with_sll() -> None:

@@ -95,3 +95,26 @@ def test_price_dollars_are_masked_where_the_lookbehind_pattern_finds_them(text: 
         return "".join(out) + t[pos:]
 
     assert extract.mask_currency(text) == reference(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab.,3\u00a0 \t\n[](){}<>;:!?\"'`*/=|-\x1c\u0663é", max_size=80))
+def test_grader_talk_reads_the_words_the_regex_split_reads(text: str) -> None:
+    """grader_talk splits ASCII text as bytes (the fast path): the same words as the regex split,
+    which non-ASCII text still takes."""
+    from rlvr.verify import grader_talk as g
+
+    assert set(g._words(text)) - {""} == set(g._WORD_SPLIT.split(text)) - {""}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="12.,a \u0663", max_size=40))
+def test_locale_prefilters_find_what_their_plain_patterns_find(text: str) -> None:
+    """The locale rewrite's prefilters are searched from the mark (fast): they find a match exactly
+    when the plain patterns ``\\d[.,]\\d`` and ``\\.\\d{3}|\\d,\\d`` do."""
+    import re
+
+    from rlvr.verify import model_text as m
+
+    assert bool(m._DECIMAL_LIKE.search(text)) == bool(re.search(r"\d[.,]\d", text))
+    assert bool(m._HAS_LOCAL_FORM.search(text)) == bool(re.search(r"\.\d{3}|\d,\d", text))
