@@ -4,7 +4,10 @@
 * on an on-policy float32 batch, the recomputed proximal log-probs (``off_policy.proximal:
   recompute``) train as the sampler's do (``bypass``): recomputing changes what the ratio divides by,
   not the gradient, when nothing was off-policy;
-* a row the correction rejects (cause ``off_policy``) weighs as if it had never been sampled.
+* a row the correction rejects (cause ``off_policy``) weighs as if it had never been sampled;
+* the fused proximal (the training forward's own log-probs, one forward fewer) trains as the
+  recomputed one on an off-policy batch, token cap and product weight included, for every
+  aggregation; and it is used only where it is exact.
 """
 
 from __future__ import annotations
@@ -70,3 +73,51 @@ def test_a_rejected_row_weighs_as_a_row_never_sampled(tmp_path) -> None:
         grads(tr, b, d.advantages, d.admit),
         grads(tr, rows_of(b, kept), d.advantages[kept], torch.ones(len(kept), dtype=torch.bool)),
     )
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize(
+    "settings", [("off_policy.token_cap=1.05",), ("off_policy.token_cap=2.0", "off_policy.product=truncate")]
+)
+def test_the_fused_proximal_trains_as_the_recomputed_one(tmp_path, loss: str, settings: tuple[str, ...]) -> None:
+    tr = _trainer(tmp_path, f"algo.loss={loss}", "off_policy.proximal=recompute", *settings)
+    b = _batch(tr)  # behaviour log-probs 0.1 away from the model's: weights above and below the cap
+    adv, admit = _advantages(len(b.texts)), torch.ones(len(b.texts), dtype=torch.bool)
+    fused = tr.fused_proximal()
+    assert fused is not None
+    proximal, corr = tr.off_policy(b)
+    assert corr is not None and bool((corr.weights[b.completion_mask.bool()] != 1).any())
+    assert_same(
+        _grads_with(tr, b, adv, admit, old=proximal, weights=corr.weights),
+        _grads_with(tr, b, adv, admit, fused=fused),
+    )
+
+
+def test_a_fused_step_runs_no_forward_of_its_own_and_reports_the_correction(tmp_path, monkeypatch) -> None:
+    tr = _trainer(tmp_path, "off_policy.proximal=recompute", "off_policy.token_cap=1.05")
+    b = _batch(tr)
+    monkeypatch.setattr(tr, "logprobs", lambda *a, **k: pytest.fail("the fused proximal ran its own forward"))
+    adv, admit = _advantages(len(b.texts)), torch.ones(len(b.texts), dtype=torch.bool)
+    m = tr.update(b, adv, admit, fused=tr.fused_proximal())
+    assert m["train/optimizer_steps"] == 1.0
+    assert 0 < m["offpolicy/token_truncated"] < 1 and m["offpolicy/weight_max"] == pytest.approx(1.05)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "off_policy.proximal=bypass",
+        "algo.num_iterations=2",  # the second step's proximal is the model before the first
+        "off_policy.geometric_band=[0.98, 1.02]",  # rejected rows leave the group statistics first
+        "off_policy.token_veto=0.1",
+        "off_policy.product=mask",
+        "model.lora={dropout: 0.1}",  # the training forward is noisy: not the proximal policy
+    ],
+)
+def test_the_proximal_is_fused_only_where_it_is_exact(tmp_path, setting: str) -> None:
+    cap = [] if "bypass" in setting else ["off_policy.token_cap=2.0"]
+    tr = _trainer(tmp_path, "off_policy.proximal=recompute", *cap, setting)
+    assert tr.fused_proximal() is None
+    if "lora" in setting:  # the same adapters without dropout: fused
+        plain = _trainer(tmp_path / "no-dropout", "off_policy.proximal=recompute", *cap, "model.lora={}")
+        assert plain.fused_proximal() is not None

@@ -63,6 +63,11 @@ class CorrectionSettings:
         """From the config's ``off_policy`` section."""
         return cls(cfg.token_cap, cfg.geometric_band, cfg.token_veto, cfg.product, cfg.product_cap)
 
+    @property
+    def rejects(self) -> bool:
+        """Whether a setting rejects whole rows (those must be known before the group statistics)."""
+        return self.geometric_band is not None or self.token_veto is not None or self.product == "mask"
+
 
 @dataclass
 class Correction:
@@ -105,6 +110,28 @@ def mismatch(behaviour: torch.Tensor, proximal: torch.Tensor, mask: torch.Tensor
     }
 
 
+def token_weights(
+    behaviour: torch.Tensor, proximal: torch.Tensor, mask: torch.Tensor, settings: CorrectionSettings
+) -> torch.Tensor:
+    """``[N, T]`` each token's loss weight (detached, 0 off ``mask``): the truncated token weight and
+    the truncated product weight of :func:`correction`, row by row, so that it can be computed on a
+    micro-batch of whole rows (the fused proximal: the training forward's own log-probs).
+
+    Example:
+        >>> b = torch.tensor([[-1.0, -1.0]])
+        >>> token_weights(b, torch.tensor([[-1.0, -0.5]]), torch.ones(1, 2), CorrectionSettings(token_cap=1.2))
+        tensor([[1.0000, 1.2000]])
+    """
+    m = mask.to(behaviour.dtype)
+    log_r = (proximal - behaviour).detach() * m
+    weights = torch.ones_like(log_r)
+    if settings.token_cap is not None:
+        weights = torch.clamp(torch.exp(log_r), max=settings.token_cap)
+    if settings.product == "truncate":
+        weights = weights * torch.clamp(torch.exp(log_r.sum(1)), max=settings.product_cap)[:, None]
+    return weights * m
+
+
 def correction(
     behaviour: torch.Tensor, proximal: torch.Tensor, mask: torch.Tensor, settings: CorrectionSettings
 ) -> Correction:
@@ -127,12 +154,11 @@ def correction(
     live = m.sum(1) > 0
     log_r = (proximal - behaviour).detach() * m  # [N, T]
     ratio = torch.exp(log_r)
-    weights = torch.ones_like(ratio)
+    weights = token_weights(behaviour, proximal, mask, settings)
     rejected = torch.zeros(ratio.shape[0], dtype=torch.bool, device=ratio.device)
     out = mismatch(behaviour, proximal, mask)
     n_tok = m.sum().clamp(min=1)
     if settings.token_cap is not None:
-        weights = torch.clamp(ratio, max=settings.token_cap)
         out["offpolicy/token_truncated"] = float(((ratio > settings.token_cap).to(m.dtype) * m).sum() / n_tok)
     if settings.geometric_band is not None:
         low, high = settings.geometric_band
@@ -146,14 +172,10 @@ def correction(
         vetoed = live & ((ratio < settings.token_veto) & m.bool()).any(1)
         rejected |= vetoed
         out["offpolicy/veto_rejected"] = float(vetoed.float().sum() / live.sum().clamp(min=1))
-    if settings.product != "none":
-        prod = torch.exp(log_r.sum(1))  # [N] the product of the row's ratios
-        if settings.product == "truncate":
-            weights = weights * torch.clamp(prod, max=settings.product_cap)[:, None]
-        else:
-            above = live & (prod > settings.product_cap)
-            rejected |= above
-            out["offpolicy/product_rejected"] = float(above.float().sum() / live.sum().clamp(min=1))
+    if settings.product == "mask":
+        above = live & (torch.exp(log_r.sum(1)) > settings.product_cap)  # the product of the row's ratios
+        rejected |= above
+        out["offpolicy/product_rejected"] = float(above.float().sum() / live.sum().clamp(min=1))
     kept = m.bool() & ~rejected[:, None]
     weighted = settings.token_cap is not None or settings.product == "truncate"
     if weighted and bool(kept.any()):
@@ -166,4 +188,4 @@ def correction(
             }
         )
     out["offpolicy/rejected"] = float(rejected.float().sum() / live.sum().clamp(min=1))
-    return Correction(weights * m, rejected, out)
+    return Correction(weights, rejected, out)

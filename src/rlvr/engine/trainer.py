@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from rlvr.algo.correction import Correction, CorrectionSettings, correction, mismatch
+from rlvr.algo.correction import Correction, CorrectionSettings, correction, mismatch, token_weights
 from rlvr.algo.loss import Normalizer, policy_loss, token_logprobs
 from rlvr.config import TrainConfig, dump_config
 from rlvr.data.prompts import encode
@@ -555,6 +555,7 @@ class GRPOTrainer:
         weights: torch.Tensor | None = None,
         probe: torch.Tensor | None = None,
         scale: float = 1.0,
+        fused: CorrectionSettings | None = None,
     ) -> list[Any]:
         """One pass over the batch: forward, loss and backward of every micro-batch (gradients add up
         in ``.grad``; nothing is stepped). Every micro-batch divides by the same whole-batch
@@ -562,7 +563,9 @@ class GRPOTrainer:
         (``tests/invariant/``). ``old``: the ratio's old (proximal) log-probs (default: the sampler's,
         ``batch.logprobs``); ``weights``: ``[N, Tc]`` importance weights on each token's policy term;
         ``probe``: filled with the training forward's log-probs of the rows it runs (detached);
-        ``scale``: multiplies the loss (``failure.thin_step_scale``: the step's admitted share)."""
+        ``scale``: multiplies the loss (``failure.thin_step_scale``: the step's admitted share);
+        ``fused``: the proximal log-probs are this forward's own (detached) and the corrections'
+        weights are computed from them here (see :meth:`fused_proximal`)."""
         a = self.cfg.algo
         advantages, admit = advantages.to(self.device), admit.to(self.device)
         old = batch.logprobs if old is None else old
@@ -582,9 +585,13 @@ class GRPOTrainer:
                         ref = self._forward(batch, sl, None, self.ref)
             if probe is not None:
                 probe[sl] = logp.detach().float()
+            old_sl, w_sl = old[sl], weights[sl] if weights is not None else None
+            if fused is not None:  # the model has not moved since the batch began: this is the proximal
+                old_sl = logp.detach().to(old.dtype)
+                w_sl = token_weights(batch.logprobs[sl].to(old_sl.device), old_sl, trained[sl], fused)
             loss, st = policy_loss(
                 logp,
-                old[sl],
+                old_sl,
                 advantages[sl],
                 trained[sl],
                 norm,
@@ -593,7 +600,7 @@ class GRPOTrainer:
                 epsilon_high=a.epsilon_high,
                 beta=a.beta,
                 ref_logp=ref,
-                is_weights=weights[sl] if weights is not None else None,
+                is_weights=w_sl,
             )
             (loss * scale if scale != 1.0 else loss).backward()
             stats.append(st)
@@ -608,12 +615,16 @@ class GRPOTrainer:
         old: torch.Tensor | None = None,
         weights: torch.Tensor | None = None,
         scale: float = 1.0,
+        fused: CorrectionSettings | None = None,
     ) -> dict[str, Any]:
         """``num_iterations`` optimizer steps on one rollout batch (the learning-rate schedule moves
         once per optimizer step; a batch with nothing to learn from takes none and moves nothing).
         ``old`` and ``weights``: the proximal log-probs and importance weights of
-        :meth:`off_policy` (default: the sampler's log-probs, no weights)."""
+        :meth:`off_policy` (default: the sampler's log-probs, no weights); ``fused``: the proximal
+        log-probs are the first pass's own (:meth:`fused_proximal`), its correction metrics added."""
         a = self.cfg.algo
+        if fused is not None and a.num_iterations != 1:
+            raise ValueError("a fused proximal needs one optimizer step per batch (algo.num_iterations: 1)")
         stats: list[Any] = []
         grad_norm = 0.0
         lr = self.sched.get_last_lr()[0]
@@ -623,7 +634,14 @@ class GRPOTrainer:
         steps = 0
         for it in range(a.num_iterations):
             got = self.backward(
-                batch, advantages, admit, old=old, weights=weights, probe=probe if it == 0 else None, scale=scale
+                batch,
+                advantages,
+                admit,
+                old=old,
+                weights=weights,
+                probe=probe if it == 0 else None,
+                scale=scale,
+                fused=fused,
             )
             if not got:  # nothing to learn from this batch: no optimizer step, the schedule stays
                 break
@@ -649,18 +667,39 @@ class GRPOTrainer:
         rows = int((trained.sum(1) > 0).sum())
         ran = trained * ~torch.isnan(probe)  # trained tokens of the rows the passes ran
         gap = float(((torch.nan_to_num(probe) - batch.logprobs).abs() * ran).sum()) / max(float(ran.sum()), 1.0)
-        return mismatch(batch.logprobs, torch.nan_to_num(probe), ran) | {
-            "loss/policy": sum(s.policy for s in stats) / steps,
-            "train/rows": rows,
-            "train/tokens": float(trained.sum()),
-            "train/optimizer_steps": float(steps),
-            "rollout/logprob_gap": gap,
-            "loss/clipfrac": sum(s.clipfrac for s in stats) / k,
-            "loss/approx_kl": sum(s.approx_kl for s in stats) / k,
-            "loss/kl": sum(s.kl for s in stats) / k,
-            "grad_norm": grad_norm,
-            "lr": lr,
-        }
+        # the fused proximal's correction metrics, over the rows the pass ran (the others have no
+        # gradient: advantage 0, no KL term)
+        seen = torch.nan_to_num(probe)
+        fused_metrics = correction(batch.logprobs, seen, ran, fused).metrics if fused is not None else {}
+        return (
+            mismatch(batch.logprobs, seen, ran)
+            | fused_metrics
+            | {
+                "loss/policy": sum(s.policy for s in stats) / steps,
+                "train/rows": rows,
+                "train/tokens": float(trained.sum()),
+                "train/optimizer_steps": float(steps),
+                "rollout/logprob_gap": gap,
+                "loss/clipfrac": sum(s.clipfrac for s in stats) / k,
+                "loss/approx_kl": sum(s.approx_kl for s in stats) / k,
+                "loss/kl": sum(s.kl for s in stats) / k,
+                "grad_norm": grad_norm,
+                "lr": lr,
+            }
+        )
+
+    def fused_proximal(self) -> CorrectionSettings | None:
+        """The corrections to compute inside the training forward, when ``proximal: recompute`` needs no
+        forward of its own: the proximal policy is the model before this batch's update, and with one
+        optimizer step per batch (``algo.num_iterations: 1``) and no dropout that is exactly the model
+        the training forward runs (AReaL's decoupled objective at one step per batch). Not when a
+        setting rejects whole rows: those must be known before the group statistics. None otherwise.
+        It saves the learner a forward (about half its step: the asynchronous engine's bottleneck)."""
+        if self.cfg.off_policy.proximal != "recompute" or self.cfg.algo.num_iterations != 1:
+            return None
+        if self.corrections.rejects or any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in self.model.modules()):
+            return None
+        return self.corrections
 
     def off_policy(
         self, batch: RolloutBatch, known: tuple[torch.Tensor, list[int]] | None = None
@@ -754,7 +793,8 @@ class GRPOTrainer:
         )
         replaced = list(drawn.replaced)
         step = self.step + 1
-        proximal, corr = self.off_policy(batch)
+        fused = self.fused_proximal()
+        proximal, corr = (None, None) if fused is not None else self.off_policy(batch)
         if corr is not None and bool(corr.rejected.any()) and self.cfg.failure.resample_tries and redraw_off_policy:
             # rows the engine sampled too far from the trainer: redrawn once, like other engine faults
             causes = [Cause.OFF_POLICY if r else c for c, r in zip(causes, corr.rejected.tolist())]
@@ -773,6 +813,7 @@ class GRPOTrainer:
             old=proximal,
             weights=corr.weights if corr is not None else None,
             scale=d.scale,
+            fused=fused,
         )
         if corr is not None:  # over every row, not only those the passes ran
             upd.update(corr.metrics)

@@ -150,10 +150,10 @@ def grader_talk(text: str) -> str | None:
         True
     """
     low = text.lower()
-    words = _words(low)
-    if _ANY_TRIGGER.isdisjoint(words):  # no rule's word: no rule can match (the usual answer)
+    found = _words(low)
+    if _ANY_TRIGGER.isdisjoint(found):  # no rule's word: no rule can match (the usual answer)
         return None
-    words = set(words)
+    words = set(found)
     for what, rule, triggers in _RULES:
         if not words.isdisjoint(triggers) and (m := rule.search(low)):
             return f"{what}: {text[m.start() : m.end()].strip()[:60]!r}"

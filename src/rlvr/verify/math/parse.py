@@ -169,7 +169,7 @@ class _Converter(_Latex2Sympy):
     import *`` each time: a millisecond a number, most of a short gold's parse). The same objects
     (``Integer``, ``Float`` at the precision its digits ask for); anything else goes the library's way."""
 
-    def parse_number(self, text: str) -> sympy.Number:  # type: ignore[override]
+    def parse_number(self, text: str) -> sympy.Number:
         digits = text.replace(",", "")
         if digits.isascii() and digits.isdigit():
             return sympy.Integer(int(digits))
