@@ -657,16 +657,9 @@ def _power(s: str) -> Power | Num | None:
 
 def is_malformed(span: str) -> bool:
     """Unbalanced brackets: LaTeX that cannot mean anything."""
-    s = normalize(span)
-    depth = {"{": 0, "(": 0, "[": 0}
-    pairs = {"}": "{", ")": "(", "]": "["}
-    for c in s.replace("\\{", "").replace("\\}", ""):
-        if c in depth:
-            depth[c] += 1
-        elif c in pairs:
-            depth[pairs[c]] -= 1
-    # Intervals legitimately mix ( and ]: only braces must balance exactly.
-    return depth["{"] != 0 or depth["("] + depth["["] != 0
+    s = normalize(span).replace("\\{", "").replace("\\}", "")
+    # Intervals legitimately mix ( and ]: only braces must balance exactly (counts, not order).
+    return s.count("{") != s.count("}") or s.count("(") + s.count("[") != s.count(")") + s.count("]")
 
 
 def try_parse(span: str) -> tuple[Alts, str | None]:
