@@ -34,25 +34,33 @@ def _declines_some(completions, **kw):
     return [None if i in (1, 5) else float(len(str(c)) % 5) for i, c in enumerate(completions)]
 
 
+def _args(out, **overrides):
+    """A CPU, float32, unsaved, beta-0 GRPOConfig, with ``overrides``."""
+    base = {
+        "output_dir": str(out),
+        "max_steps": 1,
+        "num_generations": 4,
+        "learning_rate": 1e-3,
+        "report_to": "none",
+        "use_cpu": True,
+        "bf16": False,
+        "save_strategy": "no",
+        "seed": 0,
+        "beta": 0.0,
+        "disable_tqdm": True,
+        "temperature": 1.0,
+        "top_k": 0,
+    }
+    return trl.GRPOConfig(**(base | overrides))
+
+
 def _trl(tmp_path, model, tok, *, loss: str, batch: int, accumulation: int, max_new: int = 12):
-    args = trl.GRPOConfig(
-        output_dir=str(tmp_path),
-        max_steps=1,
+    args = _args(
+        tmp_path,
         per_device_train_batch_size=batch,
         gradient_accumulation_steps=accumulation,
-        num_generations=4,
         max_completion_length=max_new,
-        learning_rate=1e-3,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        save_strategy="no",
-        seed=0,
-        beta=0.0,
-        disable_tqdm=True,
         loss_type=loss,
-        temperature=1.0,
-        top_k=0,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -180,22 +188,14 @@ def test_failure_features_off_is_trls_step_to_the_last_bit(tmp_path) -> None:
     model = build_model(tok, hidden=32, layers=1, heads=2, seed=5)
     weights = []
     for name, make in (("trl", trl.GRPOTrainer), ("rlvr", FailureAwareGRPOTrainer)):
-        args = trl.GRPOConfig(
-            output_dir=str(tmp_path / name),
+        args = _args(
+            tmp_path / name,
             max_steps=4,
             per_device_train_batch_size=16,
             num_generations=8,
             max_completion_length=10,
             learning_rate=1e-2,
-            report_to="none",
-            use_cpu=True,
-            bf16=False,
-            save_strategy="no",
-            seed=0,
-            beta=0.0,
-            disable_tqdm=True,
             loss_type="dapo",
-            top_k=0,
         )
         extra = {"failure": off, "run_dir": tmp_path / f"{name}-run"} if name == "rlvr" else {}
         with warnings.catch_warnings():
