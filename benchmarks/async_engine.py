@@ -50,13 +50,15 @@ sys.path.insert(0, src_path())
 
 CORRECTED = ("off_policy.proximal=recompute", "off_policy.token_cap=2.0")
 BANDED = (*CORRECTED, "off_policy.geometric_band=[0.98, 1.02]")
+BYPASS = ("off_policy.proximal=bypass",)
 ARMS: dict[str, tuple[str, ...]] = {
     "sync": (),
     "async lag 1 corrected": ("rollout.mode=async", "rollout.max_lag=1", *CORRECTED),
     "async lag 1 banded": ("rollout.mode=async", "rollout.max_lag=1", *BANDED),
-    "async lag 1 bypass": ("rollout.mode=async", "rollout.max_lag=1"),
-    "async lag 1 stale dropped": ("rollout.mode=async", "rollout.max_lag=1", "failure.max_staleness=0"),
-    "async lag 4 uncorrected": ("rollout.mode=async", "rollout.max_lag=4", "failure.max_staleness=4"),
+    # nothing corrected, said outright: an asynchronous run with no off_policy section is corrected
+    "async lag 1 bypass": ("rollout.mode=async", "rollout.max_lag=1", *BYPASS),
+    "async lag 1 stale dropped": ("rollout.mode=async", "rollout.max_lag=1", "failure.max_staleness=0", *BYPASS),
+    "async lag 4 uncorrected": ("rollout.mode=async", "rollout.max_lag=4", "failure.max_staleness=4", *BYPASS),
 }
 
 

@@ -77,3 +77,16 @@ def test_every_config_key_is_documented() -> None:
 
     walk(TrainConfig, "")
     assert missing == []
+
+
+def test_an_async_run_is_corrected_unless_it_says_how() -> None:
+    """Within the lag, the off-policy correction applies: an asynchronous run with no ``off_policy``
+    section gets the decoupled objective; one that has a section keeps it; a synchronous run keeps
+    ``bypass``."""
+    from rlvr.config import ASYNC_OFF_POLICY
+
+    corrected = load_config(None, ["rollout.mode=async"]).off_policy
+    assert (corrected.proximal, corrected.token_cap) == (ASYNC_OFF_POLICY["proximal"], ASYNC_OFF_POLICY["token_cap"])
+    assert corrected.geometric_band is None  # nothing rejected: the asynchronous learner does not redraw
+    assert load_config(None, ["rollout.mode=async", "off_policy.proximal=bypass"]).off_policy.token_cap is None
+    assert load_config(None, []).off_policy.proximal == "bypass"

@@ -534,6 +534,12 @@ class EnvConfig(_Strict):
         return self
 
 
+#: ``off_policy`` of an asynchronous run that sets none: the proximal log-probs the learner's (with one
+#: optimizer step a batch, its training forward's own: no extra forward) and each token's behaviour
+#: weight truncated at 2, nothing rejected.
+ASYNC_OFF_POLICY = {"proximal": "recompute", "token_cap": 2.0}
+
+
 class TrainConfig(_Strict):
     """Everything ``rlvr train`` needs."""
 
@@ -553,9 +559,22 @@ class TrainConfig(_Strict):
     failure-aware step (accelerate, DeepSpeed / FSDP, vLLM, many processes)."""
     trl: TrlConfig = TrlConfig()
     off_policy: OffPolicyConfig = OffPolicyConfig()
-    """Behaviour vs proximal log-probs, and what corrects the gap."""
+    """Behaviour vs proximal log-probs, and what corrects the gap. With ``rollout.mode: async`` and no
+    ``off_policy`` section at all, :data:`ASYNC_OFF_POLICY` (the lag is corrected by default)."""
     env: EnvConfig | None = None
     """Episodes with tools (see ``rlvr.episodes``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _async_corrects(cls, data: Any) -> Any:
+        # an asynchronous run's rows are a version old: within the lag they are corrected (AReaL's
+        # decoupled objective, measured best in benchmarks/async_engine.py), unless the user says how
+        if isinstance(data, dict) and "off_policy" not in data:
+            rollout = data.get("rollout")
+            mode = rollout.get("mode") if isinstance(rollout, dict) else getattr(rollout, "mode", None)
+            if mode == "async":
+                data = {**data, "off_policy": dict(ASYNC_OFF_POLICY)}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainConfig:
