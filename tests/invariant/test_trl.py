@@ -25,6 +25,7 @@ from rlvr.engine.rollout import generate
 from rlvr.engine.trainer import GRPOTrainer
 from rlvr.integrations.trl import FailureAwareGRPOTrainer
 from rlvr.models.tiny import build_model, build_tokenizer
+from tests.integrations.trl.test_drop_in import _args  # the CPU, float32, unsaved GRPOConfig
 
 ROWS = [{"prompt": [{"role": "user", "content": f"{a}+{a}"}], "answer": str(2 * a)} for a in range(10, 18)]
 
@@ -34,33 +35,16 @@ def _declines_some(completions, **kw):
     return [None if i in (1, 5) else float(len(str(c)) % 5) for i, c in enumerate(completions)]
 
 
-def _args(out, **overrides):
-    """A CPU, float32, unsaved, beta-0 GRPOConfig, with ``overrides``."""
-    base = {
-        "output_dir": str(out),
-        "max_steps": 1,
-        "num_generations": 4,
-        "learning_rate": 1e-3,
-        "report_to": "none",
-        "use_cpu": True,
-        "bf16": False,
-        "save_strategy": "no",
-        "seed": 0,
-        "beta": 0.0,
-        "disable_tqdm": True,
-        "temperature": 1.0,
-        "top_k": 0,
-    }
-    return trl.GRPOConfig(**(base | overrides))
-
-
 def _trl(tmp_path, model, tok, *, loss: str, batch: int, accumulation: int, max_new: int = 12):
     args = _args(
         tmp_path,
         per_device_train_batch_size=batch,
         gradient_accumulation_steps=accumulation,
         max_completion_length=max_new,
+        learning_rate=1e-3,
         loss_type=loss,
+        temperature=1.0,
+        top_k=0,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -196,6 +180,7 @@ def test_failure_features_off_is_trls_step_to_the_last_bit(tmp_path) -> None:
             max_completion_length=10,
             learning_rate=1e-2,
             loss_type="dapo",
+            top_k=0,
         )
         extra = {"failure": off, "run_dir": tmp_path / f"{name}-run"} if name == "rlvr" else {}
         with warnings.catch_warnings():
