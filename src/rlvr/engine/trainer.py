@@ -666,27 +666,27 @@ class GRPOTrainer:
         k = len(stats)
         rows = int((trained.sum(1) > 0).sum())
         ran = trained * ~torch.isnan(probe)  # trained tokens of the rows the passes ran
-        gap = float(((torch.nan_to_num(probe) - batch.logprobs).abs() * ran).sum()) / max(float(ran.sum()), 1.0)
-        # the fused proximal's correction metrics, over the rows the pass ran (the others have no
-        # gradient: advantage 0, no KL term)
         seen = torch.nan_to_num(probe)
-        fused_metrics = correction(batch.logprobs, seen, ran, fused).metrics if fused is not None else {}
-        return (
-            mismatch(batch.logprobs, seen, ran)
-            | fused_metrics
-            | {
-                "loss/policy": sum(s.policy for s in stats) / steps,
-                "train/rows": rows,
-                "train/tokens": float(trained.sum()),
-                "train/optimizer_steps": float(steps),
-                "rollout/logprob_gap": gap,
-                "loss/clipfrac": sum(s.clipfrac for s in stats) / k,
-                "loss/approx_kl": sum(s.approx_kl for s in stats) / k,
-                "loss/kl": sum(s.kl for s in stats) / k,
-                "grad_norm": grad_norm,
-                "lr": lr,
-            }
+        gap = float(((seen - batch.logprobs).abs() * ran).sum()) / max(float(ran.sum()), 1.0)
+        # the mismatch, and with a fused proximal its correction metrics (which include the mismatch),
+        # over the rows the pass ran (the others have no gradient: advantage 0, no KL term)
+        measured = (
+            correction(batch.logprobs, seen, ran, fused).metrics
+            if fused is not None
+            else mismatch(batch.logprobs, seen, ran)
         )
+        return measured | {
+            "loss/policy": sum(s.policy for s in stats) / steps,
+            "train/rows": rows,
+            "train/tokens": float(trained.sum()),
+            "train/optimizer_steps": float(steps),
+            "rollout/logprob_gap": gap,
+            "loss/clipfrac": sum(s.clipfrac for s in stats) / k,
+            "loss/approx_kl": sum(s.approx_kl for s in stats) / k,
+            "loss/kl": sum(s.kl for s in stats) / k,
+            "grad_norm": grad_norm,
+            "lr": lr,
+        }
 
     def fused_proximal(self) -> CorrectionSettings | None:
         """The corrections to compute inside the training forward, when ``proximal: recompute`` needs no
