@@ -107,10 +107,29 @@ def _train_trl(cfg: Any, resume: bool) -> dict[str, Any]:
     from rlvr.integrations.trl.from_config import train_trl
 
     if int(os.environ.get("RANK", "0")) != 0:
-        return train_trl(cfg, resume=resume)
-    with progress(cfg.run.steps) as bar:
-        task = bar.add_task("grpo (trl)", total=cfg.run.steps, info="")
-        return train_trl(cfg, resume=resume, on_log=lambda step, m: bar.update(task, completed=step, info=_info(m)))
+        result = train_trl(cfg, resume=resume)
+    else:
+        with progress(cfg.run.steps) as bar:
+            task = bar.add_task("grpo (trl)", total=cfg.run.steps, info="")
+            result = train_trl(
+                cfg, resume=resume, on_log=lambda step, m: bar.update(task, completed=step, info=_info(m))
+            )
+    _end_processes()
+    return result
+
+
+def _end_processes() -> None:
+    """Destroy the process group of a finished multi-process run while the interpreter is whole.
+
+    Left to interpreter exit, gloo's worker threads can still hold work whose tensors need the GIL
+    during finalisation, and the process dies of SIGABRT ("terminate called without an active
+    exception", pytorch/pytorch#190489) after a run that succeeded. Only on success: a rank that
+    failed must not wait in a collective teardown for ranks that will never join it.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _info(m: dict[str, Any]) -> str:
