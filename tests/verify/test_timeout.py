@@ -46,3 +46,25 @@ def test_not_swallowed_by_except_exception() -> None:
                 pass
         except Exception:
             pytest.fail("VerifierTimeout was caught by except Exception")
+
+
+def test_a_forked_child_gets_a_watchdog_of_its_own() -> None:
+    """A worker forked from a process whose watchdog is running (the batch pool, the benchmark's
+    workers) inherits the deadlines but not the thread: its own limits must still fire."""
+    import os
+
+    with time_limit(30.0):  # the parent's watchdog is running, with a deadline pending, at the fork
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report whether its limit fired, and how soon
+            try:
+                elapsed = spin(0.2)
+                os.write(w, f"{elapsed:.3f}".encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        _, status = os.waitpid(pid, 0)
+        got = os.read(r, 64).decode()
+        os.close(r)
+    assert os.waitstatus_to_exitcode(status) == 0 and got, "the child's limit never fired"
+    assert 0.2 <= float(got) < 2.0

@@ -15,11 +15,8 @@ from __future__ import annotations
 import ctypes
 import heapq
 import itertools
-import os
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from rlvr.errors import VerifierTimeout
 
@@ -39,22 +36,26 @@ class _Watchdog:
         self._live: set[int] = set()
         self._fired: set[int] = set()
         self._counter = itertools.count()
-        self._pid = os.getpid()
         self._thread: threading.Thread | None = None
 
-    def _ensure_thread(self) -> None:
-        # A forked child inherits the data but not the thread: start a fresh one.
-        if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
-            self._pid = os.getpid()
-            self._cond = threading.Condition()
-            self._heap.clear()
-            self._live.clear()
-            self._fired.clear()
-            self._thread = threading.Thread(target=self._run, name="rlvr-watchdog", daemon=True)
-            self._thread.start()
+    def _reset(self) -> None:
+        """Forget the deadlines and the thread (a forked child inherits the data but not the thread)."""
+        self._cond = threading.Condition()
+        self._heap.clear()
+        self._live.clear()
+        self._fired.clear()
+        self._thread = None
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="rlvr-watchdog", daemon=True)
+        self._thread.start()
 
     def arm(self, seconds: float) -> int:
-        self._ensure_thread()
+        # A forked child's copy of the thread is not alive (nor is one that died): start clean, with
+        # a fresh lock (the parent's may have been held at the fork).
+        if self._thread is None or not self._thread.is_alive():
+            self._reset()
+            self._start()
         token = next(self._counter)
         deadline = time.monotonic() + seconds
         with self._cond:
@@ -98,8 +99,28 @@ class _Watchdog:
 _WATCHDOG = _Watchdog()
 
 
-@contextmanager
-def time_limit(seconds: float | None) -> Iterator[None]:
+class _Limit:
+    """The context manager :func:`time_limit` returns (a class: a generator-based one cost a
+    verification of a short answer several per cent)."""
+
+    __slots__ = ("_seconds", "_token")
+
+    def __init__(self, seconds: float | None) -> None:
+        self._seconds = seconds
+        self._token: int | None = None
+
+    def __enter__(self) -> None:
+        if self._seconds is not None and self._seconds > 0:
+            self._token = _WATCHDOG.arm(self._seconds)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None and _WATCHDOG.disarm(self._token):
+            # The exception may still be pending (not yet delivered): clear it so
+            # it cannot surface later in unrelated code.
+            _clear_async_exc(threading.get_ident(), None)
+
+
+def time_limit(seconds: float | None) -> _Limit:
     """Raise :class:`VerifierTimeout` in this thread if the block runs past ``seconds``.
 
     ``None`` or a non-positive value means no limit. Safe to nest and to use from
@@ -111,14 +132,4 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         >>> x
         499500
     """
-    if seconds is None or seconds <= 0:
-        yield
-        return
-    token = _WATCHDOG.arm(seconds)
-    try:
-        yield
-    finally:
-        if _WATCHDOG.disarm(token):
-            # The exception may still be pending (not yet delivered): clear it so
-            # it cannot surface later in unrelated code.
-            _clear_async_exc(threading.get_ident(), None)
+    return _Limit(seconds)
