@@ -8,6 +8,8 @@ grader would: a value named but taken back, hedged, hidden, quoted or flooded is
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlvr.types import Status
 from rlvr.verify.math.verifier import verify_math
@@ -132,3 +134,80 @@ def test_issue_47_phenomena(completion: str, gold: str, expected: bool) -> None:
 def test_each_refusal_names_its_rule(completion: str, rule: str) -> None:
     v = verify_math(completion, "15")
     assert v.status is Status.WRONG and v.details["rule"] == rule
+
+
+def _searched_everywhere(text: str, span: str) -> str | None:
+    """The commitment rules as written, each searched on every clause (no word prefilter)."""
+    from rlvr.verify.math import commitment as c
+
+    value = span.strip()
+    at = text.rfind(value)
+    start = c._clause_start(text, at)
+    end_m = c._CLAUSE_END.search(text, at + len(value))
+    before, after = text[start:at], text[at + len(value) : at + len(value) + 80]
+    clause = text[start : end_m.start() if end_m else len(text)]
+    if c._NOT_BEFORE.search(before) or c._NOT_AFTER.match(after):
+        return "negated"
+    if c._HEDGE_BEFORE.search(before) or c._DOUBT.search(clause):
+        return "hedged"
+    return "repeated" if c._repeated(text, at, value) else None
+
+
+# every word the rules name, in both cases, among words that name nothing
+_VOCABULARY = (
+    "not never isn't wasn't no es era nicht keine kein n'est pas point ne sont non sono the a answer equal "
+    "to be exactly simply just final result value is was would cannot can't correct right wrong incorrect "
+    "false invalid true might could may well around about perhaps maybe possibly probably presumably "
+    "vielleicht tal vez forse talvez I guess suppose my best sure certain confident unsure uncertain or "
+    "something else don't do know so hence we get thus answer: $x$ , . ; ! ? ( ) \\boxed{12}"
+).split()
+
+
+# what stands just before the value when a rule fires (and near-misses of it)
+_LEAD_INS = [
+    "",
+    "is",
+    "the answer is not",
+    "isn't",
+    "wasn't the",
+    "is never",
+    "no es",
+    "ist nicht",
+    "ist keine",
+    "n'est pas",
+    "ne sont pas",
+    "non sono",
+    "might be",
+    "could well be about",
+    "may be",
+    "perhaps",
+    "I guess",
+    "my best guess is",
+    "not sure, but",
+    "tal vez",
+    "cannot be",
+    "is not the answer:",
+]
+
+
+@given(
+    words=st.lists(st.sampled_from(_VOCABULARY), max_size=10),
+    lead_in=st.sampled_from(_LEAD_INS),
+    doubt=st.sampled_from(
+        ["", "or something else", "but I don't know", "- I am not certain", "not confident", "just a guess"]
+    ),
+    tail=st.lists(st.sampled_from(_VOCABULARY), max_size=6),
+    upper=st.booleans(),
+)
+@settings(max_examples=500, deadline=None)
+def test_the_word_prefilter_never_changes_a_commitment_verdict(
+    words: list[str], lead_in: str, doubt: str, tail: list[str], upper: bool
+) -> None:
+    """uncommitted() skips the rules' searches on an ASCII clause holding none of their words: on
+    clauses made of those words (any order, either case) it says what searching everywhere says."""
+    from rlvr.verify.math.commitment import uncommitted
+
+    text = " ".join([*words, lead_in, "12", doubt, *tail])
+    text = text.upper() if upper else text
+    got = uncommitted(text, "12")
+    assert (got[0] if got else None) == _searched_everywhere(text, "12")

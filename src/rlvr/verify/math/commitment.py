@@ -52,6 +52,27 @@ _DOUBT = re.compile(
 )
 _REPEATS = 8  # the value this many times in its own answer block: a flood, not an answer
 
+# The words without which a rule above cannot match (each alternative's \\b-bounded word): an ASCII
+# clause holding none of them is not searched. Most clauses hold none, and the three searches, case
+# folded at every position of the clause, were most of a correct verdict's cost of this module.
+_WORD = re.compile(r"\w+")
+_NOT_WORDS = frozenset({"not", "never", "isn", "wasn", "no", "nicht", "n", "ne", "non"})
+_HEDGE_WORDS = frozenset(
+    {"might", "could", "may", "perhaps", "maybe", "possibly", "probably", "presumably", "vielleicht", "tal"}
+    | {"forse", "talvez", "guess", "suppose", "sure", "certain", "confident", "unsure", "uncertain", "else"}
+    | {"know"}
+)
+
+
+def _ascii_words(clause: str) -> frozenset[str] | None:
+    """The clause's words, lower-cased, when it is ASCII (where lower-casing is what the rules'
+    IGNORECASE does; a word starting ``kein`` is kept as ``no``); None otherwise."""
+    if not clause.isascii():
+        return None
+    low = clause.lower()
+    words = frozenset(_WORD.findall(low))
+    return words | {"no"} if "kein" in low else words
+
 
 def uncommitted(text: str, span: str) -> tuple[str, str] | None:
     """``(rule, reason)`` when the clause of ``text`` that names the answer ``span`` does not commit
@@ -75,10 +96,15 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
     end_m = _CLAUSE_END.search(text, at + len(value))
     end = end_m.start() if end_m else len(text)
     before, after = text[start:at], text[at + len(value) : at + len(value) + 80]
-    if _NOT_BEFORE.search(before) or _NOT_AFTER.match(after):
-        return "negated", f"the answer is said not to be {value[:60]!r}"
     clause = text[start:end]
-    if _HEDGE_BEFORE.search(before) or _DOUBT.search(clause):
+    words = _ascii_words(clause)  # None: not ASCII, every rule is searched
+    if (words is None or not words.isdisjoint(_NOT_WORDS)) and _NOT_BEFORE.search(before):
+        return "negated", f"the answer is said not to be {value[:60]!r}"
+    if _NOT_AFTER.match(after):
+        return "negated", f"the answer is said not to be {value[:60]!r}"
+    if (words is None or not words.isdisjoint(_HEDGE_WORDS)) and (
+        _HEDGE_BEFORE.search(before) or _DOUBT.search(clause)
+    ):
         return "hedged", f"{value[:60]!r} is offered without being committed to"
     if len(value) <= 40 and _repeated(text, at, value):
         return "repeated", f"{value[:60]!r} is written over and over: not one answer"
