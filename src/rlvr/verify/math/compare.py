@@ -82,10 +82,13 @@ _NEGATION = re.compile(
 )
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def _negated(span: str) -> bool:
     """A box or tag that says its own content is not the answer (``\\boxed{\\text{42 is incorrect}}``)."""
     words = unwrap_text(span)
-    return bool(re.search(r"\d", words)) and bool(_NEGATION.search(words))
+    return bool(_DIGIT.search(words)) and bool(_NEGATION.search(words))
 
 
 def _final_statement(completion: str) -> str:

@@ -407,10 +407,13 @@ _PROSE_WORD = re.compile(
 _BARE_OK_WORDS = {"and", "or", "percent", "pct", "percentage", "the"}
 
 
+_TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|mbox|textbf|textnormal|operatorname|begin|end)\s*\{[^{}]*\}")
+_COMMAND = re.compile(r"\\[a-zA-Z]+")
+
+
 def _latex_free(s: str) -> str:
     """Text with LaTeX commands and \\text{...} contents removed (for counting prose)."""
-    s = re.sub(r"\\(?:text|mathrm|mbox|textbf|textnormal|operatorname|begin|end)\s*\{[^{}]*\}", " ", s)
-    return re.sub(r"\\[a-zA-Z]+", " ", s)
+    return _COMMAND.sub(" ", _TEXT_COMMAND.sub(" ", s)) if "\\" in s else s
 
 
 def is_bare_answer(text: str, *, gold: bool = False) -> bool:
