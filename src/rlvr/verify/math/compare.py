@@ -10,8 +10,10 @@ multiple-choice dispatch.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from typing import Literal
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from typing import Literal, TypeVar
 
 from rlvr.types import Method, Status, Verdict
 from rlvr.verify.grader_talk import grader_talk
@@ -60,6 +62,70 @@ def _first_parsed(cands: Iterable[Candidate]) -> tuple[Candidate | None, Alts, s
         if refusal is not None:  # refused: do not fall back to a weaker rule
             return cand, (), refusal
     return next(iter(cands), None), (), refusal
+
+
+_T = TypeVar("_T")
+
+
+class _Gold:
+    """A gold answer as the comparison reads it, each part worked out when first needed and kept.
+
+    A group of G completions is verified against one gold, and reading it (malformed or not, its
+    first span, its parse) was a third of a verdict's time: :func:`_gold` keeps the readings of the
+    most recent golds, one per gold string, each computed once.
+    """
+
+    def __init__(self, gold: str) -> None:
+        self.text = gold
+        self._lock = threading.Lock()
+        self._cands = _Lazy(iter_candidates(gold, gold=True))
+        self._done: dict[str, object] = {}
+
+    def _once(self, part: str, compute: Callable[[], _T]) -> _T:
+        with self._lock:  # one thread advances the candidates' generator at a time
+            if part not in self._done:
+                self._done[part] = compute()
+            return self._done[part]  # type: ignore[return-value]
+
+    def bare_malformed(self) -> bool:
+        """A bare gold whose brackets do not balance: it cannot mean anything."""
+        g = self.text
+        return self._once("malformed", lambda: is_bare_answer(g, gold=True) and not find_boxes(g) and is_malformed(g))
+
+    def first(self) -> Candidate | None:
+        return self._once("first", self._cands.first)
+
+    def parsed(self) -> tuple[Candidate | None, Alts, str | None]:
+        return self._once("parsed", lambda: _first_parsed(self._cands))
+
+
+_GOLDS: OrderedDict[str, _Gold] = OrderedDict()
+_GOLDS_KEPT = 1024
+_GOLDS_LOCK = threading.Lock()
+
+
+def _gold(gold: str) -> _Gold:
+    with _GOLDS_LOCK:
+        if (found := _GOLDS.get(gold)) is not None:
+            _GOLDS.move_to_end(gold)
+            return found
+        found = _GOLDS[gold] = _Gold(gold)
+        if len(_GOLDS) > _GOLDS_KEPT:
+            _GOLDS.popitem(last=False)
+        return found
+
+
+def _forget_gold(gold: str) -> None:
+    """Drop a reading cut short (a time limit, an error): its generator is spent, so the next
+    verdict against this gold must read it afresh."""
+    with _GOLDS_LOCK:
+        _GOLDS.pop(gold, None)
+
+
+def clear_gold_cache() -> None:
+    """Forget every gold's reading (what :func:`rlvr.verify.math.warm_up` leaves behind)."""
+    with _GOLDS_LOCK:
+        _GOLDS.clear()
 
 
 _DIVIDES_BY_ZERO = re.compile(r"\\frac\s*\{[^{}]*\}\s*\{\s*0\s*\}|\\frac\s*\d0(?!\d)|(?<![\d.])\d+\s*/\s*0(?![\d.])")
@@ -176,13 +242,25 @@ def compare(
     if _negated(stated := _final_statement(completion)):
         why = f"the answer says it is not the answer: {stated[:60]!r}"
         return Verdict(Status.WRONG, stated[:200], Method.STRING, why, details={"rule": "negated"})
-    if is_bare_answer(gold, gold=True) and not find_boxes(gold) and is_malformed(gold):
+    read = _gold(gold)
+    try:
+        return _against(read, completion, strict, question, unevaluated_rule)
+    except BaseException:
+        _forget_gold(gold)
+        raise
+
+
+def _against(
+    read: _Gold, completion: str, strict: bool, question: str | None, unevaluated_rule: Unevaluated
+) -> Verdict:
+    """:func:`compare` once the completion has passed the whole-text rules."""
+    gold = read.text
+    if read.bare_malformed():
         return Verdict(Status.BAD_GOLD, reason=f"gold {gold[:60]!r} is malformed LaTeX", gold=gold)
     # Extract once per side; the first spans may already match as strings (no parsing at all).
-    g_cands = _Lazy(iter_candidates(gold, gold=True))
     unfinished = unfinished_answer(completion)  # never read through a fallback (once the gold is known good)
     p_cands = _Lazy(iter([]) if unfinished else iter_candidates(completion, strict=strict))
-    g0, p0 = g_cands.first(), p_cands.first()
+    g0, p0 = read.first(), p_cands.first()
     if (
         g0 is not None
         and p0 is not None
@@ -190,7 +268,7 @@ def compare(
         and uncommitted(completion, p0.text) is None
     ):
         return v
-    g_cand, g_alts, g_refused = _first_parsed(g_cands)
+    g_cand, g_alts, g_refused = read.parsed()
     g_span = g_cand.text if g_cand else ""
     if g_alts and all(isinstance(a, Text) and a.raw for a in g_alts) and is_malformed(g_span):
         return Verdict(Status.BAD_GOLD, reason=f"gold {g_span[:60]!r} is malformed LaTeX", gold=g_span)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from rlvr.errors import VerifierTimeout
 from rlvr.types import Status, Verdict
 from rlvr.verify.math import parse
-from rlvr.verify.math.compare import Unevaluated, compare
+from rlvr.verify.math.compare import Unevaluated, clear_gold_cache, compare
 from rlvr.verify.math.normalize import normalize
 from rlvr.verify.mcq import gold_letter, verify_mcq
 from rlvr.verify.timeout import time_limit
@@ -101,3 +101,4 @@ def warm_up() -> None:
             verify_math(completion, gold)
     for cached in (parse.latex_to_sympy, parse.parse_alts, normalize):
         cached.cache_clear()
+    clear_gold_cache()
