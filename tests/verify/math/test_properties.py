@@ -118,3 +118,24 @@ def test_locale_prefilters_find_what_their_plain_patterns_find(text: str) -> Non
 
     assert bool(m._DECIMAL_LIKE.search(text)) == bool(re.search(r"\d[.,]\d", text))
     assert bool(m._HAS_LOCAL_FORM.search(text)) == bool(re.search(r"\.\d{3}|\d,\d", text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["die", "La", "EST", "und", "réponse", "é", "the", "answer", "x_la", "2der", "l'est", "ответ"])
+        | st.text(alphabet="ab_ 1,.;-'\u00e9\n", max_size=6),
+        max_size=10,
+    ).map(" ".join)
+)
+def test_the_decimal_comma_language_is_read_from_the_words_the_regex_reads(text: str) -> None:
+    """ASCII text's words are split as bytes (the fast path): the same verdict as the letter-run
+    regex and the Cyrillic check, which other text still takes."""
+    import re
+
+    from rlvr.verify import model_text as m
+
+    reference = bool(re.search(r"[\u0400-\u04ff]", text)) or not m._COMMA_WORDS.isdisjoint(
+        re.findall(r"[^\W\d_]+", text.lower())
+    )
+    assert m._writes_decimal_comma(text) == reference

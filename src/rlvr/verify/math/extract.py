@@ -272,7 +272,7 @@ _TABLE_ANSWER = re.compile(
 def table_candidate(text: str) -> Candidate | None:
     """The value of a Markdown table row labelled "Final answer" (or "Answer"), wherever the row stands
     in the table: rows after it (checks, steps) do not override it."""
-    rows = _TABLE_ANSWER.findall(text)
+    rows = _TABLE_ANSWER.findall(text) if "|" in text else ()  # a row has its bars: most texts have none
     return Candidate("table", (rows[-1].strip(),)) if rows else None
 
 
