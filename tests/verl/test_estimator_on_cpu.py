@@ -38,20 +38,34 @@ def _keys(uids: list[str]) -> list[str]:
     return keys
 
 
-def test_with_every_row_admitted_it_is_verls_grpo():
-    scores, uids = [1.0, 0.0, 1.0, 0.2, 0.5, 0.9], ["a", "b", "a", "b", "a", "b"]  # groups interleaved
+@pytest.mark.parametrize("norm", [True, False])
+def test_with_every_row_admitted_it_is_verls_grpo_to_the_last_bit(norm: bool) -> None:
+    """Groups interleaved, of 2 to 8 rows, scores binary or graded: with rlvr's features off, its
+    estimator is verl's ``grpo`` bit for bit (GRPO and Dr. GRPO), so a run on rlvr_grpo does not
+    leave verl's trajectory (the same holds of TRL's, ``tests/invariant/test_trl.py``)."""
+    gen = torch.Generator().manual_seed(0)
     mine = core_algos.get_adv_estimator_fn("rlvr_grpo")
-    data = _batch(scores, uids, [True] * 6)
-    ours, _ = mine(
-        token_level_rewards=data.batch["token_level_rewards"],
-        response_mask=data.batch["response_mask"],
-        index=data.non_tensor_batch["uid"],
-        config=None,
-    )
-    theirs, _ = core_algos.compute_grpo_outcome_advantage(
-        data.batch["token_level_rewards"], data.batch["response_mask"], data.non_tensor_batch["uid"]
-    )
-    torch.testing.assert_close(ours, theirs)
+    for trial in range(60):
+        n_groups, size = 1 + trial % 5, 2 + trial % 7
+        uids = [f"u{k}" for k in range(n_groups) for _ in range(size)]
+        uids = [uids[int(i)] for i in torch.randperm(len(uids), generator=gen)]
+        scores = (torch.rand(len(uids), generator=gen) * (trial % 3 + 0.3)).tolist()
+        if trial % 4 == 0:
+            scores = [float(round(x)) for x in scores]
+        data = _batch(scores, uids, [True] * len(uids))
+        rewards, mask, index = (
+            data.batch["token_level_rewards"],
+            data.batch["response_mask"],
+            data.non_tensor_batch["uid"],
+        )
+        ours, _ = mine(
+            token_level_rewards=rewards,
+            response_mask=mask,
+            index=index,
+            config=AlgoConfig(norm_adv_by_std_in_grpo=norm),
+        )
+        theirs, _ = core_algos.compute_grpo_outcome_advantage(rewards, mask, index, norm_adv_by_std_in_grpo=norm)
+        assert torch.equal(ours, theirs), (trial, (ours - theirs).abs().max())
 
 
 def test_excluded_rows_leave_the_baseline_through_verls_advantage_path():

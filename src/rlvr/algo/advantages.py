@@ -159,24 +159,30 @@ def indexed_group_advantages(
     n = rewards.numel()
     if len(index) != n:
         raise ValueError(f"{n} rewards but {len(index)} group ids")
-    ids: dict[Hashable, int] = {}
-    gid = torch.tensor([ids.setdefault(k, len(ids)) for k in index], dtype=torch.long, device=rewards.device)
     mask = torch.ones(n, dtype=torch.bool, device=rewards.device) if mask is None else mask.bool()
-    m = mask.to(rewards.dtype)
-    r = torch.where(mask, rewards, torch.zeros_like(rewards))
-    zeros = torch.zeros(len(ids), dtype=rewards.dtype, device=rewards.device)
-    count = zeros.index_add(0, gid, m)
-    mean = zeros.index_add(0, gid, r * m) / count.clamp(min=1)
-    centred = (r - mean[gid]) * m
-    adv = centred
     how = scale_of(scale)
-    if how == "group":
-        var = zeros.index_add(0, gid, centred**2) / (count - 1).clamp(min=1)
-        adv = centred / (var.sqrt()[gid] + eps)
-    elif how == "batch":
+    batch_std = None
+    if how == "batch":
         kept = rewards[mask]
-        adv = centred / ((kept.std() if kept.numel() > 1 else kept.new_zeros(())) + eps)
-    adv = torch.where(count[gid] >= 2, adv, torch.zeros_like(adv))
+        batch_std = kept.std() if kept.numel() > 1 else kept.new_zeros(())
+    rows: dict[Hashable, list[int]] = {}
+    for i, (k, admitted) in enumerate(zip(index, mask.tolist(), strict=True)):
+        if admitted:
+            rows.setdefault(k, []).append(i)
+    adv = torch.zeros_like(rewards)
+    # verl's operations, group by group (torch.mean, torch.std of the group's scores, then
+    # (score - mean) / (std + eps)): with every row admitted, rlvr_grpo is verl's grpo to the last bit
+    for members in rows.values():
+        if len(members) < 2:  # no baseline, no signal
+            continue
+        at = torch.tensor(members, device=rewards.device)
+        group = rewards[at]
+        centred = group - torch.mean(group)
+        if how == "group":
+            centred = centred / (torch.std(group) + eps)
+        elif how == "batch":
+            centred = centred / (batch_std + eps)
+        adv[at] = centred
     if clip is not None:
         adv = adv.clamp(-clip, clip)
-    return adv * m
+    return adv

@@ -9,7 +9,8 @@ may be split anywhere in the batch. ``config.norm_adv_by_std_in_grpo: false`` is
 estimators only its own ``AlgoConfig``.
 
 Differences from verl's ``grpo``: an excluded row does not count in its group; a group with one
-admitted row gets 0 (no baseline, no signal), where verl's gives it its raw score.
+admitted row gets 0 (no baseline, no signal), where verl's gives it its raw score. Otherwise it is
+verl's ``grpo`` to the last bit (its operations, group by group: ``tests/verl/test_estimator_on_cpu.py``).
 """
 
 from __future__ import annotations
