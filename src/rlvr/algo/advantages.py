@@ -161,7 +161,7 @@ def indexed_group_advantages(
         raise ValueError(f"{n} rewards but {len(index)} group ids")
     mask = torch.ones(n, dtype=torch.bool, device=rewards.device) if mask is None else mask.bool()
     how = scale_of(scale)
-    batch_std = None
+    batch_std = rewards.new_zeros(())
     if how == "batch":
         kept = rewards[mask]
         batch_std = kept.std() if kept.numel() > 1 else kept.new_zeros(())
