@@ -255,3 +255,42 @@ def test_math_answers_are_built_as_the_parser_builds_them() -> None:
     built = {s: b for s in answers if (b := _built(s)) is not None}
     assert len(built) > 60  # of its 500
     assert [s for s, b in built.items() if b != _parsed(s)] == []
+
+
+def _endpoints() -> list[object]:
+    x = sympy.Symbol("x")
+    built = [closed_form(s) for s in (r"\frac{\pi^2}{8}", r"\frac{5\pi^2}{4}", r"-\sqrt{3}", r"\sqrt{2}\sqrt{2}")]
+    return [
+        sympy.Integer(0),
+        sympy.Integer(2),
+        sympy.Rational(-1, 2),
+        sympy.Rational(1, 3),
+        sympy.oo,
+        -sympy.oo,
+        sympy.sqrt(2),
+        sympy.pi,
+        sympy.E,
+        sympy.Integer(10) ** 400,
+        sympy.Float("0.333333333333333333333"),
+        *built,
+        sympy.I,
+        x,
+    ]
+
+
+@pytest.mark.parametrize("left_open", [False, True])
+@pytest.mark.parametrize("right_open", [False, True])
+def test_an_interval_is_the_object_sympy_builds(left_open: bool, right_open: bool) -> None:
+    """Every pair of endpoints (in order, reversed, equal, infinite, irrational, too large for a float,
+    nearly equal, complex, symbolic): the fast constructor gives SymPy's object, or raises as it does."""
+    from rlvr.verify.math.direct import interval
+
+    def outcome(build: object, a: object, b: object) -> object:
+        try:
+            got = build(a, b, left_open=left_open, right_open=right_open)  # type: ignore[operator]
+        except Exception as e:
+            return type(e).__name__
+        return _nodes(got)
+
+    points = _endpoints()
+    assert [(a, b) for a in points for b in points if outcome(interval, a, b) != outcome(sympy.Interval, a, b)] == []

@@ -23,7 +23,7 @@ from latex2sympy2_extended.math_normalization import NormalizationConfig, normal
 
 from rlvr.errors import Refused
 from rlvr.verify.math import guards
-from rlvr.verify.math.direct import closed_form, polynomial
+from rlvr.verify.math.direct import closed_form, interval, polynomial
 from rlvr.verify.math.normalize import normalize, strip_units, unwrap_text
 from rlvr.verify.math.words import parse_number_words
 
@@ -318,7 +318,7 @@ def _interval(s: str, inner: list[str]) -> Expr | None:
     if a is None or b is None:
         return None
     try:
-        iv = sympy.Interval(a, b, left_open=s[0] == "(", right_open=s[-1] == ")")
+        iv = interval(a, b, left_open=s[0] == "(", right_open=s[-1] == ")")
     except (TypeError, ValueError):  # symbolic endpoints that cannot be ordered
         return None
     return Expr(iv) if isinstance(iv, sympy.Interval) else None  # (3, 1) is no interval
@@ -370,16 +370,16 @@ def _simple_interval(parts: list[str], ops: list[str]) -> Expr | None:
         lo, hi = const(parts[0]), const(parts[2])
         if lo is None or hi is None:
             return None
-        iv = sympy.Interval(lo, hi, left_open=_LESS[ops[0]][0], right_open=_LESS[ops[1]][0])
+        iv = interval(lo, hi, left_open=_LESS[ops[0]][0], right_open=_LESS[ops[1]][0])
         return Expr(iv)
     else:
         return None
     if op in ("\\ne", "\\neq", "!="):
         return Expr(sympy.Union(sympy.Interval.open(-sympy.oo, c), sympy.Interval.open(c, sympy.oo)))
     if op in _LESS:
-        return Expr(sympy.Interval(-sympy.oo, c, right_open=_LESS[op][0]))
+        return Expr(interval(-sympy.oo, c, right_open=_LESS[op][0]))
     if op in _GREATER:
-        return Expr(sympy.Interval(c, sympy.oo, left_open=_GREATER[op]))
+        return Expr(interval(c, sympy.oo, left_open=_GREATER[op]))
     return None
 
 
