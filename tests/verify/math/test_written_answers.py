@@ -180,3 +180,11 @@ def test_huge_powers_compare_by_their_parts(gold: str, prediction: str, expected
 @pytest.mark.parametrize("gold, prediction, expected", UNDEFINED)
 def test_undefined_values_equal_nothing(gold: str, prediction: str, expected: bool) -> None:
     check(gold, prediction, expected)
+
+
+@pytest.mark.parametrize("prediction", [r"\boxed{-}", r"The answer is \boxed{- -}.", "<answer>-</answer>"])
+def test_a_dash_alone_is_no_number_not_an_error(prediction: str) -> None:
+    """A box holding only a dash names no number: a verdict about the answer, never ``error`` (the
+    number-words reader had indexed the first word of none)."""
+    v = verify_math(prediction, "5")
+    assert v.status in (Status.NO_ANSWER, Status.WRONG), v

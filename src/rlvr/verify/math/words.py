@@ -85,6 +85,8 @@ def parse_number_words(text: str) -> Fraction | None:
     if not t or len(t) > 120 or not re.fullmatch(r"[a-z ]+", t):
         return None
     words = _WORD.findall(t)
+    if not words:  # "-", "- -": dashes alone name no number
+        return None
     sign = 1
     if words[0] in ("minus", "negative"):
         sign, words = -1, words[1:]
