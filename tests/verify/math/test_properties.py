@@ -139,3 +139,34 @@ def test_the_decimal_comma_language_is_read_from_the_words_the_regex_reads(text:
         re.findall(r"[^\W\d_]+", text.lower())
     )
     assert m._writes_decimal_comma(text) == reference
+
+
+# plain numbers, and spans one character away from one ("12.", "1.2.3", "+5", "1,000", "٣")
+_PLAIN_NUMBERS = st.from_regex(r"\A[ \t]{0,2}-?[0-9]{1,25}(\.[0-9]{1,8})?[ \t]{0,2}\Z") | st.text(
+    alphabet="0123456789.-+, %$\\e\u0663\u00a0", min_size=1, max_size=8
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_PLAIN_NUMBERS)
+def test_a_plain_number_is_normalised_as_every_rewrite_would(span: str) -> None:
+    """normalize() returns a plain number as it stands (the fast path): every rewrite agrees."""
+    from rlvr.verify.math import normalize as n
+
+    assert n.normalize(span) == n._canonical(span.strip())
+
+
+@settings(max_examples=400, deadline=None)
+@given(_PLAIN_NUMBERS)
+def test_a_plain_number_is_read_as_the_full_reader_reads_it(span: str) -> None:
+    """parse_alts() reads a plain number directly (the fast path): the same single reading."""
+    from rlvr.errors import Refused
+    from rlvr.verify.math import parse
+
+    def outcome(read: object) -> object:
+        try:
+            return read(span)  # type: ignore[operator]
+        except Refused as e:
+            return str(e)
+
+    assert outcome(parse.parse_alts) == outcome(parse._read)

@@ -160,6 +160,9 @@ def strip_thousands(s: str) -> str:
     return s
 
 
+_PLAIN_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+
+
 @lru_cache(maxsize=65_536)  # pure, and the same spans recur (a gold across its group, common answers)
 def normalize(span: str) -> str:
     """Bring an answer span to one canonical LaTeX-ish spelling (units stay: the parser reads them).
@@ -173,6 +176,13 @@ def normalize(span: str) -> str:
         '50%'
     """
     s = span.strip()
+    if _PLAIN_NUMBER.fullmatch(s):  # the commonest span: nothing in _canonical changes it (tested)
+        return s
+    return _canonical(s)
+
+
+def _canonical(s: str) -> str:
+    """:func:`normalize`'s rewrites, in order, on a stripped span."""
     s = _DOUBLE_ESCAPED.sub(r"\\", s)
     s = _TEXT_MATH.sub(r" \1 ", s)  # \text{$\frac34$}: maths written inside text
     s = unicode_to_latex(s)
