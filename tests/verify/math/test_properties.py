@@ -170,3 +170,16 @@ def test_a_plain_number_is_read_as_the_full_reader_reads_it(span: str) -> None:
             return str(e)
 
     assert outcome(parse.parse_alts) == outcome(parse._read)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(-(10**40), 10**40), st.integers(1, 10**40))
+def test_a_rational_s_value_is_the_one_evaluation_gives(p: int, q: int) -> None:
+    """A rational's value is read directly (the nearest double), not evaluated at 30 digits and
+    then rounded: the same double."""
+    import sympy
+
+    from rlvr.verify.math import equivalence as e
+
+    x = sympy.Rational(p, q)
+    assert e._numeric(x) == e._evaluated(x)

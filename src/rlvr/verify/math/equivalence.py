@@ -13,6 +13,7 @@ from __future__ import annotations
 import cmath
 import random
 import re
+from functools import lru_cache
 from typing import Any
 
 import sympy
@@ -37,6 +38,16 @@ def _close(a: complex, b: complex, rtol: float) -> bool:
 
 
 def _numeric(x: sympy.Basic) -> complex | None:
+    if isinstance(x, sympy.Rational):  # exact: the nearest double, as evaluating it would give
+        try:
+            return complex(int(x.p) / int(x.q))
+        except OverflowError:
+            pass
+    return _evaluated(x)
+
+
+@lru_cache(maxsize=4096)  # a gold's value is asked for once per completion of its group
+def _evaluated(x: sympy.Basic) -> complex | None:
     try:
         v = sympy.N(x, _PREC)
         if v.free_symbols or not v.is_number or v.has(sympy.zoo, sympy.nan):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rlvr.errors import VerifierTimeout
 from rlvr.types import Status, Verdict
-from rlvr.verify.math import parse
+from rlvr.verify.math import equivalence, parse
 from rlvr.verify.math.compare import Unevaluated, clear_gold_cache, compare
 from rlvr.verify.math.normalize import normalize
 from rlvr.verify.mcq import gold_letter, verify_mcq
@@ -99,6 +99,6 @@ def warm_up() -> None:
     for completion, equal, unequal in _WARM_UP_PAIRS:
         for gold in (equal, unequal):
             verify_math(completion, gold)
-    for cached in (parse.latex_to_sympy, parse.parse_alts, normalize):
+    for cached in (parse.latex_to_sympy, parse.parse_alts, normalize, equivalence._evaluated):
         cached.cache_clear()
     clear_gold_cache()
