@@ -294,3 +294,30 @@ def test_an_interval_is_the_object_sympy_builds(left_open: bool, right_open: boo
 
     points = _endpoints()
     assert [(a, b) for a in points for b in points if outcome(interval, a, b) != outcome(sympy.Interval, a, b)] == []
+
+
+COMPLEX_SPANS = [
+    "6 - 5i",
+    "1+274i",
+    "-i",
+    "2+i",
+    r"\frac{1}{2} + \frac{\sqrt{3}}{2}i",
+    "(2+3i)^2",
+    "i^2",
+    r"e^{i\pi}",
+    "2i x",
+    r"\sum_{i=1}^{3} i",  # i bound: a summation index, not the imaginary unit
+    r"i + \sum_{i=1}^{3} i^2",  # one free i, one bound
+    r"\int_0^1 i\, di",
+]
+
+
+@pytest.mark.parametrize("span", COMPLEX_SPANS)
+def test_the_imaginary_unit_is_put_in_as_subs_puts_it(span: str) -> None:
+    """``i`` becomes ``I`` by ``xreplace`` where nothing binds a variable: SymPy's ``subs`` object
+    in every case, bound indices left alone."""
+    from rlvr.verify.math.parse import _IMAG, imaginary_unit
+
+    expr = _latex2sympy(span)
+    assert isinstance(expr, sympy.Basic)
+    assert _nodes(imaginary_unit(expr)) == _nodes(expr.subs(_IMAG, sympy.I))

@@ -159,6 +159,16 @@ def parse_number(s: str) -> Num | None:
 
 
 _IMAG = sympy.Symbol("i")
+# what binds a variable: an i bound there (a summation index) is not the imaginary unit
+_BINDS = (sympy.Sum, sympy.Product, sympy.Integral, sympy.Derivative, sympy.Limit, sympy.Subs, sympy.Lambda)
+
+
+def imaginary_unit(expr: sympy.Basic) -> sympy.Basic:
+    """The free ``i`` of a parsed span as the imaginary unit: ``expr.subs(i, I)``, by ``xreplace``
+    when nothing in it binds a variable (the same object, 20-40x faster: ``6 - 5i`` took 18 ms)."""
+    if expr.has(*_BINDS):
+        return expr.subs(_IMAG, sympy.I)  # only the free i: subs leaves bound ones alone
+    return expr.xreplace({_IMAG: sympy.I})
 
 
 _DECIMAL = re.compile(r"[0-9]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?")  # ASCII digits only (\d is any script's)
@@ -230,7 +240,7 @@ def latex_to_sympy(s: str) -> sympy.Basic | None:
     if isinstance(expr, sympy.Basic):
         guards.check_expr(expr)
         if _IMAG in expr.free_symbols:
-            expr = expr.subs(_IMAG, sympy.I)
+            expr = imaginary_unit(expr)
         if "sqrt[" in s or "^{1/" in s or "^{\\frac{1}" in s:
             expr = _real_roots(expr)
     return expr
