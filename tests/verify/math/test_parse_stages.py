@@ -321,3 +321,35 @@ def test_the_imaginary_unit_is_put_in_as_subs_puts_it(span: str) -> None:
     expr = _latex2sympy(span)
     assert isinstance(expr, sympy.Basic)
     assert _nodes(imaginary_unit(expr)) == _nodes(expr.subs(_IMAG, sympy.I))
+
+
+def _interval_pool() -> list[object]:
+    x = sympy.Symbol("x")
+    third, pi = sympy.Rational(1, 3), sympy.pi
+    return [
+        sympy.Interval(0, 9, True, True),
+        sympy.Interval(9, 36, True, True),
+        sympy.Interval(9, 36, False, True),  # touches (0, 9] and [.., 9] at a closed end
+        sympy.Interval(0, 9, False, False),
+        sympy.Interval(2, 12, True, True),  # overlaps (0, 9)
+        sympy.Interval(-sympy.oo, 2, True, True),
+        sympy.Interval(3, sympy.oo, True, True),
+        sympy.Interval(third, pi, True, False),
+        sympy.Interval(pi, 4, True, True),
+        sympy.Interval(1, 1 + sympy.Rational(1, 10**25), True, True),  # nearly a point
+        sympy.Interval(x, 5, True, True),
+        sympy.FiniteSet(9),
+    ]
+
+
+def test_a_union_of_intervals_is_the_object_sympy_builds() -> None:
+    """Every pair (both orders) and every ordered triple of a pool of intervals (apart, touching
+    open or closed, overlapping, infinite, irrational, nearly a point, symbolic, a point set): the
+    direct union is SymPy's object."""
+    import itertools
+
+    from rlvr.verify.math.direct import union_of
+
+    pool = _interval_pool()
+    combos = [*itertools.permutations(pool, 2), *itertools.combinations(pool, 3)]
+    assert [c for c in combos if _nodes(union_of(*c)) != _nodes(sympy.Union(*c))] == []

@@ -17,6 +17,8 @@ and one SymPy object built directly as SymPy would build it:
 * :func:`interval`: ``sympy.Interval(a, b, ...)`` whose endpoints are numbers in order, the order
   decided from their values (SymPy asks its assumptions system: 35 ms for
   ``[\\frac{\\pi^2}{8}, \\frac{5\\pi^2}{4}]`` in a fresh worker, most of an interval gold's reading).
+* :func:`union_of`: ``sympy.Union`` of such intervals that neither overlap nor touch at a closed end
+  (``(0,9) \\cup (9,36)``: 1.6 ms of SymPy's set simplification in a fresh worker).
 
 Each gives the very SymPy object the parser (or SymPy) gives, node for node (the unevaluated
 structure matters to the "restated computation" rules); a builder returns None for a span it does
@@ -27,6 +29,7 @@ them with the parser on generated spans and MATH-500's answers, and :func:`inter
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -288,3 +291,40 @@ def interval(a: sympy.Basic, b: sympy.Basic, left_open: bool = False, right_open
         return sympy.Interval(a, b, left_open=left_open, right_open=right_open)
     lo, hi = left_open or a is sympy.S.NegativeInfinity, right_open or b is sympy.S.Infinity
     return Basic.__new__(sympy.Interval, a, b, sympy.true if lo else sympy.false, sympy.true if hi else sympy.false)
+
+
+def _apart(left: sympy.Interval, right: sympy.Interval) -> bool | None:
+    """Whether ``left`` ends before ``right`` starts with nothing to merge (or they meet at a point
+    both leave out); None when their values cannot tell."""
+    end, start = _value(left.end), _value(right.start)
+    if end is None or start is None:
+        return None
+    if left.end == right.start:
+        return bool(left.right_open and right.left_open)
+    if math.isinf(end) or math.isinf(start):
+        return end < start
+    gap = start - end
+    if abs(gap) <= _ORDER_MARGIN * max(abs(end), abs(start), 1.0):
+        return None  # too close to tell equal from apart
+    return gap > 0
+
+
+def union_of(*sets: sympy.Basic) -> sympy.Basic:
+    """``sympy.Union(*sets)``, built directly when the sets are intervals with numeric endpoints that,
+    in order, stand apart (SymPy's simplification would leave them as they are); otherwise SymPy's.
+
+    Example:
+        >>> two, nine = sympy.Integer(2), sympy.Integer(9)
+        >>> union_of(interval(nine, sympy.oo, True), interval(-sympy.oo, two, right_open=True))
+        Union(Interval.open(-oo, 2), Interval.open(9, oo))
+    """
+    intervals = [x for x in sets if isinstance(x, sympy.Interval)]
+    if len(sets) < 2 or len(intervals) < len(sets):
+        return sympy.Union(*sets)
+    starts = [_value(x.start) for x in intervals]
+    if any(v is None for v in starts):
+        return sympy.Union(*sets)
+    chain = [x for _, _, x in sorted((v or 0.0, k, x) for k, (v, x) in enumerate(zip(starts, intervals, strict=True)))]
+    if all(_apart(a, b) for a, b in itertools.pairwise(chain)):
+        return sympy.Union(*chain, evaluate=False)
+    return sympy.Union(*sets)

@@ -23,7 +23,7 @@ from latex2sympy2_extended.math_normalization import NormalizationConfig, normal
 
 from rlvr.errors import Refused
 from rlvr.verify.math import guards
-from rlvr.verify.math.direct import closed_form, interval, polynomial
+from rlvr.verify.math.direct import closed_form, interval, polynomial, union_of
 from rlvr.verify.math.normalize import normalize, strip_units, unwrap_text
 from rlvr.verify.math.words import parse_number_words
 
@@ -347,7 +347,7 @@ def _union(s: str) -> Expr | None:
                 return None
             found = sympy.FiniteSet(*values)
         sets.append(found)
-    return Expr(sympy.Union(*sets)) if sets else None
+    return Expr(union_of(*sets)) if sets else None
 
 
 _LESS = {
@@ -385,7 +385,7 @@ def _simple_interval(parts: list[str], ops: list[str]) -> Expr | None:
     else:
         return None
     if op in ("\\ne", "\\neq", "!="):
-        return Expr(sympy.Union(sympy.Interval.open(-sympy.oo, c), sympy.Interval.open(c, sympy.oo)))
+        return Expr(union_of(interval(-sympy.oo, c, True, True), interval(c, sympy.oo, True, True)))
     if op in _LESS:
         return Expr(interval(-sympy.oo, c, right_open=_LESS[op][0]))
     if op in _GREATER:
@@ -532,7 +532,7 @@ def _relations_union(s: str) -> Expr | None:
         if len(alts) != 1 or not isinstance(alts[0], Expr) or not isinstance(alts[0].expr, sympy.Set):
             return None
         sets.append(alts[0].expr)
-    return Expr(sympy.Union(*sets))
+    return Expr(union_of(*sets))
 
 
 def _atom_alts(s: str) -> Alts:
