@@ -270,9 +270,9 @@ def _value(x: sympy.Basic) -> float | None:
 
 
 def interval(a: sympy.Basic, b: sympy.Basic, left_open: bool = False, right_open: bool = False) -> sympy.Basic:
-    """``sympy.Interval(a, b, left_open, right_open)``, built directly when ``a < b`` is plain from
-    their values (rationals compared exactly, other numbers at 30 digits, never two that may be
-    equal); otherwise SymPy's own constructor decides (empty, a point, symbols, complex).
+    """``sympy.Interval(a, b, left_open, right_open)``, built directly when ``a < b`` (or ``b < a``:
+    empty) is plain from their values (rationals compared exactly, other numbers at 30 digits, never
+    two that may be equal); otherwise SymPy's own constructor decides (a point, symbols, complex).
 
     Example:
         >>> interval(sympy.Integer(-1), sympy.oo, left_open=True)
@@ -282,11 +282,14 @@ def interval(a: sympy.Basic, b: sympy.Basic, left_open: bool = False, right_open
     if va is None or vb is None:
         return sympy.Interval(a, b, left_open=left_open, right_open=right_open)
     if a.is_Rational and b.is_Rational:
-        ordered = bool(a < b)
+        ordered, reversed_ = bool(a < b), bool(b < a)
     elif math.isinf(va) or math.isinf(vb):
-        ordered = va < vb
+        ordered, reversed_ = va < vb, vb < va
     else:
-        ordered = vb - va > _ORDER_MARGIN * max(abs(va), abs(vb), 1.0)
+        margin = _ORDER_MARGIN * max(abs(va), abs(vb), 1.0)
+        ordered, reversed_ = vb - va > margin, va - vb > margin
+    if reversed_:  # (3, \frac{\pi}{2}): no real number lies between
+        return sympy.S.EmptySet
     if not ordered:
         return sympy.Interval(a, b, left_open=left_open, right_open=right_open)
     lo, hi = left_open or a is sympy.S.NegativeInfinity, right_open or b is sympy.S.Infinity
