@@ -72,7 +72,8 @@ class _Gold:
 
     A group of G completions is verified against one gold, and reading it (malformed or not, its
     first span, its parse) was a third of a verdict's time: :func:`_gold` keeps the readings of the
-    most recent golds, one per gold string, each computed once.
+    most recent golds, one per gold string, each computed once (again after a computation is cut
+    short: never half of one).
     """
 
     def __init__(self, gold: str) -> None:
@@ -84,7 +85,14 @@ class _Gold:
     def _once(self, part: str, compute: Callable[[], _T]) -> _T:
         with self._lock:  # one thread advances the candidates' generator at a time
             if part not in self._done:
-                self._done[part] = compute()
+                try:
+                    self._done[part] = compute()
+                except BaseException:
+                    # cut short (a time limit lands anywhere, a generator that raised is spent):
+                    # whoever holds this reading, now or later, starts it again whole
+                    self._cands = _Lazy(iter_candidates(self.text, gold=True))
+                    self._done.clear()
+                    raise
             return self._done[part]  # type: ignore[return-value]
 
     def bare_malformed(self) -> bool:
@@ -113,13 +121,6 @@ def _gold(gold: str) -> _Gold:
         if len(_GOLDS) > _GOLDS_KEPT:
             _GOLDS.popitem(last=False)
         return found
-
-
-def _forget_gold(gold: str) -> None:
-    """Drop a reading cut short (a time limit, an error): its generator is spent, so the next
-    verdict against this gold must read it afresh."""
-    with _GOLDS_LOCK:
-        _GOLDS.pop(gold, None)
 
 
 def clear_gold_cache() -> None:
@@ -242,12 +243,7 @@ def compare(
     if _negated(stated := _final_statement(completion)):
         why = f"the answer says it is not the answer: {stated[:60]!r}"
         return Verdict(Status.WRONG, stated[:200], Method.STRING, why, details={"rule": "negated"})
-    read = _gold(gold)
-    try:
-        return _against(read, completion, strict, question, unevaluated_rule)
-    except BaseException:
-        _forget_gold(gold)
-        raise
+    return _against(_gold(gold), completion, strict, question, unevaluated_rule)
 
 
 def _against(
