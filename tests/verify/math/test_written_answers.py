@@ -188,3 +188,13 @@ def test_a_dash_alone_is_no_number_not_an_error(prediction: str) -> None:
     number-words reader had indexed the first word of none)."""
     v = verify_math(prediction, "5")
     assert v.status in (Status.NO_ANSWER, Status.WRONG), v
+
+
+@pytest.mark.parametrize("depth", [20, 30])
+def test_deeply_nested_fractions_are_compared_not_timed_out(depth: int) -> None:
+    """Fractions nested twenty and thirty deep (a continued fraction, or a hostile span): the value is
+    computed from the evaluated tree, not by SymPy's evalf retrying precision at every level of the
+    unevaluated one, which ran past the 5 s limit."""
+    nested = "\\frac{" * depth + "1" + "}{2}" * depth
+    assert verify_math(f"\\boxed{{{nested}}}", f"\\frac{{1}}{{2^{{{depth}}}}}").status is Status.CORRECT
+    assert verify_math(f"\\boxed{{{nested}}}", f"\\frac{{1}}{{2^{{{depth + 1}}}}}").status is Status.WRONG
