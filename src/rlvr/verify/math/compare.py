@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
 from typing import Literal, TypeVar
 
 from rlvr.types import Method, Status, Verdict
@@ -72,7 +72,7 @@ class _Gold:
 
     A group of G completions is verified against one gold, and reading it (malformed or not, its
     first span, its parse) was a third of a verdict's time: :func:`_gold` keeps the readings of the
-    most recent golds, one per gold string, each computed once (again after a computation is cut
+    most recent golds, one per gold string, each part computed once (again after a computation is cut
     short: never half of one).
     """
 
@@ -107,26 +107,14 @@ class _Gold:
         return self._once("parsed", lambda: _first_parsed(self._cands))
 
 
-_GOLDS: OrderedDict[str, _Gold] = OrderedDict()
-_GOLDS_KEPT = 1024
-_GOLDS_LOCK = threading.Lock()
-
-
+@lru_cache(maxsize=1024)  # the most recent golds' readings, one per gold string
 def _gold(gold: str) -> _Gold:
-    with _GOLDS_LOCK:
-        if (found := _GOLDS.get(gold)) is not None:
-            _GOLDS.move_to_end(gold)
-            return found
-        found = _GOLDS[gold] = _Gold(gold)
-        if len(_GOLDS) > _GOLDS_KEPT:
-            _GOLDS.popitem(last=False)
-        return found
+    return _Gold(gold)
 
 
 def clear_gold_cache() -> None:
     """Forget every gold's reading (what :func:`rlvr.verify.math.warm_up` leaves behind)."""
-    with _GOLDS_LOCK:
-        _GOLDS.clear()
+    _gold.cache_clear()
 
 
 _DIVIDES_BY_ZERO = re.compile(r"\\frac\s*\{[^{}]*\}\s*\{\s*0\s*\}|\\frac\s*\d0(?!\d)|(?<![\d.])\d+\s*/\s*0(?![\d.])")
