@@ -160,7 +160,9 @@ def strip_thousands(s: str) -> str:
     return s
 
 
-_PLAIN_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+#: A plain number, the commonest span (ASCII digits, a minus, a decimal point): normalised and
+#: parsed as it stands (:func:`normalize`, :func:`rlvr.verify.math.parse.parse_alts`).
+PLAIN_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
 @lru_cache(maxsize=65_536)  # pure, and the same spans recur (a gold across its group, common answers)
@@ -176,7 +178,7 @@ def normalize(span: str) -> str:
         '50%'
     """
     s = span.strip()
-    if _PLAIN_NUMBER.fullmatch(s):  # the commonest span: nothing in _canonical changes it (tested)
+    if PLAIN_NUMBER.fullmatch(s):  # the commonest span: nothing in _canonical changes it (tested)
         return s
     return _canonical(s)
 

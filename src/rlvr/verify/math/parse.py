@@ -24,7 +24,7 @@ from latex2sympy2_extended.math_normalization import NormalizationConfig, normal
 from rlvr.errors import Refused
 from rlvr.verify.math import guards
 from rlvr.verify.math.direct import closed_form, interval, polynomial, union_of
-from rlvr.verify.math.normalize import normalize, strip_units, unwrap_text
+from rlvr.verify.math.normalize import PLAIN_NUMBER, normalize, strip_units, unwrap_text
 from rlvr.verify.math.words import parse_number_words
 
 
@@ -478,16 +478,13 @@ _GLUED_CONNECTOR = re.compile(r"(?<=[\d)\]}])(?:or|and)(?=[A-Za-z(\[{\\\d-])")
 _DECIMAL_COMMA = re.compile(r"^([-+]?\d+),(\d+)$")
 
 
-_PLAIN_NUMBER = re.compile(r"\s*(-?[0-9]+(?:\.[0-9]+)?)\s*")
-
-
 @lru_cache(maxsize=8192)
 def parse_alts(span: str) -> Alts:
     """All readings of an answer span (empty when it cannot be parsed at all)."""
-    if (m := _PLAIN_NUMBER.fullmatch(span)) and len(span) <= guards.MAX_SPAN_CHARS:
+    if (m := PLAIN_NUMBER.fullmatch(span.strip())) and len(span) <= guards.MAX_SPAN_CHARS:
         # the commonest span, one reading: what _read gives it (tests/verify/math/test_properties.py)
         guards.check_span(span)
-        if (num := parse_number(m.group(1))) is not None:
+        if (num := parse_number(m.group(0))) is not None:
             return (num,)
     return _read(span)
 
