@@ -269,6 +269,21 @@ def _value(x: sympy.Basic) -> float | None:
         return None
 
 
+def _order(a: sympy.Basic, b: sympy.Basic) -> int | None:
+    """-1 when ``a < b`` and 1 when ``a > b`` is plain from their values (rationals compared exactly,
+    other numbers at 30 digits, never two that may be equal); None otherwise (equal, too close to
+    tell, not real numbers)."""
+    va, vb = _value(a), _value(b)
+    if va is None or vb is None:
+        return None
+    if a.is_Rational and b.is_Rational:
+        return -1 if a < b else 1 if b < a else None
+    if math.isinf(va) or math.isinf(vb):
+        return -1 if va < vb else 1 if vb < va else None
+    margin = _ORDER_MARGIN * max(abs(va), abs(vb), 1.0)
+    return -1 if vb - va > margin else 1 if va - vb > margin else None
+
+
 def interval(a: sympy.Basic, b: sympy.Basic, left_open: bool = False, right_open: bool = False) -> sympy.Basic:
     """``sympy.Interval(a, b, left_open, right_open)``, built directly when ``a < b`` (or ``b < a``:
     empty) is plain from their values (rationals compared exactly, other numbers at 30 digits, never
@@ -278,19 +293,10 @@ def interval(a: sympy.Basic, b: sympy.Basic, left_open: bool = False, right_open
         >>> interval(sympy.Integer(-1), sympy.oo, left_open=True)
         Interval.open(-1, oo)
     """
-    va, vb = _value(a), _value(b)
-    if va is None or vb is None:
-        return sympy.Interval(a, b, left_open=left_open, right_open=right_open)
-    if a.is_Rational and b.is_Rational:
-        ordered, reversed_ = bool(a < b), bool(b < a)
-    elif math.isinf(va) or math.isinf(vb):
-        ordered, reversed_ = va < vb, vb < va
-    else:
-        margin = _ORDER_MARGIN * max(abs(va), abs(vb), 1.0)
-        ordered, reversed_ = vb - va > margin, va - vb > margin
-    if reversed_:  # (3, \frac{\pi}{2}): no real number lies between
+    order = _order(a, b)
+    if order == 1:  # (3, \frac{\pi}{2}): no real number lies between
         return sympy.S.EmptySet
-    if not ordered:
+    if order != -1:
         return sympy.Interval(a, b, left_open=left_open, right_open=right_open)
     lo, hi = left_open or a is sympy.S.NegativeInfinity, right_open or b is sympy.S.Infinity
     return Basic.__new__(sympy.Interval, a, b, sympy.true if lo else sympy.false, sympy.true if hi else sympy.false)
@@ -299,17 +305,11 @@ def interval(a: sympy.Basic, b: sympy.Basic, left_open: bool = False, right_open
 def _apart(left: sympy.Interval, right: sympy.Interval) -> bool | None:
     """Whether ``left`` ends before ``right`` starts with nothing to merge (or they meet at a point
     both leave out); None when their values cannot tell."""
-    end, start = _value(left.end), _value(right.start)
-    if end is None or start is None:
-        return None
-    if left.end == right.start:
+    if (order := _order(left.end, right.start)) is not None:
+        return order < 0
+    if left.end == right.start and _value(left.end) is not None:  # one number: apart if both leave it out
         return bool(left.right_open and right.left_open)
-    if math.isinf(end) or math.isinf(start):
-        return end < start
-    gap = start - end
-    if abs(gap) <= _ORDER_MARGIN * max(abs(end), abs(start), 1.0):
-        return None  # too close to tell equal from apart
-    return gap > 0
+    return None
 
 
 def union_of(*sets: sympy.Basic) -> sympy.Basic:
