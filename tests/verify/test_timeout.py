@@ -68,3 +68,38 @@ def test_a_forked_child_gets_a_watchdog_of_its_own() -> None:
         os.close(r)
     assert os.waitstatus_to_exitcode(status) == 0 and got, "the child's limit never fired"
     assert 0.2 <= float(got) < 2.0
+
+
+def test_a_shorter_limit_armed_under_a_longer_one_fires() -> None:
+    """The watchdog sleeps towards the earliest deadline it knows: a shorter one armed later (a
+    nested limit, another thread's) must wake it."""
+    with time_limit(30.0):
+        assert 0.2 <= spin(0.2) < 2.0
+
+
+def test_an_outer_limit_fires_inside_a_longer_inner_one() -> None:
+    t = time.monotonic()
+    with pytest.raises(VerifierTimeout), time_limit(0.2), time_limit(30.0):
+        while True:
+            pass
+    assert time.monotonic() - t < 2.0
+    time.sleep(0.3)  # and nothing is left pending for later
+
+
+def test_a_limit_armed_in_another_thread_meanwhile_fires() -> None:
+    """One thread holds a long limit (the watchdog sleeps towards it) when another arms a short one."""
+    release = threading.Event()
+
+    def hold() -> None:
+        with time_limit(30.0):
+            release.wait(5.0)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        time.sleep(0.05)
+        assert 0.2 <= spin(0.2) < 2.0
+    finally:
+        release.set()
+        holder.join()
+
