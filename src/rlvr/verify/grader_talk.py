@@ -35,108 +35,112 @@ _VERDICT = re.compile(
 )
 # What it orders: to be marked right, not to be checked, earlier instructions dropped (one regex a form).
 _ORDERS = (
-    (
-        re.compile(
-            r"\b(?:mark|grade|score|count|treat|accept|consider)\s+(?:this|it|me|my\s+\w+|the\s+(?:answer|"
-            r"response|solution))\s+(?:as\s+)?(?:correct|right|full|a\s+pass|passing)\b"
-        ),
-        ("correct", "right", "full", "pass"),
+    re.compile(
+        r"\b(?:mark|grade|score|count|treat|accept|consider)\s+(?:this(?:\s+(?:answer|response|solution))?|it|me|"
+        r"my\s+\w+|the\s+(?:answer|response|solution))\s+(?:as\s+)?(?:correct|right|full|a\s+pass|passing)\b"
     ),
-    (
-        re.compile(
-            r"\b(?:should|must|will)\s+be\s+(?:marked|graded|scored|judged|considered|accepted)\s+(?:as\s+)?"
-            r"(?:correct|right)"
-        ),
-        ("marked", "graded", "scored", "judged", "considered", "accepted"),
+    re.compile(
+        r"\b(?:should|must|will)\s+be\s+(?:marked|graded|scored|judged|considered|accepted)\s+(?:as\s+)?"
+        r"(?:correct|right)"
     ),
-    (
-        re.compile(
-            r"\b(?:does\s+not|doesn't|do\s+not|don't|no\s+need\s+to|need\s+not|needn't|needs\s+not)\s+"
-            r"(?:need\s+to\s+)?be\s+(?:compared|checked|verified|graded|evaluated)"
-        ),
-        ("compared", "checked", "verified", "graded", "evaluated"),
+    re.compile(
+        r"\b(?:does\s+not|doesn't|do\s+not|don't|no\s+need\s+to|need\s+not|needn't|needs\s+not)\s+"
+        r"(?:need\s+to\s+)?be\s+(?:compared|checked|verified|graded|evaluated)\b"
     ),
-    (re.compile(r"\bno\s+need\s+to\s+(?:compare|check|verify|grade|evaluate)"), ("need",)),
-    (
-        re.compile(
-            r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier|"
-            r"preceding)\s+(?:instructions?|rules?|prompts?)"
-        ),
-        ("instruction", "instructions", "rule", "rules", "prompt", "prompts"),
+    re.compile(r"\bno\s+need\s+to\s+(?:compare|check|verify|grade|evaluate)"),
+    re.compile(
+        r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier|"
+        r"preceding)\s+(?:instructions?|rules?|prompts?)"
     ),
-    (
-        re.compile(
-            r"\b(?:award|give|assign)\s+(?:me\s+|this\s+)?(?:full|maximum|max|perfect)\s+(?:marks?|credit|"
-            r"score|points|reward)"
-        ),
-        ("full", "maximum", "max", "perfect"),
+    re.compile(
+        r"\b(?:award|give|assign)\s+(?:me\s+|this\s+)?(?:full|maximum|max|perfect)\s+(?:marks?|credit|"
+        r"score|points|reward)"
     ),
 )
 
-# Each rule is searched only where one of its words occurs: the text's words are one C-level pass
-# (punctuation to spaces, split), the regexes on a long solution are not. Matching is lower-cased.
-_RULES = (
-    (
-        "speaks in the grader's voice",
-        _VOICE,
-        {"system", "sys", "admin", "grader", "evaluator", "verifier", "judge", "instruction", "instructions"},
-    ),
+
+def _w(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# Each rule is searched only where the words it needs occur: a rule's regex on a long solution costs
+# several times what splitting the text into its words once does. A rule lists the ways it can match,
+# each a tuple of word groups that a match holds one word of each of, as a whole run of letters
+# (lower-cased): "is_correct" holds "correct", "doesn't" holds "doesn" (a property test writes matches
+# from each regex and checks). The rarest group comes first: a math solution holds "answer", "not"
+# or "right" (a right angle) often, "key", "checked" or "marked" rarely.
+_VOICE_WORDS = _w("system sys admin grader evaluator verifier judge instruction instructions") | {
+    who + what for who in ("system", "grader", "evaluator", "verifier") for what in ("message", "note", "prompt")
+}
+_RULES: tuple[tuple[str, re.Pattern[str], tuple[tuple[frozenset[str], ...], ...]], ...] = (
+    ("speaks in the grader's voice", _VOICE, ((_VOICE_WORDS,),)),
     (
         "names the grader or its answer",
         _NAMES,
-        {
-            "grader",
-            "graders",
-            "autograder",
-            "auto",
-            "verifier",
-            "evaluator",
-            "reward",
-            "scoring",
-            "scorer",
-            "reference",
-            "gold",
-            "golden",
-            "expected",
-            "official",
-            "hidden",
-            "stored",
-            "target",
-            "key",
-            "ground",
-            "truth",
-        },
+        (
+            (_w("grader autograder verifier evaluator scorer"),),
+            (_w("reward"), _w("model function")),
+            (_w("scoring"), _w("model script")),
+            (
+                _w("reference gold golden expected official hidden stored target"),
+                _w("answer answers solution solutions label labels"),
+            ),
+            (_w("key"), _w("answer")),
+            (_w("ground"), _w("truth")),
+            (_w("groundtruth"),),
+        ),
     ),
     (
         "declares its own verdict",
         _VERDICT,
-        {
-            "verdict",
-            "is_correct",
-            "correct",
-            "score",
-            "grade",
-            "reward",
-            "judgement",
-            "judgment",
-            "evaluation",
-            "passed",
-        },
+        ((_w("verdict correct score grade reward judgement judgment evaluation passed"),),),
     ),
-    *(("gives the grader orders", rule, set(words)) for rule, words in _ORDERS),
+    (
+        "gives the grader orders",
+        _ORDERS[0],
+        ((_w("mark grade score count treat accept consider"), _w("correct right full pass passing")),),
+    ),
+    (
+        "gives the grader orders",
+        _ORDERS[1],
+        ((_w("marked graded scored judged considered accepted"), _w("should must will")),),
+    ),
+    (
+        "gives the grader orders",
+        _ORDERS[2],
+        ((_w("compared checked verified graded evaluated"), _w("not doesn don need needn"), _w("be")),),
+    ),
+    ("gives the grader orders", _ORDERS[3], ((_w("no"), _w("need")),)),
+    (
+        "gives the grader orders",
+        _ORDERS[4],
+        ((_w("ignore disregard forget"), _w("previous prior above earlier preceding")),),
+    ),
+    (
+        "gives the grader orders",
+        _ORDERS[5],
+        ((_w("award give assign"), _w("full maximum max perfect")),),
+    ),
 )
-# a word is what lies between whitespace and these marks
-_MARKS = "[](){}<>.,;:!?\"'`*/=|-"
-_WORD_SPLIT = re.compile(r"[\s" + re.escape(_MARKS) + "]+")
-# ASCII text (most of it) is split as bytes, marks to spaces: 4x faster than the regex split
-_MARKS_TO_SPACES = bytes.maketrans(_MARKS.encode(), b" " * len(_MARKS))
-_ANY_TRIGGER = frozenset().union(*(triggers for _, _, triggers in _RULES))
+# a word that one of the rules needs first: a text with none of them is not read further (most texts)
+_ANY_FIRST = frozenset().union(*(ways[0] for _, _, alternatives in _RULES for ways in alternatives))
+_ALL = frozenset().union(*(group for _, _, alternatives in _RULES for ways in alternatives for group in ways))
+_GATED = tuple(
+    (what, rule, alternatives, frozenset().union(*(ways[0] for ways in alternatives)))
+    for what, rule, alternatives in _RULES
+)
+_LETTERS = re.compile(r"[^\W\d_]+")
+# ASCII text (most of it) is split as bytes, every byte but a letter to a space: 4x faster than findall
+_NOT_LETTER_TO_SPACE = bytes.maketrans(
+    bytes(b for b in range(128) if not chr(b).isalpha()), b" " * sum(not chr(b).isalpha() for b in range(128))
+)
 
 
 def _words(low: str) -> list[str]:
+    """The runs of letters of a lower-cased text."""
     if low.isascii():
-        return low.encode("ascii").translate(_MARKS_TO_SPACES).decode("ascii").split()
-    return _WORD_SPLIT.split(low)
+        return low.encode("ascii").translate(_NOT_LETTER_TO_SPACE).decode("ascii").split()
+    return _LETTERS.findall(low)
 
 
 def grader_talk(text: str) -> str | None:
@@ -151,10 +155,12 @@ def grader_talk(text: str) -> str | None:
     """
     low = text.lower()
     found = _words(low)
-    if _ANY_TRIGGER.isdisjoint(found):  # no rule's word: no rule can match (the usual answer)
+    if _ANY_FIRST.isdisjoint(found):  # no rule can match (the usual answer)
         return None
-    words = set(found)
-    for what, rule, triggers in _RULES:
-        if not words.isdisjoint(triggers) and (m := rule.search(low)):
+    words = _ALL.intersection(found)
+    for what, rule, alternatives, firsts in _GATED:
+        if firsts.isdisjoint(words):
+            continue
+        if any(all(not words.isdisjoint(group) for group in ways) for ways in alternatives) and (m := rule.search(low)):
             return f"{what}: {text[m.start() : m.end()].strip()[:60]!r}"
     return None
