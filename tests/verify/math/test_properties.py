@@ -169,6 +169,18 @@ def test_a_plain_number_is_normalised_as_every_rewrite_would(span: str) -> None:
 
 
 @settings(max_examples=400, deadline=None)
+@given(_PLAIN_NUMBERS | st.from_regex(r"\A\s{0,3}-?[0-9]{290,310}(\.[0-9])?\s{0,3}\Z"))
+def test_a_plain_number_gold_is_read_as_every_rule_would_read_it(gold: str) -> None:
+    """A gold that is a plain number gets its first candidate and its bracket check directly (the
+    fast path): the same candidates, in the same order, and the same check as the general path."""
+    from rlvr.verify.math import compare as c
+
+    assert list(c._gold_candidates(gold)) == list(c.iter_candidates(gold, gold=True))
+    general = c.is_bare_answer(gold, gold=True) and not c.find_boxes(gold) and c.is_malformed(gold)
+    assert c._Gold(gold).bare_malformed() == bool(general)
+
+
+@settings(max_examples=400, deadline=None)
 @given(_PLAIN_NUMBERS)
 def test_a_plain_number_is_read_as_the_full_reader_reads_it(span: str) -> None:
     """parse_alts() reads a plain number directly (the fast path): the same single reading."""

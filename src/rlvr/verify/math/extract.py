@@ -404,6 +404,8 @@ _PROSE_WORD = re.compile(
     r"(?<![\\a-zA-Z])[a-zA-Z]{2,}|[\u0400-\u04ff\u0590-\u06ff\u0900-\u097f\u0e00-\u0e7f"
     r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+"
 )
+#: The longest answer :func:`is_bare_answer` takes as written on its own.
+BARE_MAX_CHARS = 300
 _BARE_OK_WORDS = {"and", "or", "percent", "pct", "percentage", "the"}
 
 
@@ -423,7 +425,7 @@ def is_bare_answer(text: str, *, gold: bool = False) -> bool:
     output with two or more words of prose is prose.
     """
     t = text.strip()
-    if not t or len(t) > 300 or "\n\n" in t:
+    if not t or len(t) > BARE_MAX_CHARS or "\n\n" in t:
         return False
     free = _latex_free(t)
     words = [w for w in _PROSE_WORD.findall(free) if w.lower() not in _BARE_OK_WORDS]
