@@ -70,6 +70,23 @@ def test_the_answers_clause_starts_where_the_clause_pattern_says(text: str, data
     assert _clause_start(text, at) == max((m.end() for m in _CLAUSE_END.finditer(text, 0, at)), default=0)
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80) | st.text(alphabet="Kein_ é3.a", max_size=30))
+def test_an_ascii_clauses_words_are_what_the_word_pattern_finds(clause: str) -> None:
+    """The commitment rules' word prefilter splits an ASCII clause as bytes (the fast path): the same
+    words as ``\\w+`` on the lower-cased clause; a clause that is not ASCII is not split at all."""
+    import re
+
+    from rlvr.verify.math.commitment import _ascii_words
+
+    if not clause.isascii():
+        assert _ascii_words(clause) is None
+        return
+    low = clause.lower()
+    expected = frozenset(re.findall(r"\w+", low)) | ({"no"} if "kein" in low else set())
+    assert _ascii_words(clause) == expected
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="$\\5 ab\n.", max_size=60))
 def test_price_dollars_are_masked_where_the_lookbehind_pattern_finds_them(text: str) -> None:

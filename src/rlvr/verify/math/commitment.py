@@ -56,6 +56,11 @@ _REPEATS = 8  # the value this many times in its own answer block: a flood, not 
 # clause holding none of them is not searched. Most clauses hold none, and the three searches, case
 # folded at every position of the clause, were most of a correct verdict's cost of this module.
 _WORD = re.compile(r"\w+")
+# an ASCII clause's words are split as bytes, every byte \w does not match to a space: twice as fast
+_NOT_WORD_TO_SPACE = bytes.maketrans(
+    bytes(b for b in range(128) if not _WORD.fullmatch(chr(b))),
+    b" " * sum(not _WORD.fullmatch(chr(b)) for b in range(128)),
+)
 _NOT_WORDS = frozenset({"not", "never", "isn", "wasn", "no", "nicht", "n", "ne", "non"})
 _HEDGE_WORDS = frozenset(
     {"might", "could", "may", "perhaps", "maybe", "possibly", "probably", "presumably", "vielleicht", "tal"}
@@ -70,7 +75,7 @@ def _ascii_words(clause: str) -> frozenset[str] | None:
     if not clause.isascii():
         return None
     low = clause.lower()
-    words = frozenset(_WORD.findall(low))
+    words = frozenset(low.encode("ascii").translate(_NOT_WORD_TO_SPACE).decode("ascii").split())
     return words | {"no"} if "kein" in low else words
 
 
