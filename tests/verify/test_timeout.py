@@ -102,4 +102,3 @@ def test_a_limit_armed_in_another_thread_meanwhile_fires() -> None:
     finally:
         release.set()
         holder.join()
-

@@ -159,9 +159,10 @@ def _joins(between: str) -> bool:
     return len(words) <= 5 and any(w.lower() in _CONNECTORS for w in words)
 
 
-def boxed_candidate(text: str) -> Candidate | None:
-    """The last box, with the boxes before it that belong to the same final list."""
-    boxes = [b for b in find_boxes(text) if b[2].strip()]
+def boxed_candidate(text: str, boxes: list[tuple[int, int, str]] | None = None) -> Candidate | None:
+    """The last box, with the boxes before it that belong to the same final list (``boxes``: the
+    text's :func:`find_boxes`, when the caller has them already)."""
+    boxes = [b for b in (find_boxes(text) if boxes is None else boxes) if b[2].strip()]
     if not boxes:
         return None
     group = [boxes[-1]]
@@ -473,7 +474,7 @@ def iter_candidates(text: str, *, strict: bool = False, gold: bool = False) -> I
         said = None  # "... so our answer is correct": words after a box do not override it
     if said is not None:  # "The final answer is X" written after the last box wins
         yield said
-    box = boxed_candidate(body)
+    box = boxed_candidate(body, boxes)
     if box is not None:
         yield box
     if said is None and (said := answer_is_candidate(body)) is not None:
