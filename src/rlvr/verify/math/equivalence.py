@@ -20,6 +20,7 @@ import sympy
 
 from rlvr.types import Method
 from rlvr.verify.math import guards
+from rlvr.verify.math.numeric import closed_value
 from rlvr.verify.math.parse import Alts, Expr, Items, Num, Power, Text, Value
 
 #: Relative tolerance when one side was written as a decimal (6 significant digits).
@@ -48,6 +49,8 @@ def _numeric(x: sympy.Basic) -> complex | None:
 
 @lru_cache(maxsize=4096)  # a gold's value is asked for once per completion of its group
 def _evaluated(x: sympy.Basic) -> complex | None:
+    if (direct := closed_value(x)) is not None:  # a closed form: no SymPy evaluation (rlvr.verify.math.numeric)
+        return direct
     try:
         if _arithmetic(x):
             # the parser's tree is unevaluated: evaluated once, bottom up, it is a number or a small
