@@ -114,6 +114,14 @@ def _at(expr: sympy.Basic, point: dict[Any, Any]) -> sympy.Basic:
     return expr.xreplace(point) if not expr.has(*_HELD) else expr.subs(point).doit()
 
 
+def _value_at(expr: sympy.Basic, point: dict[Any, Any]) -> complex | None:
+    """The value of ``expr`` at ``point``: from its tree directly when that can vouch for it (a
+    polynomial at a rational point: no SymPy rebuild), else ``expr`` evaluated there by SymPy."""
+    if (direct := closed_value(expr, point)) is not None:
+        return direct
+    return _numeric(_at(expr, point))
+
+
 def _eq_expr(a: sympy.Basic, b: sympy.Basic, approx: bool) -> tuple[bool, Method]:
     if a.has(*_UNDEFINED) or b.has(*_UNDEFINED):  # 1/0 equals nothing, not even another 1/0
         return False, Method.STRUCTURAL
@@ -144,7 +152,7 @@ def _eq_expr(a: sympy.Basic, b: sympy.Basic, approx: bool) -> tuple[bool, Method
     discrete = a.has(*_DISCRETE) or b.has(*_DISCRETE)
     agreed = 0
     for point in _random_points(syms, seed=len(syms), discrete=discrete):
-        va, vb = _numeric(_at(a, point)), _numeric(_at(b, point))
+        va, vb = _value_at(a, point), _value_at(b, point)
         if va is None or vb is None:
             continue
         if not _close(va, vb, 1e-9):
@@ -168,7 +176,7 @@ def _eq_equations(a: sympy.Equality, b: sympy.Equality) -> bool:
     ratios = []
     discrete = da.has(*_DISCRETE) or db.has(*_DISCRETE)
     for p in _random_points(syms, seed=3, discrete=discrete):
-        va, vb = _numeric(_at(da, p)), _numeric(_at(db, p))
+        va, vb = _value_at(da, p), _value_at(db, p)
         if va is None or vb is None:
             continue
         if abs(vb) < 1e-12:

@@ -17,6 +17,7 @@ are written in are made of.
 from __future__ import annotations
 
 import cmath
+from collections.abc import Mapping
 
 import mpmath
 import sympy
@@ -35,8 +36,9 @@ class _Unsure(Exception):
     """The walk cannot vouch for a value (an unknown node, cancellation, a huge power)."""
 
 
-def closed_value(x: sympy.Basic) -> complex | None:
-    """The value of ``x`` as a complex double, or None when it cannot be vouched for here.
+def closed_value(x: sympy.Basic, point: Mapping[sympy.Basic, sympy.Rational] | None = None) -> complex | None:
+    """The value of ``x`` as a complex double (its variables at ``point``: the random points at which
+    two expressions are compared), or None when it cannot be vouched for here.
 
     Example:
         >>> closed_value(sympy.Add(1, sympy.Mul(2, sympy.I, evaluate=False), evaluate=False))
@@ -45,7 +47,7 @@ def closed_value(x: sympy.Basic) -> complex | None:
         True
     """
     try:
-        value, rel = _walk(x)
+        value, rel = _walk(x, point or {})
     except (_Unsure, ZeroDivisionError, OverflowError, ValueError, RecursionError):
         return None
     if rel > _MAX_REL:
@@ -57,8 +59,12 @@ def closed_value(x: sympy.Basic) -> complex | None:
     return out
 
 
-def _walk(x: sympy.Basic) -> tuple[mpmath.mpf | mpmath.mpc, float]:
+def _walk(x: sympy.Basic, point: Mapping[sympy.Basic, sympy.Rational]) -> tuple[mpmath.mpf | mpmath.mpc, float]:
     """(value, bound on its relative error)."""
+    if x.is_Symbol:
+        if (at := point.get(x)) is None:
+            raise _Unsure
+        x = at
     if x.is_Integer:
         n = int(x)
         return _CTX.mpf(n), (0.0 if abs(n) < 2**_CTX.prec else _U)
@@ -71,7 +77,7 @@ def _walk(x: sympy.Basic) -> tuple[mpmath.mpf | mpmath.mpc, float]:
     if x is sympy.I:
         return _CTX.mpc(0, 1), 0.0
     if isinstance(x, sympy.Add):
-        terms = [_walk(a) for a in x.args]
+        terms = [_walk(a, point) for a in x.args]
         total = _CTX.fsum(v for v, _ in terms)
         size = abs(total)
         if not size:
@@ -81,7 +87,7 @@ def _walk(x: sympy.Basic) -> tuple[mpmath.mpf | mpmath.mpc, float]:
     if isinstance(x, sympy.Mul):
         value, rel = _CTX.mpf(1), 0.0
         for a in x.args:
-            v, r = _walk(a)
+            v, r = _walk(a, point)
             value *= v
             rel += r + _U
         return value, rel
@@ -89,7 +95,7 @@ def _walk(x: sympy.Basic) -> tuple[mpmath.mpf | mpmath.mpc, float]:
         base, exp = x.args
         if not exp.is_Rational:
             raise _Unsure
-        b, rb = _walk(base)
+        b, rb = _walk(base, point)
         if not b:
             if exp.is_positive:
                 return _CTX.mpf(0), 0.0
