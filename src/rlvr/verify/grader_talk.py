@@ -129,18 +129,17 @@ _GATED = tuple(
     (what, rule, alternatives, frozenset().union(*(ways[0] for ways in alternatives)))
     for what, rule, alternatives in _RULES
 )
-_LETTERS = re.compile(r"[^\W\d_]+")
-# ASCII text (most of it) is split as bytes, every byte but a letter to a space: 4x faster than findall
+# the text is split as bytes, every byte but an ASCII letter to a space: 4x faster than a regex findall
 _NOT_LETTER_TO_SPACE = bytes.maketrans(
     bytes(b for b in range(128) if not chr(b).isalpha()), b" " * sum(not chr(b).isalpha() for b in range(128))
 )
 
 
 def _words(low: str) -> list[str]:
-    """The runs of letters of a lower-cased text."""
-    if low.isascii():
-        return low.encode("ascii").translate(_NOT_LETTER_TO_SPACE).decode("ascii").split()
-    return _LETTERS.findall(low)
+    """The runs of ASCII letters of a lower-cased text, every other character a separator: every
+    rule's words are ASCII, and a run of letters the regexes see holds them as runs of this kind too
+    (a non-ASCII letter beside them, "égrader", only lets a rule be searched that cannot match)."""
+    return low.encode("ascii", "replace").translate(_NOT_LETTER_TO_SPACE).decode("ascii").split()
 
 
 def grader_talk(text: str) -> str | None:

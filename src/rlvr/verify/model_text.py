@@ -126,6 +126,11 @@ _VULGAR = re.compile(r"(\d?)([\u00bc-\u00be\u2150-\u215e\u2189])")
 _BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 # decimal digits of other scripts (Arabic-Indic, Devanagari, Bengali, Thai...): read as the digits they are
 _OTHER_DIGITS = re.compile(r"[\u0660-\u0669\u06f0-\u06f9\u0966-\u096f\u09e6-\u09ef\u0e50-\u0e59\uff10-\uff19]")
+# every character a step of plain_unicode rewrites (the minus table, vulgar fractions, full-width and
+# other digits): a text without one of them only loses its Markdown emphasis
+_REWRITTEN = re.compile(
+    "[" + "".join(re.escape(chr(c)) for c in _MINUS) + r"\u00bc-\u00be\u2150-\u215e\u2189" + _OTHER_DIGITS.pattern[1:]
+)
 
 
 @lru_cache(maxsize=64)
@@ -145,7 +150,7 @@ def plain_unicode(text: str) -> str:
         >>> plain_unicode("x = −2, add 2½ cups and **42**")
         'x = -2, add 2 1/2 cups and 42'
     """
-    if text.isascii():
+    if text.isascii() or not _REWRITTEN.search(text):  # "farmer’s": nothing below changes it
         return _BOLD.sub(r"\2", text) if ("**" in text or "__" in text) else text
     if "\u00a0" in text or "\u202f" in text or "\u2009" in text:  # digit groups a no-break space joins
         text = _NBSP_GROUPS.sub(lambda m: re.sub(r"\D", "", m.group(0)), text)

@@ -136,6 +136,29 @@ def test_grader_talk_searches_a_rule_wherever_it_can_match(rule: int) -> None:
     holds_the_words()
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    st.text(
+        alphabet="12 .a*_’é“\u00a0\u202f\u2009\u2212\u2012\u2013\ufe63\uff0d\u2044\u2215"
+        "½⅓\u2189\uff11\u0663\u096a\u0e52ﬁ²",
+        max_size=40,
+    )
+)
+def test_plain_unicode_skips_only_text_that_no_step_changes(text: str) -> None:
+    """plain_unicode takes a text holding none of the characters its steps rewrite as it is (the fast
+    path, for "farmer’s"-like text): the same result as running every step."""
+    import re
+
+    from rlvr.verify import model_text as m
+
+    fast = m.plain_unicode(text)
+    every_step, m._REWRITTEN = m._REWRITTEN, re.compile("")  # matches every text: every step runs
+    try:
+        assert fast == m.plain_unicode(text)
+    finally:
+        m._REWRITTEN = every_step
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet="12.,a \u0663", max_size=40))
 def test_locale_prefilters_find_what_their_plain_patterns_find(text: str) -> None:
