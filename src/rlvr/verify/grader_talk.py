@@ -129,9 +129,11 @@ _GATED = tuple(
     (what, rule, alternatives, frozenset().union(*(ways[0] for ways in alternatives)))
     for what, rule, alternatives in _RULES
 )
-# the text is split as bytes, every byte but an ASCII letter to a space: 4x faster than a regex findall
+# the text is split as UTF-8 bytes, every byte but an ASCII letter to a space (a non-ASCII character's
+# bytes are all >= 0x80): 4x faster than a regex findall
 _NOT_LETTER_TO_SPACE = bytes.maketrans(
-    bytes(b for b in range(128) if not chr(b).isalpha()), b" " * sum(not chr(b).isalpha() for b in range(128))
+    bytes(b for b in range(256) if not (b < 128 and chr(b).isalpha())),
+    b" " * sum(not (b < 128 and chr(b).isalpha()) for b in range(256)),
 )
 
 
@@ -139,7 +141,7 @@ def _words(low: str) -> list[str]:
     """The runs of ASCII letters of a lower-cased text, every other character a separator: every
     rule's words are ASCII, and a run of letters the regexes see holds them as runs of this kind too
     (a non-ASCII letter beside them, "égrader", only lets a rule be searched that cannot match)."""
-    return low.encode("ascii", "replace").translate(_NOT_LETTER_TO_SPACE).decode("ascii").split()
+    return low.encode("utf-8", "surrogatepass").translate(_NOT_LETTER_TO_SPACE).decode("ascii").split()
 
 
 def grader_talk(text: str) -> str | None:

@@ -353,3 +353,10 @@ def test_a_union_of_intervals_is_the_object_sympy_builds() -> None:
     pool = _interval_pool()
     combos = [*itertools.permutations(pool, 2), *itertools.combinations(pool, 3)]
     assert [c for c in combos if _nodes(union_of(*c)) != _nodes(sympy.Union(*c))] == []
+
+
+@pytest.mark.parametrize("span", ["0", "7", "40", "1024", "9" * 60, "10" * 50, "00", "012", "-3", "1 0"])
+def test_a_span_of_digits_is_the_integer_the_parser_builds(span: str) -> None:
+    """Digits alone (an equation's ``= 0``) are built as SymPy's Integer without the parser: the same
+    object; what is not plain digits (a leading zero, a sign, a point) still goes to the parser."""
+    assert sympy.srepr(_latex2sympy(span)) == _full_ll(span)
