@@ -360,3 +360,19 @@ def test_a_span_of_digits_is_the_integer_the_parser_builds(span: str) -> None:
     """Digits alone (an equation's ``= 0``) are built as SymPy's Integer without the parser: the same
     object; what is not plain digits (a leading zero, a sign, a point) still goes to the parser."""
     assert sympy.srepr(_latex2sympy(span)) == _full_ll(span)
+
+
+@pytest.mark.parametrize(
+    ("span", "seps", "parts"),
+    [
+        ("1, 2; 3", (",", ";"), ["1", "2", "3"]),
+        ("(1, 2), 3", (",",), ["(1, 2)", "3"]),
+        ("\\{1, 2\\}, 3", (",",), ["\\{1, 2\\}", "3"]),
+        ("x = 2 = y", ("=",), ["x", "2", "y"]),
+        ("  \\frac{1}{2}  ", (",", ";"), ["\\frac{1}{2}"]),  # no separator: the span, stripped
+        ("f(a, b)", (",",), ["f(a, b)"]),  # only inside brackets
+        ("", (",",), [""]),
+    ],
+)
+def test_split_top_splits_only_outside_brackets(span: str, seps: tuple[str, ...], parts: list[str]) -> None:
+    assert parse.split_top(span, seps) == parts

@@ -84,6 +84,8 @@ _CLOSE = ")]}"
 
 def split_top(s: str, seps: tuple[str, ...]) -> list[str]:
     """Split at separators that are outside every bracket (``\\{`` counts as one)."""
+    if not any(sep in s for sep in seps):  # nothing to split at (most calls): no walk through the span
+        return [s.strip()]
     parts, depth, start, i = [], 0, 0, 0
     while i < len(s):
         c = s[i]
