@@ -43,8 +43,15 @@ def model_part(text: str) -> str:
         >>> model_part("The answer is 41.<|im_end|>The answer is 42.")
         'The answer is 41.'
     """
-    # every control token opens with "<" or "[": the pattern is tried only there (a search of the
-    # whole pattern over a long solution cost more than the rest of the text rules together)
+    # every control token holds one of these literals: most texts hold none (GSM8K's "<<4*2=8>>"
+    # annotations are not one), and the pattern is never tried
+    if "INST]" not in text and (
+        "<" not in text
+        or not ("<|" in text or "</s>" in text or "<eos>" in text or "_of_turn>" in text or "<<SYS>>" in text)
+    ):
+        return text
+    # the pattern is tried only where a token can open (a search of the whole pattern over a long
+    # solution cost more than the rest of the text rules together)
     cut = len(text)
     for opener in ("<", "["):
         i = text.find(opener)

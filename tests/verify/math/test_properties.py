@@ -138,6 +138,25 @@ def test_grader_talk_searches_a_rule_wherever_it_can_match(rule: int) -> None:
 
 @settings(max_examples=500, deadline=None)
 @given(
+    st.lists(
+        st.sampled_from(
+            ["<|im_end|>", "<|x|>", "</s>", "<eos>", "<end_of_turn>", "<start_of_turn>", "[INST]", "[/INST]"]
+            + ["<<SYS>>", "<<4*2=8>>", "<", "[", "|>", "INST", "a", " 7", "<answer>", "_of_turn>", "’"]
+        ),
+        max_size=8,
+    ).map("".join)
+)
+def test_model_part_cuts_where_the_control_pattern_first_matches(text: str) -> None:
+    """model_part skips texts holding no control token's literal (the fast path): it cuts exactly where
+    a search of the whole pattern first matches."""
+    from rlvr.verify import model_text as m
+
+    first = m._CONTROL.search(text)
+    assert m.model_part(text) == (text[: first.start()] if first else text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
     st.text(
         alphabet="12 .a*_’é“\u00a0\u202f\u2009\u2212\u2012\u2013\ufe63\uff0d\u2044\u2215"
         "½⅓\u2189\uff11\u0663\u096a\u0e52ﬁ²",
