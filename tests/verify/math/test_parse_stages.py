@@ -376,3 +376,42 @@ def test_a_span_of_digits_is_the_integer_the_parser_builds(span: str) -> None:
 )
 def test_split_top_splits_only_outside_brackets(span: str, seps: tuple[str, ...], parts: list[str]) -> None:
     assert parse.split_top(span, seps) == parts
+
+
+_POLYS = ["11+9a", "3a", "a", "x^2-1", "-a+5", "2x - 3y + 1", "a+b", "7 - t", "x^{2} + 4x + 4", "10a"]
+QUOTIENTS_AND_PRODUCTS = [rf"\frac{{{p}}}{{{n}}}" for p in _POLYS for n in ("1", "2", "20", "365")]
+QUOTIENTS_AND_PRODUCTS += [rf"\dfrac{{{p}}}{{7}}" for p in _POLYS[:4]]
+QUOTIENTS_AND_PRODUCTS += [f"({p})({q})" for p in _POLYS for q in ("b+2", "x-1", "3t+4", "a")]
+QUOTIENTS_AND_PRODUCTS += ["(a+5)(b+2)(c+1)", "(a+5) (b+2)", r"\frac{11+9a}{020}", r"\frac{11+9a}{0}", r"\frac{2}{3}"]
+
+
+@pytest.mark.parametrize("span", QUOTIENTS_AND_PRODUCTS)
+def test_a_polynomial_over_an_integer_or_two_sums_multiplied_are_built_as_the_parser_builds_them(span: str) -> None:
+    """Node for node what the parser gives, or handed on (None) to it."""
+    from latex2sympy2_extended.math_normalization import normalize_latex
+
+    from rlvr.verify.math.direct import polynomial_quotient_or_product
+
+    built = polynomial_quotient_or_product(normalize_latex(span, _L2S_CONFIG))
+    assert built is None or _nodes(built) == _parsed(span), (span, built)
+
+
+def test_the_quotient_and_product_builder_takes_the_common_shapes() -> None:
+    from rlvr.verify.math.direct import polynomial_quotient_or_product
+
+    for span in (r"\frac{11+9a}{20}", r"\frac{3a}{4}", "(a+5)(b+2)", "(x-1)(x+1)"):
+        assert polynomial_quotient_or_product(span) is not None, span
+
+
+TRIG_OF_A_LETTER = [rf"\{f} {v}" for f in ("sin", "cos", "tan", "cot", "sec", "csc") for v in "abdxyz"]
+TRIG_OF_A_LETTER += [r"\cot  t", r"\sin X", r"\cos e", r"\tan i", r"\cot x^2", r"\sin 2x", r"\sin x y", r"\tan{x}"]
+
+
+@pytest.mark.parametrize("span", TRIG_OF_A_LETTER)
+def test_a_trig_function_of_a_letter_is_built_as_the_parser_builds_it(span: str) -> None:
+    from rlvr.verify.math.direct import trig_of_letter
+
+    built = trig_of_letter(span)
+    assert built is None or _nodes(built) == _parsed(span), (span, built)
+    plain = span in TRIG_OF_A_LETTER[:36] or span == r"\cot  t"
+    assert (built is not None) == plain, span  # the plain shape only: the rest is the parser's

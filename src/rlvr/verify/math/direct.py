@@ -87,6 +87,50 @@ def polynomial(s: str) -> sympy.Basic | None:
     return terms[0] if len(terms) == 1 else sympy.Add(*terms, evaluate=False)
 
 
+_POLY_QUOTIENT = re.compile(r"\\frac\{([^{}\\]+)\}\{([1-9]\d*)\}")
+_POLY_PRODUCT = re.compile(r"\(([^()\\]+)\)\(([^()\\]+)\)")
+
+
+def polynomial_quotient_or_product(text: str) -> sympy.Basic | None:
+    """``\\frac{11+9a}{20}`` (a polynomial over an integer) and ``(a+5)(b+2)`` (two sums multiplied),
+    from latex2sympy2_extended's normalised text, built as the parser builds them: an unevaluated
+    product of the numerator and the denominator's ``Pow(n, -1)``, or of the two sums. The polynomials are
+    :func:`polynomial`'s; anything else goes to the parser.
+
+    Example:
+        >>> sympy.srepr(polynomial_quotient_or_product(r"\\frac{3a}{4}"))
+        "Mul(Pow(Integer(4), Integer(-1)), Mul(Integer(3), Symbol('a')))"
+    """
+    if m := _POLY_QUOTIENT.fullmatch(text.strip()):
+        top = polynomial(m.group(1))
+        if top is None:
+            return None
+        below = sympy.Pow(sympy.Integer(int(m.group(2))), sympy.Integer(-1), evaluate=False)
+        return sympy.Mul(top, below, evaluate=False)
+    if m := _POLY_PRODUCT.fullmatch(text.strip()):
+        left, right = polynomial(m.group(1)), polynomial(m.group(2))
+        if not (isinstance(left, sympy.Add) and isinstance(right, sympy.Add)):
+            return None  # a monomial factor: the parser flattens it into the product
+        return sympy.Mul(left, right, evaluate=False)
+    return None
+
+
+_TRIG_OF_LETTER = re.compile(r"\\(sin|cos|tan|cot|sec|csc)\s*([a-df-hj-z])")
+
+
+def trig_of_letter(text: str) -> sympy.Basic | None:
+    """``\\cot x``: a trigonometric function of one lower-case letter (not ``e`` or ``i``, which the
+    parser reads as constants), as the parser builds it: the SymPy function applied to the symbol.
+
+    Example:
+        >>> trig_of_letter(r"\\cot x")
+        cot(x)
+    """
+    if m := _TRIG_OF_LETTER.fullmatch(text.strip()):
+        return getattr(sympy, m.group(1))(sympy.Symbol(m.group(2)))
+    return None
+
+
 # The tokens of a closed form, after latex2sympy2_extended's normalisation (\dfrac -> \frac,
 # \sqrt2 -> \sqrt{2}). A digit after an unbraced power is refused below (the parser reads ``x^12``
 # as ``x^1`` times 2), as are digits apart (``2 3``) and everything not listed.

@@ -23,7 +23,14 @@ from latex2sympy2_extended.math_normalization import NormalizationConfig, normal
 
 from rlvr.errors import Refused
 from rlvr.verify.math import guards
-from rlvr.verify.math.direct import closed_form, interval, polynomial, union_of
+from rlvr.verify.math.direct import (
+    closed_form,
+    interval,
+    polynomial,
+    polynomial_quotient_or_product,
+    trig_of_letter,
+    union_of,
+)
 from rlvr.verify.math.normalize import PLAIN_NUMBER, normalize, strip_units, unwrap_text
 from rlvr.verify.math.words import parse_number_words
 
@@ -218,8 +225,9 @@ def _latex2sympy(s: str) -> object:
     if (poly := polynomial(s)) is not None:
         return poly
     text = normalize_latex(s, _L2S_CONFIG)  # what latex2sympy() does first, done once for all stages
-    if (built := closed_form(text)) is not None:
-        return built
+    for builder in (closed_form, polynomial_quotient_or_product, trig_of_letter):
+        if (built := builder(text)) is not None:
+            return built
     try:
         return _SLLConverter().parse(text)
     except Exception:  # SLL stopped (or the span is not LaTeX): full LL decides
