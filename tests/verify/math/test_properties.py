@@ -239,6 +239,23 @@ def test_a_plain_number_gold_is_read_as_every_rule_would_read_it(gold: str) -> N
     assert c._Gold(gold).bare_malformed() == bool(general)
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["(", ")", "[", "]", "{", "}", "\\{", "\\}", "\\boxed{", "x", "1", " ", ", ", "\n\n"])
+        | st.sampled_from(["\\frac{1}{2", "the answer is", "forty-two", "a" * 290, "1" * 150, "x+" * 60, "$", "\\text{cm}"]),
+        max_size=10,
+    ).map("".join)
+)
+def test_a_malformed_gold_is_found_whatever_order_the_tests_run_in(gold: str) -> None:
+    """bare_malformed runs its cheap tests first (the fast path): the same answer as the bare-answer
+    test, the box test and the bracket test in their first order."""
+    from rlvr.verify.math import compare as c
+
+    general = c.is_bare_answer(gold, gold=True) and not c.find_boxes(gold) and c.is_malformed(gold)
+    assert c._Gold(gold).bare_malformed() == bool(general)
+
+
 @settings(max_examples=400, deadline=None)
 @given(_PLAIN_NUMBERS)
 def test_a_plain_number_is_read_as_the_full_reader_reads_it(span: str) -> None:

@@ -121,7 +121,16 @@ class _Gold:
         g = self.text
         if _number_gold(g) is not None:  # no bracket to balance
             return False
-        return self._once("malformed", lambda: is_bare_answer(g, gold=True) and not find_boxes(g) and is_malformed(g))
+        # the cheap tests first: brackets almost always balance, and the bare-answer test reads prose
+        return self._once(
+            "malformed",
+            lambda: (
+                len(g.strip()) <= BARE_MAX_CHARS
+                and not find_boxes(g)
+                and is_malformed(g)
+                and is_bare_answer(g, gold=True)
+            ),
+        )
 
     def first(self) -> Candidate | None:
         return self._once("first", self._cands.first)
