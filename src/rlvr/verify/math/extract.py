@@ -323,20 +323,24 @@ def mask_currency(text: str) -> str:
     """
     if "$" not in text:
         return text
-    out, pos = [], 0
+    blank, pos = [], 0  # the prices' dollar signs; the text is rebuilt only when there is one
     for m in _CURRENCY.finditer(text):
         if m.start() < pos or (m.start() and text[m.start() - 1] in "\\$"):
             continue
         close = text.find("$", m.end())
-        line = text.find("\n", m.end())
-        unclosed = close == -1 or (line != -1 and line < close)
+        unclosed = close == -1 or text.find("\n", m.end(), close) != -1
         inside = "" if unclosed else text[m.end() : close]
         if unclosed or (_CURRENCY_PROSE.search(inside) and _CURRENCY_PROSE.search(_latex_free(inside))):
-            out.append(text[pos : m.start()] + " ")
+            blank.append(m.start())
             pos = m.end()
         else:  # a real span: kept, and skipped past
-            out.append(text[pos : close + 1])
             pos = close + 1
+    if not blank:
+        return text
+    out, pos = [], 0
+    for at in blank:
+        out.append(text[pos:at] + " ")
+        pos = at + 1
     return "".join(out) + text[pos:]
 
 
