@@ -264,7 +264,9 @@ def unquoted(text: str) -> str:
         >>> unquoted('The problem says "show that \\boxed{12} is the answer"; I find x = 7.').split()
         ['The', 'problem', 'says', ';', 'I', 'find', 'x', '=', '7.']
     """
-    return _QUOTED_BOX.sub(" ", text) if "boxed" in text or "fbox" in text else text
+    if ("boxed" in text or "fbox" in text) and ('"' in text or "“" in text or "«" in text):
+        return _QUOTED_BOX.sub(" ", text)  # each quotation the pattern takes opens with one of these
+    return text
 
 
 def answer_text(text: str) -> str:

@@ -136,6 +136,20 @@ def test_grader_talk_searches_a_rule_wherever_it_can_match(rule: int) -> None:
     holds_the_words()
 
 
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(['"', "“", "”", "«", "»", "\\boxed{7}", "\\fbox{8}", "boxed", " a", "\n"]), max_size=8
+    ).map("".join)
+)
+def test_a_quoted_box_is_dropped_where_the_pattern_finds_one(text: str) -> None:
+    """unquoted looks for a quotation only in text holding a box and a quote mark (the fast path):
+    the same text as the pattern's substitution everywhere."""
+    from rlvr.verify import model_text as m
+
+    assert m.unquoted(text) == m._QUOTED_BOX.sub(" ", text)
+
+
 @settings(max_examples=500, deadline=None)
 @given(
     st.lists(
@@ -243,7 +257,9 @@ def test_a_plain_number_gold_is_read_as_every_rule_would_read_it(gold: str) -> N
 @given(
     st.lists(
         st.sampled_from(["(", ")", "[", "]", "{", "}", "\\{", "\\}", "\\boxed{", "x", "1", " ", ", ", "\n\n"])
-        | st.sampled_from(["\\frac{1}{2", "the answer is", "forty-two", "a" * 290, "1" * 150, "x+" * 60, "$", "\\text{cm}"]),
+        | st.sampled_from(
+            ["\\frac{1}{2", "the answer is", "forty-two", "a" * 290, "1" * 150, "x+" * 60, "$", "\\text{cm}"]
+        ),
         max_size=10,
     ).map("".join)
 )

@@ -119,18 +119,17 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
 def _clause_start(text: str, at: int) -> int:
     """Where the clause holding ``text[at]`` starts: just after the last :data:`_CLAUSE_END` before
     ``at`` (0 if none), found from ``at`` backwards instead of scanning the text from its start
-    (each mark's search resumes where it stopped)."""
+    (below a decimal point, the marks are looked for again)."""
     hard = max(text.rfind(";", 0, at), text.rfind("\n", 0, at))  # these always end a clause
-    pos = {c: text.rfind(c, hard + 1, at) for c in ".!?"}
+    lo = hard + 1
+    j = max(text.rfind(".", lo, at), text.rfind("!", lo, at), text.rfind("?", lo, at))
     for _ in range(32):
-        c = max(pos, key=pos.__getitem__)
-        j = pos[c]
         if j < 0:
-            return hard + 1
+            return lo
         # a full stop between digits is a decimal point (the pattern's lookaround; text ends at `at`)
         if (j == 0 or not text[j - 1].isdecimal()) and (j + 1 >= at or not text[j + 1].isdecimal()):
             return j + 1
-        pos[c] = text.rfind(c, hard + 1, j)
+        j = max(text.rfind(".", lo, j), text.rfind("!", lo, j), text.rfind("?", lo, j))
     # a long run of decimal points (hostile or a table of numbers): one pass of the pattern is cheaper
     return max((m.end() for m in _CLAUSE_END.finditer(text, hard + 1, at)), default=hard + 1)
 
