@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import heapq
 import itertools
+import os
 import threading
 import time
 
@@ -31,34 +32,37 @@ _clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void
 
 class _Watchdog:
     def __init__(self) -> None:
-        self._cond = threading.Condition()
         self._heap: list[tuple[float, int, int]] = []  # (deadline, token, thread id)
         self._live: set[int] = set()
         self._fired: set[int] = set()
         self._counter = itertools.count()
-        self._thread: threading.Thread | None = None
+        self._reset()
+        # A forked child inherits the deadlines but not the thread, and maybe a lock held at the fork.
+        os.register_at_fork(after_in_child=self._reset)
 
     def _reset(self) -> None:
-        """Forget the deadlines and the thread (a forked child inherits the data but not the thread)."""
-        self._cond = threading.Condition()
+        """Forget the deadlines and the thread, with a fresh lock."""
+        # a plain lock, taken with C's context manager on every arm and disarm (the condition's own
+        # __enter__ and the thread's is_alive() were most of a time limit's cost, per verdict)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._heap.clear()
         self._live.clear()
         self._fired.clear()
-        self._thread = None
+        self._thread: threading.Thread | None = None
 
     def _start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="rlvr-watchdog", daemon=True)
-        self._thread.start()
+        with self._lock:  # two threads' first limits at once start one watchdog
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="rlvr-watchdog", daemon=True)
+                self._thread.start()
 
     def arm(self, seconds: float) -> int:
-        # A forked child's copy of the thread is not alive (nor is one that died): start clean, with
-        # a fresh lock (the parent's may have been held at the fork).
-        if self._thread is None or not self._thread.is_alive():
-            self._reset()
+        if self._thread is None:  # the first limit in this process (or since a fork, or the thread ended)
             self._start()
         token = next(self._counter)
         deadline = time.monotonic() + seconds
-        with self._cond:
+        with self._lock:
             # Wake the watchdog only when this deadline comes first: with one timeout for every call
             # (the usual case) it never does, and each wake-up had cost a thread switch per call.
             earliest = not self._heap or deadline < self._heap[0][0]
@@ -70,13 +74,19 @@ class _Watchdog:
 
     def disarm(self, token: int) -> bool:
         """Cancel a deadline; returns True if it had already fired."""
-        with self._cond:
+        with self._lock:
             self._live.discard(token)
             fired = token in self._fired
             self._fired.discard(token)
             return fired
 
     def _run(self) -> None:
+        try:
+            self._watch()
+        finally:  # should it ever end, the next limit starts another
+            self._thread = None
+
+    def _watch(self) -> None:
         cond = self._cond
         while True:
             with cond:
