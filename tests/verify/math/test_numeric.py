@@ -122,3 +122,9 @@ def test_a_value_at_a_random_point_is_sympys_at_that_point_or_left_to_sympy(x: s
         return
     want = _numeric(_at(x, point))
     assert want is not None and abs(got - want) <= 1e-15 * abs(want), (x, got, want)
+
+
+def test_values_beyond_a_double_are_left_to_sympy() -> None:
+    big, tiny = sympy.Pow(10, 400, evaluate=False), sympy.Pow(10, -400, evaluate=False)
+    assert closed_value(big) is None and closed_value(tiny) is None
+    assert closed_value(sympy.Mul(big, sympy.Pow(10, -399, evaluate=False), evaluate=False)) == 10

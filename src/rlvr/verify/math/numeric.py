@@ -48,11 +48,11 @@ def closed_value(x: sympy.Basic, point: Mapping[sympy.Basic, sympy.Rational] | N
     """
     try:
         value, rel = _walk(x, point or {})
+        out = complex(value)
     except (_Unsure, ZeroDivisionError, OverflowError, ValueError, RecursionError):
         return None
     if rel > _MAX_REL:
         return None
-    out = complex(value)
     size = abs(out)
     if not cmath.isfinite(out) or not 1 / _LIMIT < size < _LIMIT:
         return None
