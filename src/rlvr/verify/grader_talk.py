@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from rlvr.verify.model_text import NOT_LETTER_TO_SPACE
+
 # Whom it names: the grading side of the pipeline, or the answer only the grader holds.
 _GRADER = r"(?:auto-?)?grader|verifier|evaluator|reward\s+(?:model|function)|scoring\s+(?:model|script)|scorer"
 _HELD = (
@@ -33,30 +35,6 @@ _VERDICT = re.compile(
     r"[{,]\s*[\"']?(?:verdict|is_correct|correct|score|grade|reward|judgement|judgment|"
     r"evaluation|passed)[\"']?\s*:\s*(?:true|1(?:\.0+)?\b|[\"'](?:correct|pass(?:ed)?|yes|right)[\"'])"
 )
-# What it orders: to be marked right, not to be checked, earlier instructions dropped (one regex a form).
-_ORDERS = (
-    re.compile(
-        r"\b(?:mark|grade|score|count|treat|accept|consider)\s+(?:this(?:\s+(?:answer|response|solution))?|it|me|"
-        r"my\s+\w+|the\s+(?:answer|response|solution))\s+(?:as\s+)?(?:correct|right|full|a\s+pass|passing)\b"
-    ),
-    re.compile(
-        r"\b(?:should|must|will)\s+be\s+(?:marked|graded|scored|judged|considered|accepted)\s+(?:as\s+)?"
-        r"(?:correct|right)"
-    ),
-    re.compile(
-        r"\b(?:does\s+not|doesn't|do\s+not|don't|no\s+need\s+to|need\s+not|needn't|needs\s+not)\s+"
-        r"(?:need\s+to\s+)?be\s+(?:compared|checked|verified|graded|evaluated)\b"
-    ),
-    re.compile(r"\bno\s+need\s+to\s+(?:compare|check|verify|grade|evaluate)"),
-    re.compile(
-        r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier|"
-        r"preceding)\s+(?:instructions?|rules?|prompts?)"
-    ),
-    re.compile(
-        r"\b(?:award|give|assign)\s+(?:me\s+|this\s+)?(?:full|maximum|max|perfect)\s+(?:marks?|credit|"
-        r"score|points|reward)"
-    ),
-)
 
 
 def _w(words: str) -> frozenset[str]:
@@ -69,10 +47,53 @@ def _w(words: str) -> frozenset[str]:
 # (lower-cased): "is_correct" holds "correct", "doesn't" holds "doesn" (a property test writes matches
 # from each regex and checks). The rarest group comes first: a math solution holds "answer", "not"
 # or "right" (a right angle) often, "key", "checked" or "marked" rarely.
+_Ways = tuple[tuple[frozenset[str], ...], ...]
+
+# What it orders: to be marked right, not to be checked, earlier instructions dropped (one regex a
+# form, beside the words it needs).
+_ORDERS: tuple[tuple[re.Pattern[str], _Ways], ...] = (
+    (
+        re.compile(
+            r"\b(?:mark|grade|score|count|treat|accept|consider)\s+(?:this(?:\s+(?:answer|response|solution))?|"
+            r"it|me|my\s+\w+|the\s+(?:answer|response|solution))\s+(?:as\s+)?(?:correct|right|full|a\s+pass|"
+            r"passing)\b"
+        ),
+        ((_w("mark grade score count treat accept consider"), _w("correct right full pass passing")),),
+    ),
+    (
+        re.compile(
+            r"\b(?:should|must|will)\s+be\s+(?:marked|graded|scored|judged|considered|accepted)\s+(?:as\s+)?"
+            r"(?:correct|right)"
+        ),
+        ((_w("marked graded scored judged considered accepted"), _w("should must will")),),
+    ),
+    (
+        re.compile(
+            r"\b(?:does\s+not|doesn't|do\s+not|don't|no\s+need\s+to|need\s+not|needn't|needs\s+not)\s+"
+            r"(?:need\s+to\s+)?be\s+(?:compared|checked|verified|graded|evaluated)\b"
+        ),
+        ((_w("compared checked verified graded evaluated"), _w("not doesn don need needn"), _w("be")),),
+    ),
+    (re.compile(r"\bno\s+need\s+to\s+(?:compare|check|verify|grade|evaluate)"), ((_w("no"), _w("need")),)),
+    (
+        re.compile(
+            r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier|"
+            r"preceding)\s+(?:instructions?|rules?|prompts?)"
+        ),
+        ((_w("ignore disregard forget"), _w("previous prior above earlier preceding")),),
+    ),
+    (
+        re.compile(
+            r"\b(?:award|give|assign)\s+(?:me\s+|this\s+)?(?:full|maximum|max|perfect)\s+(?:marks?|credit|"
+            r"score|points|reward)"
+        ),
+        ((_w("award give assign"), _w("full maximum max perfect")),),
+    ),
+)
 _VOICE_WORDS = _w("system sys admin grader evaluator verifier judge instruction instructions") | {
     who + what for who in ("system", "grader", "evaluator", "verifier") for what in ("message", "note", "prompt")
 }
-_RULES: tuple[tuple[str, re.Pattern[str], tuple[tuple[frozenset[str], ...], ...]], ...] = (
+_RULES: tuple[tuple[str, re.Pattern[str], _Ways], ...] = (
     ("speaks in the grader's voice", _VOICE, ((_VOICE_WORDS,),)),
     (
         "names the grader or its answer",
@@ -95,32 +116,7 @@ _RULES: tuple[tuple[str, re.Pattern[str], tuple[tuple[frozenset[str], ...], ...]
         _VERDICT,
         ((_w("verdict correct score grade reward judgement judgment evaluation passed"),),),
     ),
-    (
-        "gives the grader orders",
-        _ORDERS[0],
-        ((_w("mark grade score count treat accept consider"), _w("correct right full pass passing")),),
-    ),
-    (
-        "gives the grader orders",
-        _ORDERS[1],
-        ((_w("marked graded scored judged considered accepted"), _w("should must will")),),
-    ),
-    (
-        "gives the grader orders",
-        _ORDERS[2],
-        ((_w("compared checked verified graded evaluated"), _w("not doesn don need needn"), _w("be")),),
-    ),
-    ("gives the grader orders", _ORDERS[3], ((_w("no"), _w("need")),)),
-    (
-        "gives the grader orders",
-        _ORDERS[4],
-        ((_w("ignore disregard forget"), _w("previous prior above earlier preceding")),),
-    ),
-    (
-        "gives the grader orders",
-        _ORDERS[5],
-        ((_w("award give assign"), _w("full maximum max perfect")),),
-    ),
+    *(("gives the grader orders", rule, ways) for rule, ways in _ORDERS),
 )
 # a word that one of the rules needs first: a text with none of them is not read further (most texts)
 _ANY_FIRST = frozenset().union(*(ways[0] for _, _, alternatives in _RULES for ways in alternatives))
@@ -129,19 +125,13 @@ _GATED = tuple(
     (what, rule, alternatives, frozenset().union(*(ways[0] for ways in alternatives)))
     for what, rule, alternatives in _RULES
 )
-# the text is split as UTF-8 bytes, every byte but an ASCII letter to a space (a non-ASCII character's
-# bytes are all >= 0x80): 4x faster than a regex findall
-_NOT_LETTER_TO_SPACE = bytes.maketrans(
-    bytes(b for b in range(256) if not (b < 128 and chr(b).isalpha())),
-    b" " * sum(not (b < 128 and chr(b).isalpha()) for b in range(256)),
-)
 
 
 def _words(low: str) -> list[str]:
     """The runs of ASCII letters of a lower-cased text, every other character a separator: every
     rule's words are ASCII, and a run of letters the regexes see holds them as runs of this kind too
     (a non-ASCII letter beside them, "égrader", only lets a rule be searched that cannot match)."""
-    return low.encode("utf-8", "surrogatepass").translate(_NOT_LETTER_TO_SPACE).decode("ascii").split()
+    return low.encode("utf-8", "surrogatepass").translate(NOT_LETTER_TO_SPACE).decode("ascii").split()
 
 
 def grader_talk(text: str) -> str | None:
