@@ -37,6 +37,8 @@ import sympy
 from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
 from sympy.core.basic import Basic
 
+from rlvr.verify.math.numeric import closed_value
+
 _POLY_TERM = re.compile(r"([+-]?)(\d*)((?:[a-cf-zA-CF-HJ-Z](?:\^(?:\d|\{\d+\}))?)*)")
 _POLY_FACTOR = re.compile(r"([a-zA-Z])(?:\^\{?(\d+)\}?)?")
 # Letter runs the parser's lexer reads as words, not products (found by parsing
@@ -304,6 +306,8 @@ def _value(x: sympy.Basic) -> float | None:
         return math.inf if x is sympy.S.Infinity else -math.inf
     if not isinstance(x, sympy.Expr) or not x.is_number:
         return None
+    if not x.is_Rational and (direct := closed_value(x)) is not None and direct.imag == 0:
+        return direct.real  # the closed form's value from its tree (numeric.py), as evalf would round it
     v = x if x.is_Rational else x.evalf(30)
     if not isinstance(v, sympy.Rational | sympy.Float):
         return None  # complex, or not evaluated
