@@ -36,7 +36,7 @@ test: $(STAMP) $(VERL_STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	$(BIN)/python -m pytest --durations=25
 	timeout 1200 $(VERL_VENV)/bin/python -m pytest tests/verl
 

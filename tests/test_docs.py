@@ -38,3 +38,16 @@ def test_the_docs_have_runnable_examples() -> None:
 @pytest.mark.parametrize(("page", "line", "code"), EXAMPLES, ids=[f"{p}:{n}" for p, n, _ in EXAMPLES])
 def test_a_docs_example_runs(page: str, line: int, code: str) -> None:
     exec(compile(code, f"{page}:{line}", "exec"), {"__name__": f"docs_{page}"})
+
+
+def test_docstring_examples_are_a_section_the_site_renders_as_code() -> None:
+    # griffe reads "Examples:" as code; "Example:" became an admonition of Markdown, where ">>>" lines
+    # were quotes and their contents links (mkdocs --strict caught a broken one, x.png)
+    src = DOCS.parent / "src" / "rlvr"
+    singular = [
+        f"{p.relative_to(src)}:{n}"
+        for p in src.rglob("*.py")
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if re.fullmatch(r"\s*Example:\s*", line)
+    ]
+    assert not singular, singular

@@ -6,7 +6,7 @@ call, looked up with :meth:`Registry.get` (an unknown name is a :class:`rlvr.err
 that lists what is registered), and a config field that names one is checked with
 :meth:`Registry.check`, so whatever is registered is selectable and nothing else is.
 
-Example:
+Examples:
     >>> shapes = Registry[int]("shape")
     >>> @shapes.register("square", "quad")
     ... def square() -> int:

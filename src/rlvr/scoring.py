@@ -61,7 +61,9 @@ def _score_chunk(
         completions.append(row[c])
         golds.append(row[g])
         others.append({k: v for k, v in row.items() if k not in (c, g)})
-    keys = sorted({k for o in others for k in o} - {"verdicts", "score", "line"})
+    # a run's rollouts.jsonl has a 'step' per row: it is kept in the output, not passed on, where it
+    # would collide with breakdown()'s own ``step`` (the weights are those of the first step)
+    keys = sorted({k for o in others for k in o} - {"verdicts", "score", "line", "step"})
     columns: dict[str, Any] = {k: [o.get(k) for o in others] for k in keys}
     breakdowns = total.breakdown(completions, gold=golds, _on_verified=on_verified, **columns)
     return [{"line": n, **row, "score": b.to_dict()} for (n, row), b in zip(rows, breakdowns)]

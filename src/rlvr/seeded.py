@@ -5,7 +5,7 @@ every time it is seen, in any process, in any order, and a redrawn row must draw
 is a hash of the seed and the row's own content, never a shared random stream. ``blake2b`` is
 stable across runs and machines (Python's ``hash`` is salted per process).
 
-Example:
+Examples:
     >>> u, = uniforms(0, "gold", "text")
     >>> 0.0 <= u < 1.0 and uniforms(0, "gold", "text") == (u,)
     True

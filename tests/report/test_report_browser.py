@@ -94,4 +94,4 @@ def test_cli(runs: list[Path], tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert (tmp_path / "r.html").exists() and (tmp_path / "r-deaths.png").exists()
     r = CliRunner().invoke(app, ["report", str(tmp_path)])
-    assert r.exit_code == 2 and "not a training run" in r.output
+    assert r.exit_code == 2 and "not a run folder" in r.output

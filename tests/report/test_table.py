@@ -59,7 +59,54 @@ def test_cli_tolerates_a_torn_last_line_and_writes_samples(tmp_path):
 
 def test_missing_log_is_a_clear_error(tmp_path):
     r = CliRunner().invoke(app, ["causes", str(tmp_path)])
+    assert r.exit_code == 2 and "not a run folder" in r.output
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n')
+    r = CliRunner().invoke(app, ["causes", str(tmp_path)])
     assert r.exit_code == 2 and "no rollout log" in r.output
+
+
+def test_a_folder_holding_one_run_is_read_and_one_holding_several_names_them(tmp_path):
+    (tmp_path / "warm").mkdir()  # the demo's layout: a saved model beside the GRPO run
+    (tmp_path / "grpo").mkdir()
+    (tmp_path / "grpo" / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    r = CliRunner().invoke(app, ["causes", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert f"reading the run in {tmp_path / 'grpo'}" in r.output and "9 rollouts over 3 steps" in r.output
+    (tmp_path / "again").mkdir()
+    (tmp_path / "again" / "metrics.jsonl").write_text("")
+    for command in ("causes", "report", "quarantine"):
+        r = CliRunner().invoke(app, [command, str(tmp_path)])
+        assert r.exit_code == 2, (command, r.output)
+        assert "holds 2 runs, name one" in r.output and str(tmp_path / "grpo") in r.output, r.output
+
+
+def test_the_cause_table_fits_80_columns_whatever_the_tasks(tmp_path):
+    from rich.console import Console
+
+    from rlvr.cli.causes import _by_task
+
+    tasks = ["math", "countdown", "reasoning_gym/chain_sum", "reasoning_gym/basic_arithmetic", "gsm8k", "x" * 40]
+    rows = [
+        _row(s, f"p{i}", c, task=tasks[i % len(tasks)])
+        for s in (1, 2)
+        for i, c in enumerate(
+            ["correct", "wrong", "no_answer", "truncated", "invalid", "tool_error", "env_timeout", "off_policy"] * 3
+        )
+    ]
+    t = cause_table(rows)
+    console = Console(width=80, record=True, color_system=None)
+    tables = _by_task(t.by_task, "causes", 80)
+    for table in tables:
+        console.print(table)
+    text = console.export_text()
+    assert "…" not in text and max(map(len, text.splitlines())) <= 80  # nothing cut, nothing wider
+    assert len(tables) > 1 and [c.header for tb in tables for c in tb.columns if c.header != "cause"] == [
+        "all",
+        *sorted(tasks),
+    ]
+    cause_lines = [ln for ln in text.splitlines() if ln.startswith("│ ")]
+    for cause in ("no_answer", "truncated", "env_timeout", "off_policy", "tool_error"):
+        assert any(ln.split("│")[1].strip() == cause for ln in cause_lines), cause
 
 
 def test_alarm_lines_from_metrics():

@@ -22,7 +22,7 @@ Scale = Literal["group", "batch", "none"]
 def scale_of(scale: bool | str) -> Scale:
     """``True`` / ``False`` (the older spelling) as ``group`` / ``none``; a name checked.
 
-    Example:
+    Examples:
         >>> scale_of(True), scale_of(False), scale_of("batch")
         ('group', 'none', 'batch')
     """
@@ -54,7 +54,7 @@ def group_advantages(
         eps: added to the std (a group whose rewards are all equal gets 0, not NaN).
         clip: clamp advantages to ``[-clip, clip]`` (None: no clamp).
 
-    Example:
+    Examples:
         >>> group_advantages(torch.tensor([1.0, 0.0, 1.0, 1.0]), 2).tolist()
         [0.7070..., -0.7070..., 0.0, 0.0]
     """
@@ -100,7 +100,7 @@ def normalized_sum(
     function's values ``[N, K]`` normalised within its group over the admitted rows (NaN: the
     function did not apply), then summed with ``weights [K]``: ``[N]`` (NaN where no function applied).
 
-    Example:
+    Examples:
         >>> v = torch.tensor([[1.0, 10.0], [0.0, 30.0], [1.0, 5.0], [1.0, 5.0]])
         >>> normalized_sum(v, torch.tensor([1.0, 0.5]), 2).tolist()
         [0.353..., -0.353..., 0.0, 0.0]
@@ -152,7 +152,7 @@ def indexed_group_advantages(
     be split across the batch. Same rules: only admitted rows enter a group's mean and std, excluded
     rows and groups with fewer than two admitted rows get 0.
 
-    Example:
+    Examples:
         >>> indexed_group_advantages(torch.tensor([1.0, 1.0, 0.0, 1.0]), ["a", "b", "a", "b"]).tolist()
         [0.7071..., 0.0, -0.7071..., 0.0]
     """

@@ -90,7 +90,7 @@ def mismatch(behaviour: torch.Tensor, proximal: torch.Tensor, mask: torch.Tensor
     (``r - 1 - log r`` with ``r = p / b``), per token and per sequence (summed over its tokens, then
     averaged over rows).
 
-    Example:
+    Examples:
         >>> m = mismatch(torch.tensor([[-1.0, -2.0]]), torch.tensor([[-1.0, -2.0]]), torch.ones(1, 2))
         >>> m["offpolicy/k1"], m["offpolicy/k3"]
         (0.0, 0.0)
@@ -117,7 +117,7 @@ def token_weights(
     the truncated product weight of :func:`correction`, row by row, so that it can be computed on a
     micro-batch of whole rows (the fused proximal: the training forward's own log-probs).
 
-    Example:
+    Examples:
         >>> b = torch.tensor([[-1.0, -1.0]])
         >>> token_weights(b, torch.tensor([[-1.0, -0.5]]), torch.ones(1, 2), CorrectionSettings(token_cap=1.2))
         tensor([[1.0000, 1.2000]])
@@ -143,7 +143,7 @@ def correction(
         mask: ``[N, T]`` the tokens that count (the trained tokens).
         settings: what to apply.
 
-    Example:
+    Examples:
         >>> b = torch.tensor([[-1.0, -1.0], [-1.0, -1.0]])
         >>> p = torch.tensor([[-1.0, -0.5], [-3.0, -1.0]])  # row 1's first token: ratio e^-2
         >>> c = correction(b, p, torch.ones(2, 2), CorrectionSettings(token_cap=1.2, token_veto=0.2))

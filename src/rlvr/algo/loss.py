@@ -55,7 +55,7 @@ class Normalizer:
         """From a full batch's trained-token mask ``[N, T]`` (excluded rows all zero) and the
         configured maximum completion length.
 
-        Example:
+        Examples:
             >>> Normalizer.of(torch.tensor([[1, 1, 0], [0, 0, 0], [1, 0, 0]]), max_len=8)
             Normalizer(sequences=2, tokens=3, max_len=8)
         """
@@ -96,7 +96,7 @@ def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     Clamped as verl's ``low_var_kl`` is (the log-ratio to +-20, the estimate to 10): a token the
     reference finds near-impossible would otherwise put ``exp(20)``-sized terms in the loss.
 
-    Example:
+    Examples:
         >>> float(k3_kl(torch.tensor([0.0]), torch.tensor([0.0])))
         0.0
         >>> float(k3_kl(torch.tensor([-30.0]), torch.tensor([0.0])))
@@ -140,8 +140,9 @@ def policy_loss(
         mask: ``[N, T]`` 1 for completion tokens that count.
         norm: whole-batch counts (see :class:`Normalizer`).
         aggregation: ``grpo``, ``dr_grpo``, ``dapo`` or a registered variant.
-        epsilon, epsilon_high: the clip range ``[1 - epsilon, 1 + epsilon_high]``
-            (clip-higher when ``epsilon_high > epsilon``; None means symmetric).
+        epsilon: the lower clip range, ``1 - epsilon``.
+        epsilon_high: the upper clip range, ``1 + epsilon_high`` (clip-higher when
+            ``epsilon_high > epsilon``; None means symmetric).
         beta: weight of the k3 KL to ``ref_logp`` (0: no reference needed).
         is_weights: ``[N, T]`` detached importance weights of the behaviour/proximal gap
             (:func:`rlvr.algo.correction.correction`) on each token's policy term (not the KL term,

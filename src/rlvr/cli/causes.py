@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from rlvr.cli.console import abort, console, err_console
+from rlvr.cli.console import abort, console, err_console, run_folder
 
 
 def causes(
@@ -19,7 +20,6 @@ def causes(
 ) -> None:
     """Per task: how each rollout ended (correct / wrong / no_answer / truncated / invalid / stale /
     bad_gold), how the two deaths moved over the run, and the prompts that die most."""
-    from rlvr.diagnostics.causes import shown
     from rlvr.report.table import (
         alarm_lines,
         cause_table,
@@ -29,22 +29,17 @@ def causes(
     )
     from rlvr.runs import read_metrics, read_rollouts
 
+    given, run_dir = run_dir, run_folder(run_dir)
     try:
         rows, torn = read_rollouts(run_dir)
+        metrics = read_metrics(run_dir)
     except (FileNotFoundError, ValueError) as e:
         abort(str(e))
     if torn:
         err_console.print("[yellow]the last line was cut off (a run still going, or killed): skipped[/]")
     t = cause_table(rows, top)
-    table = Table(title=f"{run_dir}: {t.rows} rollouts over {t.steps} steps")
-    table.add_column("task")
-    columns = shown(k for counts in t.by_task.values() for k in counts)
-    for c in columns:
-        table.add_column(c.value, justify="right")
-    for task, counts in sorted(t.by_task.items(), key=lambda kv: kv[0] == "all"):
-        n = sum(counts.values())
-        table.add_row(task, *[f"{counts.get(c.value, 0)} ({counts.get(c.value, 0) / n:.0%})" for c in columns])
-    console.print(table)
+    for table in _by_task(t.by_task, f"{run_dir}: {t.rows} rollouts over {t.steps} steps", console.width):
+        console.print(table)
     split = whose_fault(t.by_task.get("all", {}), _env_faults(run_dir))
     if split["environment"] or split["policy"]:
         n = sum(t.by_task.get("all", {}).values()) or 1
@@ -55,7 +50,7 @@ def causes(
             total = sum(causes.values())
             owners.add_row(owner, f"{total} ({total / n:.0%})", ", ".join(f"{c} {k}" for c, k in causes.items()) or "-")
         console.print(owners)
-    down = outages(read_metrics(run_dir))
+    down = outages(metrics)
     if down:
         spans = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in down)
         n_down = sum(b - a + 1 for a, b in down)
@@ -78,12 +73,37 @@ def causes(
     alarms = Table(title="reward-hacking alarms")
     for col in ("alarm", "steps fired", "first", "peak"):
         alarms.add_column(col, justify="right")
-    for name, fired, first, peak in alarm_lines(read_metrics(run_dir)):
+    for name, fired, first, peak in alarm_lines(metrics):
         alarms.add_row(name, f"[red]{fired}[/]" if fired else "0", str(first or "-"), f"{peak:.2f}")
     console.print(alarms)
     if sample:
-        path = write_samples(rows, out or run_dir / "failures.md", sample)
+        path = write_samples(rows, out or given / "failures.md", sample)
         console.print(f"failed rollouts to review: {path}")
+
+
+def _by_task(by_task: dict[str, Counter[str]], title: str, width: int) -> list[Table]:
+    """The cause table, a row per cause and a column per task ("all" first): as many tables as it
+    takes for the tasks to fit ``width`` (a table a cause wide would cut its headers on 80 columns)."""
+    from rlvr.diagnostics.causes import shown
+
+    causes = [c.value for c in shown(k for counts in by_task.values() for k in counts)]
+    tasks = sorted(by_task, key=lambda k: (k != "all", k))
+    cell = 11  # "1234 (100%)"
+    per_table = max(1, (width - max(map(len, causes)) - 4) // (cell + 3))
+    tables = []
+    for start in range(0, len(tasks), per_table):
+        table = Table(title=title if start == 0 else None)
+        table.add_column("cause", no_wrap=True)
+        for task in tasks[start : start + per_table]:
+            table.add_column(task, justify="right", overflow="fold", min_width=cell)
+        for cause in causes:
+            cells = []
+            for task in tasks[start : start + per_table]:
+                k, n = by_task[task].get(cause, 0), sum(by_task[task].values()) or 1
+                cells.append(f"{k} ({k / n:.0%})")
+            table.add_row(cause, *cells)
+        tables.append(table)
+    return tables
 
 
 def _env_faults(run_dir: Path) -> frozenset[str] | None:

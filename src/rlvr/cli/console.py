@@ -6,11 +6,14 @@ Exit codes: 0 success (for ``verify``: correct), 1 a negative result (any other 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from rlvr.runs.folder import locate_run
 
 console = Console()
 err_console = Console(stderr=True)
@@ -32,3 +35,15 @@ def progress(total: int, start: int = 0) -> Any:
         TextColumn("{task.fields[info]}"),
         console=err_console,
     )
+
+
+def run_folder(path: Path) -> Path:
+    """The run a command was pointed at: ``path``, or the one run inside it (said on stderr);
+    otherwise abort with the runs to choose from (:func:`rlvr.runs.folder.locate_run`)."""
+    try:
+        run = locate_run(path)
+    except FileNotFoundError as e:
+        abort(str(e))
+    if run != path:
+        err_console.print(f"reading the run in {run}", soft_wrap=True)
+    return run

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from rlvr.cli.console import abort, console
+from rlvr.cli.console import console, run_folder
 
 
 def quarantine(
@@ -18,8 +18,7 @@ def quarantine(
     """Prompts taken out of training because their rollouts kept dying, with why and their failures."""
     from rlvr.diagnostics import quarantine as q
 
-    if not run_dir.is_dir():
-        abort(f"{run_dir}: no such run folder")
+    run_dir = run_folder(run_dir)
     if readmit:
         back = q.readmit(run_dir, readmit)
         missing = sorted(set(readmit) - set(back))

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from rlvr.cli.console import abort, console, err_console
+from rlvr.cli.console import abort, console, err_console, run_folder
 
 
 def report(
@@ -21,6 +21,10 @@ def report(
 
     from rlvr.report import build_report
 
+    runs = [run_folder(d) for d in run_dirs]
+    if out is None and runs[0] != run_dirs[0]:  # the folder named holds the run: the page goes there
+        out = run_dirs[0] / "report.html"
+
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task("report", total=5)
 
@@ -29,7 +33,7 @@ def report(
             bar.advance(task)
 
         try:
-            path = build_report(run_dirs, out, per_cause=samples, on_figure=step)
+            path = build_report(runs, out, per_cause=samples, on_figure=step)
         except (FileNotFoundError, ValueError) as e:
             abort(str(e))
     console.print(f"report: {path}")

@@ -43,17 +43,21 @@ def read_log(path: str | Path) -> tuple[list[dict[str, Any]], bool]:
         ValueError: a line other than the last is not JSON (names the file and the line).
     """
     rows, torn = [], False
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
+    lines = Path(path).read_bytes().splitlines()
+    for i, raw in enumerate(lines):
+        if not raw.strip():
             continue
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i == len(lines) - 1:
+            row = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            if i == len(lines) - 1:  # a writer killed mid-line (a multi-byte character cut too)
                 torn = True
                 continue
-            raise ValueError(f"{path}:{i + 1}: not valid JSON") from None
+            what = "not UTF-8" if isinstance(e, UnicodeDecodeError) else "not valid JSON"
+            raise ValueError(f"{path}:{i + 1}: {what}") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{i + 1}: a JSON {type(row).__name__}, expected an object")
+        rows.append(row)
     return rows, torn
 
 

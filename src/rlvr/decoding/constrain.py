@@ -258,7 +258,7 @@ def forced_tokens(bits: torch.Tensor) -> torch.Tensor:
     token (the grammar forced it: under its mask its log-prob is 0 and it carries no gradient, so it
     must not count in a loss normaliser either). Unmasked positions (-1) are not forced.
 
-    Example:
+    Examples:
         >>> forced_tokens(torch.stack([pack_bits(2, [5]), pack_bits(2, [5, 40]), torch.full((2,), -1)])).tolist()
         [True, False, False]
     """

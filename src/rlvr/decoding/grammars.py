@@ -118,7 +118,7 @@ def output_regex(
     """The whole output as one regular expression, for engines whose structured output takes a regex
     (vLLM through TRL's ``vllm_structured_outputs_regex``): reasoning free of ``<``, then the answer.
 
-    Example:
+    Examples:
         >>> output_regex("text", think_tag=None)
         '<answer>[^<]{0,200}</answer>'
     """

@@ -13,7 +13,7 @@ single-turn sampling). Held-out evaluation is never cut.
 Whether a completion is cut, and where, is drawn from the seed, the prompt and the completion, so
 the same rollout always meets the same fate and a redrawn one draws again.
 
-Example:
+Examples:
     >>> cut = Truncation(rate=1.0, seed=0)
     >>> n = cut.length([5, 6], [10, 11, 12, 13, 2], eos={2})
     >>> 1 <= n <= 4   # cut before the eos: the completion ends truncated

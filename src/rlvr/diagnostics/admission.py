@@ -60,7 +60,7 @@ class ColdStart:
     """The cold-start switch: on until the mean format-death rate of the last ``window`` steps is
     below ``threshold``; once off it stays off.
 
-    Example:
+    Examples:
         >>> cs = ColdStart(threshold=0.05, window=2)
         >>> [cs.update(r) for r in (0.4, 0.1, 0.02, 0.01, 0.5)]
         [True, True, True, False, False]

@@ -118,7 +118,7 @@ def cause_of(
     env_crash). ``off_policy``: the engine's off-policy correction rejected the row (it follows
     ``stale``: both are the engine's, and say nothing about the policy).
 
-    Example:
+    Examples:
         >>> cause_of(Status.WRONG, "length").value
         'truncated'
         >>> cause_of(Status.CORRECT, episode=Cause.TOOL_ERROR).value

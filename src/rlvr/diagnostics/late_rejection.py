@@ -31,7 +31,7 @@ def reject_late(
     """The decision's causes and admission with the rejected rows made ``off_policy`` and out,
     and the metrics that change: ``causes/*``, ``failure/excluded_frac``, ``offpolicy/rejected``.
 
-    Example:
+    Examples:
         >>> c, a, m = reject_late([Cause.CORRECT, Cause.WRONG], torch.tensor([True, True]), [True, False])
         >>> [x.value for x in c], a.tolist(), m["causes/off_policy"]
         (['off_policy', 'wrong'], [False, True], 0.5)

@@ -39,7 +39,7 @@ class Redraws:
         budget: extra episodes the step may spend (``redraw_budget`` x rows), None: rounds only.
         wait_out: stop at an outage (``failure.wait_out_outages``).
 
-    Example:
+    Examples:
         >>> r = Redraws(tries=2, budget=5)
         >>> r.plan([1, 2, 3], attempt=1), r.plan([1, 2, 3], attempt=2), r.plan([1], attempt=3)
         ([1, 2, 3], [1, 2], [])
@@ -93,7 +93,7 @@ def env_counts(causes: Sequence[Cause], served: Sequence[bool], owned: frozenset
 def thin_groups(admit: torch.Tensor, group_size: int, min_rows: int) -> torch.Tensor:
     """``[N/G]`` groups with at least one but fewer than ``min_rows`` admitted rows.
 
-    Example:
+    Examples:
         >>> thin_groups(torch.tensor([1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0]).bool(), 4, 2).tolist()
         [True, False, False]
     """

@@ -11,7 +11,7 @@ small dict for checkpoints. Which rows to redraw (:meth:`FailureAware.to_resampl
 groups carry a signal (:func:`informative`) are the engine's to act on, as is the draw-ahead
 buffer of dynamic sampling (:class:`DrawAhead`, which only decides freshness and order).
 
-Example:
+Examples:
     >>> from rlvr.config import FailureConfig
     >>> from rlvr.types import Status, Verdict
     >>> fa = FailureAware(FailureConfig(quarantine=False), group_size=2)

@@ -371,7 +371,7 @@ def stop_ids_of(model: Any, tokenizer: Any) -> tuple[int, ...]:
     config lists (Qwen2.5-Instruct ends on ``<|im_end|>`` and also ``<|endoftext|>``), as TRL and
     ``generate`` stop on them.
 
-    Example:
+    Examples:
         >>> from types import SimpleNamespace as NS
         >>> stop_ids_of(NS(generation_config=NS(eos_token_id=[7, 3])), NS(eos_token_id=3))
         (3, 7)

@@ -90,7 +90,7 @@ class Faults:
     and ``outages``, ``[start, end)`` step ranges during which every call fails (``env_crash``: the
     tool server is down for a stretch of steps, not a coin flip per episode).
 
-    Example:
+    Examples:
         >>> f = Faults(outages=((3, 5),))
         >>> [f.draw("ep", 1, step) for step in (2, 3, 4, 5)]
         [None, <Cause.ENV_CRASH: 'env_crash'>, <Cause.ENV_CRASH: 'env_crash'>, None]

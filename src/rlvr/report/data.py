@@ -131,7 +131,7 @@ def _band(m: dict[str, Any], name: str, mean: float, std: float) -> tuple[float,
 def wilson(p: float, n: int, z: float = 1.0) -> tuple[float, float]:
     """The Wilson score interval of a proportion ``p`` over ``n`` trials (always inside [0, 1]).
 
-    Example:
+    Examples:
         >>> [round(x, 3) for x in wilson(0.0, 64)]
         [0.0, 0.015]
     """

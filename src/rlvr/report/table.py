@@ -48,7 +48,7 @@ def whose_fault(counts: dict[str, int], env_faults: frozenset[str] | None = None
 def outages(metrics: list[dict[str, Any]]) -> list[tuple[int, int]]:
     """The stretches of steps the environment was down (``env/down``), as ``(first, last)``.
 
-    Example:
+    Examples:
         >>> outages([{"step": s, "env/down": float(s in (3, 4, 5, 9))} for s in range(1, 11)])
         [(3, 5), (9, 9)]
     """

@@ -19,7 +19,7 @@ from rlvr.errors import ConfigError
 class Schedule:
     """A piecewise-linear weight over training steps.
 
-    Example:
+    Examples:
         >>> Schedule.parse([[0, 0.0], [100, 1.0]]).at(25)
         0.25
     """

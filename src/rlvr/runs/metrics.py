@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rlvr.data.jsonl import read_log
+
 
 def open_step_log(path: Path, resume_step: int | None) -> Any:
     """Open a per-step JSONL log for appending: fresh for a new run; on resume, cut to the lines of
@@ -85,6 +87,10 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
-    """All metric lines of a run."""
+    """All metric lines of a run (a torn last line, from a killed writer, skipped).
+
+    Raises:
+        ValueError: a line other than the last is not a JSON object (names the file and line).
+    """
     p = Path(run_dir) / "metrics.jsonl"
-    return [json.loads(ln) for ln in p.read_text().splitlines() if ln.strip()] if p.exists() else []
+    return read_log(p)[0] if p.exists() else []

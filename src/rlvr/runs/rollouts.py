@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rlvr.data.jsonl import read_log
 from rlvr.runs.metrics import open_step_log
 
 
@@ -27,8 +28,6 @@ class RolloutLog:
 
 def read_rollouts(run_dir: str | Path) -> tuple[list[dict[str, Any]], bool]:
     """The rollout records of a run, and whether a torn last line (a killed writer) was skipped."""
-    from rlvr.data.jsonl import read_log
-
     path = Path(run_dir) / "rollouts.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{path}: no rollout log (was the run made with run.log_rollouts: true?)")

@@ -85,7 +85,7 @@ def evaluate(text: str) -> Fraction:
         Refused: the text is not plain arithmetic, or a result would be too large.
         ZeroDivisionError: division by zero.
 
-    Example:
+    Examples:
         >>> evaluate("3 × (4 + 1) / 2")
         Fraction(15, 2)
     """

@@ -256,7 +256,7 @@ def verify_mcq(completion: str, gold: Any, *, options: Any = None, prompt: str |
         options: the options (a list for A, B, ...; a mapping; or text with ``A) ...`` lines).
         prompt: the question, to read the options from when none are given.
 
-    Example:
+    Examples:
         >>> verify_mcq("Let me think. The correct option is (B).", "B").status.value
         'correct'
         >>> verify_mcq("It is A or B.", "B").status.value

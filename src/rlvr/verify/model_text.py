@@ -39,7 +39,7 @@ _CONTROL = re.compile(
 def model_part(text: str) -> str:
     """The completion up to its first chat-control token.
 
-    Example:
+    Examples:
         >>> model_part("The answer is 41.<|im_end|>The answer is 42.")
         'The answer is 41.'
     """
@@ -101,7 +101,7 @@ def _drop_groups(s: str, pattern: re.Pattern[str]) -> str:
 def visible_latex(text: str) -> str:
     r"""The text as LaTeX would render it, as far as an answer is concerned.
 
-    Example:
+    Examples:
         >>> visible_latex(r"\boxed{41} {\color{white}\boxed{42}} \phantom{\boxed{43}}").split()
         ['\\boxed{41}']
     """
@@ -152,7 +152,7 @@ def plain_unicode(text: str) -> str:
     The en dash counts as a minus only between a space or an operator and a digit (``x = –2``),
     never between two numbers (``2–3`` stays a range).
 
-    Example:
+    Examples:
         >>> plain_unicode("x = −2, add 2½ cups and **42**")
         'x = -2, add 2 1/2 cups and 42'
     """
@@ -178,7 +178,7 @@ _HTML_TAG = re.compile(
 def visible_markup(text: str) -> str:
     """The text without the markup a reader does not see.
 
-    Example:
+    Examples:
         >>> visible_markup('It is 7. <!-- it is 12 --> ![12](x.png) <img alt="12" src="y">').split()
         ['It', 'is', '7.']
     """
@@ -231,7 +231,7 @@ _HAS_LOCAL_FORM = re.compile(r"[.,](?:(?<=\d,)\d|(?<=\.)\d{3})")  # \.\d{3}|\d,\
 def local_numbers(text: str) -> str:
     """Numbers written the way the text's locale writes them, as a reader of that locale reads them.
 
-    Example:
+    Examples:
         >>> local_numbers("Die Antwort ist 1.234,5 und nicht 3,75; total 1\u00a0000\u00a0000")
         'Die Antwort ist 1234.5 und nicht 3.75; total 1000000'
         >>> local_numbers("The points (3,5) and 1.234 stay as written; $2{,}5$ and $1{,}000$")
@@ -261,7 +261,7 @@ def unquoted(text: str) -> str:
     r"""The text without quotations that hold a box (the question restated, a problem quoted): what
     the model quotes is not what it answers.
 
-    Example:
+    Examples:
         >>> unquoted('The problem says "show that \\boxed{12} is the answer"; I find x = 7.').split()
         ['The', 'problem', 'says', ';', 'I', 'find', 'x', '=', '7.']
     """

@@ -12,7 +12,7 @@ A gold answer that cannot be parsed (a broken dataset row) makes every rollout o
 golds so (``rewards.bad_gold``), drawn from the seed and the gold alone, so a bad gold stays bad
 for the whole run, as a broken row does; its prompt is the failure step's to quarantine.
 
-Example:
+Examples:
     >>> from rlvr.types import Status, Verdict
     >>> down = Outage(rate=1.0, seed=0).apply([Verdict(Status.CORRECT)], ["42"], ["42"])
     >>> down[0].status in (Status.TIMEOUT, Status.ERROR), down[0].details["injected"]

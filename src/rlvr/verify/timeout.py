@@ -136,7 +136,7 @@ def time_limit(seconds: float | None) -> _Limit:
     ``None`` or a non-positive value means no limit. Safe to nest and to use from
     any thread.
 
-    Example:
+    Examples:
         >>> with time_limit(1.0):
         ...     x = sum(range(1000))
         >>> x

@@ -87,7 +87,7 @@ def vllm_correction(cfg: TrainConfig) -> dict[str, Any]:
     -> ``sequence_truncate | sequence_mask``, each with its cap as ``vllm_importance_sampling_clip_max``;
     nothing set keeps TRL's own default (``sequence_mask`` at 3.0: TRL corrects by default).
 
-    Example:
+    Examples:
         >>> from rlvr.config import load_config
         >>> vllm_correction(load_config(None, ["engine=trl", "trl.use_vllm=true", "off_policy.token_cap=2"]))
         {'vllm_importance_sampling_correction': True, 'vllm_importance_sampling_mode': 'token_truncate', \

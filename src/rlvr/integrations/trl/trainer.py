@@ -987,7 +987,7 @@ def prompt_key(row: dict[str, Any]) -> str:
     dataset has one, else a digest of its prompt (of the whole row when it has none: environment-owned
     data), so no column is added to the user's rows.
 
-    Example:
+    Examples:
         >>> prompt_key({"prompt_id": 7, "prompt": "x"}), prompt_key({"prompt": "2+2"}) == prompt_key({"prompt": "2+2"})
         ('7', True)
     """

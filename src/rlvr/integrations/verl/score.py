@@ -48,7 +48,7 @@ def compute_score(
 ) -> dict[str, Any]:
     """Score one verl rollout: ``{"score": total, "acc": ..., "status": ..., <component>: ...}``.
 
-    Example:
+    Examples:
         >>> compute_score("openai/gsm8k", "<think>2+2</think><answer>4</answer>", "4")["score"]
         1.1
     """

@@ -214,7 +214,7 @@ def compile_asserts(tests: str, entry_point: str | None) -> list[Check] | None:
     by its parameter's name (HumanEval). Imports of ``math``, docstrings, ``pass`` and literal
     assignments (HumanEval's ``METADATA``) may stand beside them.
 
-    Example:
+    Examples:
         >>> [c.kind for c in compile_asserts("assert f(2) == 4\\nassert not f(0)", "f")]
         ['eq', 'not']
     """

@@ -66,7 +66,7 @@ def _invalid(why: str, code: str = "", rule: str = "", **details: Any) -> Verdic
 def unencodable(text: str) -> str | None:
     r"""Why ``text`` cannot be encoded as UTF-8 (a lone surrogate, which JSON escapes can carry), or None.
 
-    Example:
+    Examples:
         >>> unencodable("print(1)") is None, unencodable("x = '\ud800'")
         (True, "a lone surrogate '\\ud800' at character 5")
     """

@@ -83,7 +83,7 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
     """``(rule, reason)`` when the clause of ``text`` that names the answer ``span`` does not commit
     to it; None when it does (or the span is not found as written).
 
-    Example:
+    Examples:
         >>> uncommitted("So the answer is not 12.", "12")
         ('negated', "the answer is said not to be '12'")
         >>> uncommitted("The answer might be 12.", "12")[0]

@@ -204,7 +204,7 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 def question_numbers(question: str) -> frozenset[str]:
     """The numbers a question states (digits as written, leading zeros dropped).
 
-    Example:
+    Examples:
         >>> sorted(question_numbers(r"What is $2^{10} - 24$, to 0.50 precision?"))
         ['0.5', '10', '2', '24']
     """

@@ -54,7 +54,7 @@ def polynomial(s: str) -> sympy.Basic | None:
     reads otherwise (``d`` starts a differential, ``e`` is Euler's number, ``I`` the
     imaginary unit) and runs of more than three letters (words) go to the parser.
 
-    Example:
+    Examples:
         >>> sympy.srepr(polynomial("3x^2 - 1"))
         "Add(Mul(Integer(3), Pow(Symbol('x'), Integer(2))), Integer(-1))"
     """
@@ -99,7 +99,7 @@ def polynomial_quotient_or_product(text: str) -> sympy.Basic | None:
     product of the numerator and the denominator's ``Pow(n, -1)``, or of the two sums. The polynomials are
     :func:`polynomial`'s; anything else goes to the parser.
 
-    Example:
+    Examples:
         >>> sympy.srepr(polynomial_quotient_or_product(r"\\frac{3a}{4}"))
         "Mul(Pow(Integer(4), Integer(-1)), Mul(Integer(3), Symbol('a')))"
     """
@@ -124,7 +124,7 @@ def trig_of_letter(text: str) -> sympy.Basic | None:
     """``\\cot x``: a trigonometric function of one lower-case letter (not ``e`` or ``i``, which the
     parser reads as constants), as the parser builds it: the SymPy function applied to the symbol.
 
-    Example:
+    Examples:
         >>> trig_of_letter(r"\\cot x")
         cot(x)
     """
@@ -267,7 +267,7 @@ def closed_form(text: str) -> sympy.Basic | None:
     """``3 + 2\\sqrt{2}``, ``-\\frac{\\pi}{6}``, ``\\frac{5\\pi^2}{4}``: integers, ``\\pi``, square
     roots, fractions, powers and their arithmetic, from latex2sympy2_extended's normalised text.
 
-    Example:
+    Examples:
         >>> sympy.srepr(closed_form(r"2\\sqrt{5}"))
         'Mul(Integer(2), Pow(Integer(5), Rational(1, 2)))'
         >>> closed_form(r"\\sqrt[3]{2}") is None  # not a shape of this builder: the parser's
@@ -337,7 +337,7 @@ def interval(a: sympy.Basic, b: sympy.Basic, left_open: bool = False, right_open
     empty) is plain from their values (rationals compared exactly, other numbers at 30 digits, never
     two that may be equal); otherwise SymPy's own constructor decides (a point, symbols, complex).
 
-    Example:
+    Examples:
         >>> interval(sympy.Integer(-1), sympy.oo, left_open=True)
         Interval.open(-1, oo)
     """
@@ -364,7 +364,7 @@ def union_of(*sets: sympy.Basic) -> sympy.Basic:
     """``sympy.Union(*sets)``, built directly when the sets are intervals with numeric endpoints that,
     in order, stand apart (SymPy's simplification would leave them as they are); otherwise SymPy's.
 
-    Example:
+    Examples:
         >>> two, nine = sympy.Integer(2), sympy.Integer(9)
         >>> union_of(interval(nine, sympy.oo, True), interval(-sympy.oo, two, right_open=True))
         Union(Interval.open(-oo, 2), Interval.open(9, oo))

@@ -78,7 +78,7 @@ def unfinished_answer(text: str) -> str | None:
     judges the tag), or the last ``\\boxed{`` never closes its brace. Reasoning inside ``<think>``
     does not count.
 
-    Example:
+    Examples:
         >>> unfinished_answer(r"so it is \\boxed{42")
         'the final \\\\boxed{ was never closed (an unfinished answer)'
         >>> unfinished_answer(r"\\boxed{42}") is None
@@ -317,7 +317,7 @@ def mask_currency(text: str) -> str:
     GSM8K prose ("costs $40 and is discounted by $6, so ... $34.") pairs two prices into one
     "math span"; a ``$`` before a number whose would-be span holds prose is a currency sign.
 
-    Example:
+    Examples:
         >>> mask_currency("costs $40 and then $34.")
         'costs  40 and then  34.'
     """

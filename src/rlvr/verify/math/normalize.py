@@ -121,7 +121,7 @@ _INTEGER_INDEX = re.compile(
 def repeating_decimal(s: str) -> str:
     r"""``0.1\overline{6}`` as the fraction it is (``\frac{15}{90}``), any repeating decimal.
 
-    Example:
+    Examples:
         >>> repeating_decimal(r"0.\overline{3}"), repeating_decimal(r"2.1\overline{45}")
         ('\\frac{3}{9}', '\\frac{2124}{990}')
     """
@@ -169,7 +169,7 @@ PLAIN_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 def normalize(span: str) -> str:
     """Bring an answer span to one canonical LaTeX-ish spelling (units stay: the parser reads them).
 
-    Example:
+    Examples:
         >>> normalize(r"$\\dfrac{1}{2}\\,\\text{cm}$")
         '\\\\frac{1}{2} \\\\text{cm}'
         >>> normalize("1,234,567")

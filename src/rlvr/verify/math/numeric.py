@@ -40,7 +40,7 @@ def closed_value(x: sympy.Basic, point: Mapping[sympy.Basic, sympy.Rational] | N
     """The value of ``x`` as a complex double (its variables at ``point``: the random points at which
     two expressions are compared), or None when it cannot be vouched for here.
 
-    Example:
+    Examples:
         >>> closed_value(sympy.Add(1, sympy.Mul(2, sympy.I, evaluate=False), evaluate=False))
         (1+2j)
         >>> closed_value(sympy.Symbol("x")) is None

@@ -43,7 +43,7 @@ def verify_math(
     Returns:
         A :class:`Verdict`; ``timeout`` and ``error`` are never reported as ``wrong``.
 
-    Example:
+    Examples:
         >>> verify_math(r"so the answer is $\\boxed{\\frac{1}{2}}$", "0.5").status.value
         'correct'
         >>> verify_math("I don't know", "3", strict=True).status.value

@@ -75,7 +75,7 @@ def _cardinal(words: list[str]) -> int | None:
 def parse_number_words(text: str) -> Fraction | None:
     """The value of an English number phrase, or None when ``text`` is anything else.
 
-    Example:
+    Examples:
         >>> parse_number_words("forty-two"), parse_number_words("minus three quarters")
         (Fraction(42, 1), Fraction(-3, 4))
         >>> parse_number_words("twelve apples") is None
