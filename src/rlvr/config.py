@@ -692,23 +692,61 @@ class TrainConfig(_Strict):
 def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
     keys = dotted.split(".")
     node = tree
+    if any(not k for k in keys):
+        raise ConfigError(f"--set {dotted}: an empty key between dots")
     for k in keys[:-1]:
-        node = node.setdefault(k, {})
+        if node.get(k) is None:  # absent, or null in the file ("lora:" with nothing under it)
+            node[k] = {}
+        node = node[k]
         if not isinstance(node, dict):
             raise ConfigError(f"--set {dotted}: {k!r} is not a section")
     node[keys[-1]] = value
 
 
-def explain(e: ValidationError) -> str:
-    lines = []
+def explain(e: ValidationError, root: type[BaseModel] | None = None) -> str:
+    """One line naming every field at fault, what it got and what it takes; an unknown field gets
+    the nearest known name of its section (``root``: the model validated, default :class:`TrainConfig`)."""
+    root = root or TrainConfig
+    parts = []
     for err in e.errors():
         where = ".".join(str(x) for x in err["loc"]) or "config"
         msg = err["msg"].removeprefix("Value error, ")
-        got = f" (got {err['input']!r})" if err["type"] != "missing" and not isinstance(err["input"], dict) else ""
+        shown = err["input"]
+        got = ""
+        if err["type"] != "missing" and not isinstance(shown, dict | list):
+            got = f" (got {_short(shown)})"
         if err["type"] == "extra_forbidden":
-            msg = "unknown field; check the spelling (see `rlvr train --help` or rlvr/config.py)"
-        lines.append(f"{where}: {msg}{got}")
-    return "invalid config:\n  " + "\n  ".join(lines)
+            msg = "unknown field" + _suggestion(root, err["loc"])
+        parts.append(f"{where}: {msg}{got}")
+    return "invalid config: " + "; ".join(parts)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _suggestion(root: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """``"; did you mean 'x'?"`` for the unknown last key of ``loc``, from its section's fields."""
+    import difflib
+    import typing
+
+    model: Any = root
+    for key in loc[:-1]:
+        if isinstance(key, int):  # an item of a list: its model is the list's
+            continue
+        field = model.model_fields.get(key)
+        if field is None:
+            return "; check the spelling (rlvr train --help lists the sections)"
+        sub = [a for a in (field.annotation, *typing.get_args(field.annotation)) if isinstance(a, type)]
+        model = next((a for a in sub if issubclass(a, BaseModel)), None)
+        if model is None:
+            return ""
+    known = list(model.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f"; {'.'.join(map(str, loc[:-1])) or 'the top level'} has: {', '.join(known)}"
 
 
 def read_yaml(path: str | Path, what: str, top: str) -> dict[str, Any]:
@@ -718,14 +756,29 @@ def read_yaml(path: str | Path, what: str, top: str) -> dict[str, Any]:
         ConfigError: no such file, not valid YAML, or a top level that is not a mapping (of ``top``).
     """
     try:
-        loaded = yaml.safe_load(Path(path).read_text())
+        loaded = yaml.safe_load(Path(path).read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such {what}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: a folder, not a {what}") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the {what} ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        raise ConfigError(f"{path}{_yaml_where(e)}: not valid YAML ({_yaml_problem(e)})") from None
     if loaded is not None and not isinstance(loaded, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of {top}")
     return loaded or {}
+
+
+def _yaml_where(e: yaml.YAMLError) -> str:
+    mark = getattr(e, "problem_mark", None)
+    return f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    return " ".join(str(getattr(e, "problem", None) or e).split())
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
@@ -738,9 +791,13 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     tree = read_yaml(path, "config file", "sections (model, data, ...)") if path is not None else {}
     for item in overrides or []:
         key, sep, raw = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise ConfigError(f"--set {item!r}: expected key.sub=value (e.g. optim.lr=1e-4)")
-        _set(tree, key.strip(), yaml.safe_load(raw))
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"--set {item!r}: the value is not valid YAML ({_yaml_problem(e)})") from None
+        _set(tree, key.strip(), value)
     try:
         return TrainConfig.model_validate(tree)
     except ValidationError as e:

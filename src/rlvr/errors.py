@@ -19,6 +19,11 @@ class DataError(RlvrError, ValueError):
     """Malformed input data; the message names the file and line."""
 
 
+class RunError(RlvrError):
+    """A run could not go on (a checkpoint its disk refused); the message says what is intact and
+    how to continue."""
+
+
 class VerifierTimeout(BaseException):
     """A verification ran past its time limit."""
 

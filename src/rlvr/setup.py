@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rlvr.config import TrainConfig
+from rlvr.data.prompts import check_context
 from rlvr.data.stream import default_data
 from rlvr.data.tasks import Sample
 from rlvr.decoding.constrain import from_config as constrainer_for
@@ -78,6 +79,8 @@ def build(
     """
     setup_torch(cfg.run.threads, cfg.run.seed)
     device = check_device(cfg, engine)
+    if train_rows is None and eval_rows is None:  # read (and refused) before a model loads
+        train_rows, eval_rows = default_data(cfg)
     if model is None:
         mcfg = cfg.model if engine == "rlvr" else cfg.model.model_copy(update={"gradient_checkpointing": False})
         model, tokenizer = load_model(mcfg, cfg.run.seed, device if engine == "rlvr" else None)
@@ -85,8 +88,8 @@ def build(
         model = model.to(device)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    if train_rows is None and eval_rows is None:
-        train_rows, eval_rows = default_data(cfg)
+    context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    check_context([*(train_rows or ()), *(eval_rows or ())], tokenizer, context, cfg.rollout.max_new_tokens)
     rewards = rewards or Total.from_config(cfg.rewards)
     fmt = rewards.rewards.get("format")
     tags = (getattr(fmt, "think_tag", None), getattr(fmt, "answer_tag", "answer"))

@@ -24,7 +24,8 @@ def train(
     import os
 
     from rlvr.config import load_config
-    from rlvr.errors import ConfigError, DataError
+    from rlvr.errors import ConfigError, DataError, RunError
+    from rlvr.runs.checkpoint import disk_refused
 
     overrides = list(set_)
     if resume is not None:
@@ -51,6 +52,12 @@ def train(
             result = _train_rlvr(cfg, resume is not None)
     except (ConfigError, DataError) as e:
         abort(str(e))
+    except RunError as e:
+        abort(str(e), 1)
+    except OSError as e:
+        if not disk_refused(e):
+            raise
+        abort(f"{e.filename or cfg.run.out_dir}: {e.strerror}; the run stopped (its last checkpoint is intact)", 1)
     if int(os.environ.get("RANK", "0")) == 0:
         _summary(cfg, result)
     if world > 1:

@@ -80,17 +80,23 @@ def rows_to_samples(
     out: list[Sample] = []
     layout: Layout | None = None
     for i, row in enumerate(rows):
-        layout = layout or detect_layout(row)
+        where = f"{source or 'rows'}:{lines[i] if lines else i + 1}"
+        try:
+            layout = layout or detect_layout(row)
+        except DataError as e:
+            raise DataError(f"{where}: {e}") from None
         _, prompt_of, gold_of = layout
         try:
             prompt = prompt_of(row)
             gold = gold_of(row)
+            problem = _unusable(prompt, row, gold)
         except (KeyError, AttributeError, TypeError) as e:
-            where = f"{source or 'rows'}:{lines[i] if lines else i + 1}"
+            problem = f"does not fit the {layout[0]} layout ({e})"
+        if problem is not None:
             if on_bad is not None:
-                on_bad(f"{where}: skipped: does not fit the {layout[0]} layout ({e})")
+                on_bad(f"{where}: skipped: {problem}")
                 continue
-            raise DataError(f"{where}: the row does not fit the {layout[0]} layout: {e}") from None
+            raise DataError(f"{where}: {problem}") from None
         if isinstance(prompt, str):
             msgs = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
                 {"role": "user", "content": prompt}
@@ -102,6 +108,20 @@ def rows_to_samples(
             Sample(msgs, gold, row.get("task", task), str(row.get("id", row.get("idx", f"{source}:{i}"))), extra)
         )
     return out
+
+
+def _unusable(prompt: Any, row: dict[str, Any], gold: str) -> str | None:
+    """Why a row cannot be trained on (an empty prompt or gold: a row a model cannot be asked, or a
+    verifier cannot judge, would only be a death of its own), or None."""
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            return "an empty prompt"
+    elif not (isinstance(prompt, list) and prompt and all(isinstance(m, dict) and "content" in m for m in prompt)):
+        return f"the prompt is a {type(prompt).__name__}, not text or chat messages"
+    gold_value = next((row[f] for f in (*GOLD_FIELDS, "Answer") if f in row), gold)
+    if gold_value is None or not str(gold).strip():
+        return "an empty gold answer"
+    return None
 
 
 def load_jsonl(path: str | Path, *, on_bad: Callable[[str], None] | None = None, **kw: Any) -> list[Sample]:
@@ -129,9 +149,18 @@ def load_hf(path: str | Path, split: str = "train", **kw: Any) -> list[Sample]:
     if (p / "dataset_info.json").exists() or (p / "dataset_dict.json").exists():
         ds = datasets.load_from_disk(str(p))
         if isinstance(ds, datasets.DatasetDict):
+            if split not in ds:
+                raise DataError(f"{path}: no split {split!r} (it has: {', '.join(ds) or 'none'})")
             ds = ds[split]
     else:
-        ds = datasets.load_dataset(str(p), split=split)
+        try:
+            ds = datasets.load_dataset(str(p), split=split)
+        except ValueError as e:  # 'Unknown split "train". Should be one of [...]'
+            raise DataError(f"{path}: no split {split!r} ({' '.join(str(e).split())})") from None
+        except (FileNotFoundError, datasets.exceptions.DatasetGenerationError) as e:
+            raise DataError(
+                f"{path}: not a dataset folder datasets can read ({' '.join(str(e).split())[:200]})"
+            ) from None
     return rows_to_samples(ds, source=str(path), **kw)
 
 

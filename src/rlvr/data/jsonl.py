@@ -20,9 +20,14 @@ class BadLine:
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | BadLine]]:
     """``(line number, row)`` for each non-blank line; malformed lines come as :class:`BadLine`."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for n, raw in enumerate(f, 1):
-            if not raw.strip():
+    with open(path, "rb") as f:
+        for n, data in enumerate(f, 1):
+            if not data.strip():
+                continue
+            try:
+                raw = data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield n, BadLine(n, f"not UTF-8 (byte {e.start + 1} of the line)")
                 continue
             try:
                 row = json.loads(raw)

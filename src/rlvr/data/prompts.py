@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from rlvr.errors import DataError
 
 
 def render(tokenizer: Any, prompt: Any) -> str:
@@ -21,3 +24,31 @@ def encode(tokenizer: Any, prompt: Any) -> list[int]:
     bos = tokenizer.bos_token
     add = not (bos and text.startswith(bos))
     return list(tokenizer(text, add_special_tokens=add)["input_ids"])
+
+
+def check_context(samples: Sequence[Any], tokenizer: Any, context: int | None, reserve: int) -> None:
+    """Refuse rows whose prompt leaves fewer than ``reserve`` tokens (the completion's budget) of the
+    model's ``context`` (None: no limit known), before a model samples from them: past its
+    positions a model fails mid-run, or silently reads garbage.
+
+    Raises:
+        DataError: the first such row (its id, its length, the limit) and how many there are.
+    """
+    if not context:
+        return
+    budget = context - reserve
+    too_long: list[tuple[str, int]] = []
+    for s in samples:
+        text = render(tokenizer, s.prompt)
+        if len(text.encode("utf-8")) + 8 <= budget:  # a token covers at least one byte (+ specials)
+            continue
+        n = len(encode(tokenizer, s.prompt))
+        if n > budget:
+            too_long.append((s.id, n))
+    if too_long:
+        first, n = too_long[0]
+        more = f" ({len(too_long)} rows in all)" if len(too_long) > 1 else ""
+        raise DataError(
+            f"prompt {first}: {n} tokens, and with the {reserve} new tokens of rollout.max_new_tokens it "
+            f"passes the model's context of {context}{more}; drop such rows or lower rollout.max_new_tokens"
+        )

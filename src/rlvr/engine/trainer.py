@@ -36,6 +36,7 @@ from rlvr.models.device import lean_paths
 from rlvr.rewards import Total
 from rlvr.rewards.base import prompt_text
 from rlvr.runs import MetricsLog, RolloutLog, checkpoint
+from rlvr.runs.checkpoint import replace_folder, write_atomic
 from rlvr.runtime import sampling_dtype
 from rlvr.setup import build
 
@@ -942,7 +943,7 @@ class GRPOTrainer:
         """
         cfg = self.cfg
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "config.yaml").write_text(dump_config(cfg))
+        write_atomic(self.run_dir / "config.yaml", dump_config(cfg))  # a resumed run's, never half-written
         ckpt = checkpoint.latest(self.run_dir) if resume else None
         if resume and ckpt is None:
             from rlvr.errors import ConfigError
@@ -977,10 +978,11 @@ class GRPOTrainer:
                 log.log(self.step, metrics)
                 if on_step:
                     on_step(self.step, metrics)
-                if self.step % cfg.run.save_every == 0 or self.step == cfg.run.steps:
+                minutes = cfg.run.max_minutes
+                out_of_time = bool(minutes) and time.perf_counter() - t_start > 60 * (minutes or 0)
+                if self.step % cfg.run.save_every == 0 or self.step == cfg.run.steps or out_of_time:
                     checkpoint.save(self.run_dir, self.step, self.state())
-                if cfg.run.max_minutes and time.perf_counter() - t_start > 60 * cfg.run.max_minutes:
-                    checkpoint.save(self.run_dir, self.step, self.state())
+                if out_of_time:
                     break
             if self.eval_rows:
                 if last_eval is not None and last_eval[0] == self.step:
@@ -998,7 +1000,12 @@ class GRPOTrainer:
         return result
 
     def save_model(self, path: Path) -> None:
-        """A ``from_pretrained`` folder of the current weights and tokenizer."""
-        self.model.save_pretrained(path)
-        if self.tok is not None:
-            self.tok.save_pretrained(path)
+        """A ``from_pretrained`` folder of the current weights and tokenizer (written aside, then
+        renamed into place: a failed save leaves the folder that was there)."""
+
+        def write(folder: Path) -> None:
+            self.model.save_pretrained(folder)
+            if self.tok is not None:
+                self.tok.save_pretrained(folder)
+
+        replace_folder(path, write)

@@ -123,6 +123,31 @@ def _tokenizer(path: Path) -> Any:
     return AutoTokenizer.from_pretrained(path)
 
 
+_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+_TOKENIZER = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+
+
+def _check_model_folder(path: Path, name: str) -> None:
+    """Refuse a folder that is not a model before transformers reads it (its own errors are pages
+    about sentencepiece and tiktoken): a config with a model type, weights, a tokenizer."""
+    import json
+
+    if not path.is_dir():
+        raise ConfigError(f"model.name {name!r}: a file, not a model folder")
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"model.name {name!r}: not a model folder (no config.json)") from None
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"model.name {name!r}: config.json is not readable JSON ({e})") from None
+    if not isinstance(config, dict) or not (config.get("model_type") or config.get("architectures")):
+        raise ConfigError(f"model.name {name!r}: config.json names no model_type or architectures")
+    if not any((path / w).exists() for w in _WEIGHTS):
+        raise ConfigError(f"model.name {name!r}: no weights ({' / '.join(_WEIGHTS[::2])})")
+    if not any((path / f).exists() for f in _TOKENIZER):
+        raise ConfigError(f"model.name {name!r}: no tokenizer ({' / '.join(_TOKENIZER[:2])})")
+
+
 def load_model(cfg: ModelConfig | str, seed: int = 0, device: Any = None) -> tuple[Any, Any]:
     """``(model, tokenizer)`` for a :class:`ModelConfig` (or a model name), in ``cfg.dtype``, on
     ``device`` (a torch device or spec; default CPU), with gradient checkpointing and LoRA as configured.
@@ -156,9 +181,21 @@ def load_model(cfg: ModelConfig | str, seed: int = 0, device: Any = None) -> tup
                 f"model.name {cfg.name!r} is neither 'tiny', a named model "
                 f"({', '.join(NAMED)}), nor an existing folder{hint}"
             )
-        tok = _tokenizer(Path(path))
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        _check_model_folder(Path(path), cfg.name)
+        try:
+            tok = _tokenizer(Path(path))
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        except (OSError, ValueError, KeyError, TypeError) as e:  # what transformers raises on a broken folder
+            first = " ".join(str(e).split())[:240]
+            raise ConfigError(
+                f"model.name {cfg.name!r}: transformers cannot load it ({type(e).__name__}: {first})"
+            ) from None
         if tok.pad_token_id is None:
+            if tok.eos_token is None:
+                raise ConfigError(
+                    f"model.name {cfg.name!r}: its tokenizer has neither a pad nor an end-of-sequence token; "
+                    "a batch of completions cannot be padded or ended (add eos_token to tokenizer_config.json)"
+                )
             tok.pad_token = tok.eos_token
         tok.padding_side = "left"
     if device is not None:

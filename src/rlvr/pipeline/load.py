@@ -27,7 +27,7 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
     try:
         cfg = PipelineConfig.model_validate(tree)
     except ValidationError as e:
-        raise ConfigError(f"{path}: " + explain(e)) from None
+        raise ConfigError(f"{path}: " + explain(e, PipelineConfig)) from None
     names = {st.name for st in cfg.stages}
     for s in cfg.stages:
         if s.model is not None and s.model not in names and not _model_exists(s.model):

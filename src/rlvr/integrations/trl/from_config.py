@@ -157,9 +157,10 @@ def train_trl(
     """Train ``cfg`` on TRL (see the module docstring); returns the held-out accuracy before/after."""
     from transformers import TrainerCallback
 
-    from rlvr.errors import ConfigError
+    from rlvr.errors import ConfigError, RunError
     from rlvr.integrations.trl.runfolder import checkpoint_step, last_complete_checkpoint
     from rlvr.integrations.trl.trainer import FailureAwareGRPOTrainer
+    from rlvr.runs.checkpoint import disk_refused
 
     out = Path(cfg.run.out_dir)
     ckpt = None
@@ -225,7 +226,15 @@ def train_trl(
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.yaml").write_text(dump_config(cfg))
     trainer.run_folder.resume_step = checkpoint_step(ckpt) if ckpt else None
-    trainer.train(resume_from_checkpoint=ckpt)
+    try:
+        trainer.train(resume_from_checkpoint=ckpt)
+    except (OSError, RuntimeError) as e:
+        if not disk_refused(e):
+            raise
+        found, _ = last_complete_checkpoint(out)
+        kept = f"{found} is intact: `rlvr train --resume {out}` continues from it" if found else "no earlier checkpoint"
+        why = getattr(e, "strerror", None) or " ".join(str(e).split())[:200]
+        raise RunError(f"the TRL run in {out} could not write ({why}); {kept}") from None
     trainer.save_model(str(out / "model"))
     if trainer.accelerator.is_main_process:
         tok.save_pretrained(out / "model")
