@@ -46,7 +46,12 @@ def test_resume_without_checkpoint_is_an_error(tmp_path):
     r = subprocess.run(
         _train_cmd(tmp_path / "none", 2, "--resume", str(tmp_path / "none")), capture_output=True, text=True
     )
-    assert r.returncode == 2 and "no checkpoint to continue" in r.stderr
+    assert r.returncode == 2 and "no such run folder" in r.stderr and not (tmp_path / "none").exists()
+    (tmp_path / "empty").mkdir()
+    r = subprocess.run(
+        _train_cmd(tmp_path / "empty", 2, "--resume", str(tmp_path / "empty")), capture_output=True, text=True
+    )
+    assert r.returncode == 2 and "no checkpoint to continue" in r.stderr and not any((tmp_path / "empty").iterdir())
 
 
 def test_bad_config_exit_code_and_message(tmp_path):

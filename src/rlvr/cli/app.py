@@ -6,6 +6,7 @@ Output and exits go through :mod:`rlvr.cli.console`. Exit codes: 0 success (for 
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -34,6 +35,20 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _own_progress() -> None:
+    """rlvr draws its own progress: the libraries' tqdm bars (loading weights, writing shards,
+    generating splits) are off unless the user's environment turns them on."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    if os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1" and "transformers" in sys.modules:
+        sys.modules["transformers"].utils.logging.disable_progress_bar()  # imported before: the env came late
+    if os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] == "1" and "datasets" in sys.modules:
+        sys.modules["datasets"].disable_progress_bars()
+
+
 app.command("verify")(verify.verify)
 app.command("score")(score.score)
 app.command("train")(train.train)

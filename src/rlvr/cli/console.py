@@ -6,8 +6,10 @@ Exit codes: 0 success (for ``verify``: correct), 1 a negative result (any other 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import typer
 from rich.console import Console
@@ -25,9 +27,11 @@ def abort(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def progress(total: int, start: int = 0) -> Any:
-    """A progress bar on stderr: description, bar, done of total, time left, and a free ``info`` field."""
-    return Progress(
+@contextlib.contextmanager
+def progress(total: int, start: int = 0) -> Iterator[Progress]:
+    """A progress bar on stderr: description, bar, done of total, time left, and a free ``info``
+    field. A command that fails inside it takes the bar away: its error line is what is left."""
+    bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -35,6 +39,12 @@ def progress(total: int, start: int = 0) -> Any:
         TextColumn("{task.fields[info]}"),
         console=err_console,
     )
+    with bar:
+        try:
+            yield bar
+        except BaseException:
+            bar.live.transient = True
+            raise
 
 
 def run_folder(path: Path) -> Path:

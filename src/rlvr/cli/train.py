@@ -29,6 +29,8 @@ def train(
 
     overrides = list(set_)
     if resume is not None:
+        if not resume.is_dir():
+            abort(f"--resume {resume}: no such run folder")
         if config is None and (resume / "config.yaml").exists():
             config = resume / "config.yaml"
         overrides.append(f"run.out_dir={resume}")
@@ -40,6 +42,8 @@ def train(
     try:
         cfg = load_config(config, overrides)  # refused here, before any model loads
     except ConfigError as e:
+        if resume is not None and config == resume / "config.yaml":
+            abort(f"--resume {resume}: its config.yaml does not load here (written by another version of rlvr?): {e}")
         abort(str(e))
     if cfg.engine == "trl" and cfg.run.processes > 1 and world == 1:
         raise typer.Exit(_launch(cfg.run.processes, config, overrides, resume))

@@ -17,13 +17,13 @@ def render(tokenizer: Any, prompt: Any) -> str:
     return "\n".join(m["content"] for m in prompt) + "\n"
 
 
-def encode(tokenizer: Any, prompt: Any) -> list[int]:
+def encode(tokenizer: Any, prompt: Any, *, verbose: bool = True) -> list[int]:
     """Token ids of a rendered prompt; the tokenizer's own specials (bos) are added unless the
-    template already wrote them."""
+    template already wrote them. ``verbose=False``: no warning for a prompt past the model's length."""
     text = render(tokenizer, prompt)
     bos = tokenizer.bos_token
     add = not (bos and text.startswith(bos))
-    return list(tokenizer(text, add_special_tokens=add)["input_ids"])
+    return list(tokenizer(text, add_special_tokens=add, verbose=verbose)["input_ids"])
 
 
 def check_context(samples: Sequence[Any], tokenizer: Any, context: int | None, reserve: int) -> None:
@@ -42,7 +42,7 @@ def check_context(samples: Sequence[Any], tokenizer: Any, context: int | None, r
         text = render(tokenizer, s.prompt)
         if len(text.encode("utf-8")) + 8 <= budget:  # a token covers at least one byte (+ specials)
             continue
-        n = len(encode(tokenizer, s.prompt))
+        n = len(encode(tokenizer, s.prompt, verbose=False))  # the error below says it, once
         if n > budget:
             too_long.append((s.id, n))
     if too_long:

@@ -32,6 +32,7 @@ from rlvr.diagnostics.step import DrawAhead, FailureAware, RolloutView, informat
 from rlvr.engine.evaluate import greedy_eval
 from rlvr.engine.rollout import RolloutBatch, generate
 from rlvr.episodes.episode import env_scored
+from rlvr.errors import ConfigError
 from rlvr.models.device import lean_paths
 from rlvr.rewards import Total
 from rlvr.rewards.base import prompt_text
@@ -291,8 +292,6 @@ class GRPOTrainer:
         for k, s in enumerate(samples):
             seen = {o for o in turns.observations[k * group_size : (k + 1) * group_size] if o}
             if len(seen) > 1:
-                from rlvr.errors import ConfigError
-
                 raise ConfigError(
                     f"env: reset gave {len(seen)} different observations for prompt {s.id!r}; the "
                     f"{group_size} episodes of a group share their prompt (make reset depend on "
@@ -942,16 +941,21 @@ class GRPOTrainer:
         Returns the held-out accuracy before (when starting fresh) and after.
         """
         cfg = self.cfg
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.run_dir / "config.yaml", dump_config(cfg))  # a resumed run's, never half-written
         ckpt = checkpoint.latest(self.run_dir) if resume else None
         if resume and ckpt is None:
-            from rlvr.errors import ConfigError
-
             raise ConfigError(f"--resume: {self.run_dir} has no checkpoint to continue")
-        if ckpt is not None:
-            self.restore(checkpoint.load(ckpt, map_location=self.device))
-        elif (self.run_dir / "quarantine.jsonl").exists():  # a fresh run starts with nobody quarantined
+        if ckpt is not None:  # read before anything is written: a checkpoint it cannot continue changes nothing
+            state = checkpoint.load(ckpt, map_location=self.device)
+            try:
+                self.restore(state)
+            except (KeyError, RuntimeError, ValueError, TypeError, IndexError) as e:
+                why = f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"
+                raise ConfigError(
+                    f"--resume: {ckpt} does not fit this run (another version of rlvr, or another config?): {why}"
+                ) from None
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.run_dir / "config.yaml", dump_config(cfg))  # a resumed run's, never half-written
+        if ckpt is None and (self.run_dir / "quarantine.jsonl").exists():  # a fresh run starts with nobody quarantined
             (self.run_dir / "quarantine.jsonl").unlink()
         resume_step = self.step if ckpt is not None else None
         log = MetricsLog(self.run_dir, resume_step, cfg.run.tensorboard, cfg.run.wandb, cfg.model_dump(mode="json"))

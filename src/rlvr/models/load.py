@@ -185,7 +185,7 @@ def load_model(cfg: ModelConfig | str, seed: int = 0, device: Any = None) -> tup
         try:
             tok = _tokenizer(Path(path))
             model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
-        except (OSError, ValueError, KeyError, TypeError) as e:  # what transformers raises on a broken folder
+        except Exception as e:  # a user's folder: whatever transformers or safetensors raise on it, said in a line
             first = " ".join(str(e).split())[:240]
             raise ConfigError(
                 f"model.name {cfg.name!r}: transformers cannot load it ({type(e).__name__}: {first})"

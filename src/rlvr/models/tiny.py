@@ -96,7 +96,7 @@ def build_model(
     heads: int = 4,
     kv_heads: int | None = None,
     ffn: int | None = None,
-    max_positions: int = 256,
+    max_positions: int = 1024,
     seed: int = 0,
 ) -> PreTrainedModel:
     """A randomly initialised causal LM sized for CPU tests (538k parameters by default)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import pickle
 import random
 import shutil
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from typing import Any
 
 import torch
 
-from rlvr.errors import RunError
+from rlvr.errors import ConfigError, RunError
 
 #: What a disk says when it takes no more: full, over quota, read-only, a file-size limit.
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES, errno.EPERM})
@@ -160,7 +161,13 @@ def latest(run_dir: Path) -> Path | None:
 def load(path: Path, map_location: Any = None) -> dict[str, Any]:
     """A checkpoint's state (its tensors on ``map_location``, default where they were saved);
     restores the global RNGs as they were when it was saved."""
-    state = torch.load(path / "state.pt", weights_only=False, map_location=map_location)
+    try:
+        state = torch.load(path / "state.pt", weights_only=False, map_location=map_location)
+    except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as e:
+        why = f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"
+        raise ConfigError(f"{path}: not a checkpoint rlvr can read ({why})") from None
+    if not isinstance(state, dict) or not isinstance(state.get("rng"), dict) or "model" not in state:
+        raise ConfigError(f"{path}: not an rlvr checkpoint of this version (no model and RNG state)")
     torch.set_rng_state(state["rng"]["torch"].cpu())
     random.setstate(state["rng"]["python"])
     return state
