@@ -558,3 +558,21 @@ def test_rlvr_causes_and_the_report_say_when_the_environment_was_down(policy, tm
     from rlvr.report.data import env_outages, load_run
 
     assert env_outages(load_run(tmp_path)) == [(1, 2)]
+
+
+def test_a_run_whose_rows_mostly_stay_out_says_once_to_set_the_thin_step_policy(policy, tmp_path) -> None:
+    model, tok = policy
+    cfg = _cfg(tmp_path, faults={"tool_error": 0.95})
+    cfg = cfg.model_copy(
+        update={
+            "run": cfg.run.model_copy(update={"steps": 6}),
+            "failure": cfg.failure.model_copy(update={"resample_tries": 0}),
+        }
+    )
+    tr = GRPOTrainer(cfg, model=copy.deepcopy(model), tokenizer=tok, train_rows=_rows() * 8, eval_rows=_rows())
+    with pytest.warns(UserWarning, match=r"failure.redraw_budget: 12.*'When most episodes die'") as said:
+        tr.train()
+    assert sum("stayed out of the loss" in str(w.message) for w in said) == 1  # once, not every step
+    m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    advised = [x["step"] for x in m if x.get("failure/thin_advice")]
+    assert advised == [5]  # the first step at which five steps of mostly excluded rows are known

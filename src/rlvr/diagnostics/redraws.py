@@ -104,3 +104,45 @@ def thin_groups(admit: torch.Tensor, group_size: int, min_rows: int) -> torch.Te
 def step_scale(admit: torch.Tensor, rows: int) -> float:
     """The admitted share of the step's ``rows`` (``failure.thin_step_scale``)."""
     return float(admit.sum()) / max(rows, 1)
+
+
+#: Steps over which the admitted share is watched before advising the thin-step policy.
+ADVICE_WINDOW = 5
+
+
+@dataclass
+class ThinAdvice:
+    """Says once, when most rows of the last steps stayed out, that the thin-step policy is off.
+
+    The policy (``redraw_budget``, ``min_group_rows``, ``thin_step_scale``) costs episodes and is off
+    by default: at 0.2 and 0.5 environment faults two redraw rounds refill the groups; at 0.9 they
+    do not, and the defaults end 5 SE below the fault-free run where the policy ends level with it.
+    A run whose excluded share stays above one half over ``ADVICE_WINDOW`` steps is in that regime.
+
+    Examples:
+        >>> a = ThinAdvice(FailureConfig())
+        >>> [a.observe(s, 0.8) is not None for s in range(1, 7)]
+        [False, False, False, False, True, False]
+        >>> ThinAdvice(FailureConfig(redraw_budget=12)).observe(5, 0.9) is None
+        True
+    """
+
+    failure: FailureConfig
+    recent: list[float] | None = None
+    given_at: int | None = None
+
+    def observe(self, step: int, excluded: float) -> str | None:
+        """The advice on the step it first applies (None on every other step)."""
+        f = self.failure
+        if self.given_at is not None or f.redraw_budget is not None or f.min_group_rows > 1 or f.thin_step_scale:
+            return None
+        self.recent = [*(self.recent or [])[-(ADVICE_WINDOW - 1) :], excluded]
+        if len(self.recent) < ADVICE_WINDOW or sum(self.recent) / ADVICE_WINDOW <= 0.5:
+            return None
+        self.given_at = step
+        return (
+            f"step {step}: {sum(self.recent) / ADVICE_WINDOW:.0%} of the rows of the last {ADVICE_WINDOW} steps "
+            "stayed out of the loss; two redraw rounds do not refill such groups. Set failure.redraw_budget: 12, "
+            "failure.min_group_rows: 2 and failure.thin_step_scale: true (docs: guides/episodes.md, "
+            "'When most episodes die'), or fix what fails."
+        )

@@ -24,6 +24,7 @@ Examples:
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +46,7 @@ from rlvr.diagnostics.alarms import (
 )
 from rlvr.diagnostics.causes import Cause, cause_of, shown
 from rlvr.diagnostics.quarantine import Quarantine
-from rlvr.diagnostics.redraws import step_scale, thin_groups
+from rlvr.diagnostics.redraws import ThinAdvice, step_scale, thin_groups
 from rlvr.diagnostics.stats import reward_stats
 from rlvr.types import Status, Verdict
 
@@ -186,6 +187,7 @@ class FailureAware:
         )
         self.format_alarm = FormatWithoutAccuracy()
         self.env_faults = frozenset(Cause(c) for c in f.env_faults)
+        self.thin_advice = ThinAdvice(f)
         self.penalties = {Cause(k): v for k, v in f.policy_penalties.items()}
 
     # ------------------------------------------------------------------ what an engine asks
@@ -317,6 +319,11 @@ class FailureAware:
             m["failure/flat_dropped"] = flat / max(len(views), 1)
         m["failure/thin_groups"] = float(thin.float().mean()) if len(thin) else 0.0
         m["failure/admitted_share"] = step_scale(admit, len(views))
+        if down is None or not down:  # an outage's steps are waited out, not advised on
+            advice = self.thin_advice.observe(step, m["failure/excluded_frac"])
+            if advice is not None:
+                warnings.warn(advice, stacklevel=2)
+                m["failure/thin_advice"] = 1.0
         if down is not None:
             m["env/down"] = float(down)
         scale = step_scale(admit, len(views)) if f.thin_step_scale else 1.0

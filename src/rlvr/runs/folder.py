@@ -1,6 +1,6 @@
 """Which folder is a run: what ``rlvr causes``, ``rlvr report`` and ``rlvr quarantine`` are given.
 
-A run folder holds ``metrics.jsonl`` or ``rollouts.jsonl`` (every engine writes both). A folder
+A run folder holds ``metrics.jsonl``, ``rollouts.jsonl`` or ``quarantine.jsonl`` (what engines write). A folder
 made by a command that runs several stages (``rlvr demo``: ``warm/`` then ``grpo/``; ``rlvr
 pipeline``: one folder a stage) is not a run but holds them: given one, the reader takes the run
 inside it when there is exactly one, and otherwise names the runs to choose from.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 __all__ = ["locate_run", "runs_inside"]
 
-_MARKS = ("metrics.jsonl", "rollouts.jsonl")
+_MARKS = ("metrics.jsonl", "rollouts.jsonl", "quarantine.jsonl")
 
 
 def _is_run(folder: Path) -> bool:
