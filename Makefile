@@ -31,13 +31,15 @@ $(VERL_STAMP): pyproject.toml requirements/verl-constraints.txt
 	touch $(VERL_STAMP)
 
 LINTED := src tests benchmarks examples docs/hooks
+# test workers (pytest-xdist): the tests are single-threaded and hold no machine-wide state
+TEST_JOBS ?= 2
 
 test: $(STAMP) $(VERL_STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
-	$(BIN)/python -m pytest --durations=25
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal -rs --durations=25
 	timeout 1200 $(VERL_VENV)/bin/python -m pytest tests/verl
 
 # The fast lane (under a minute): lint, format, types, the layering, every docstring example, and
