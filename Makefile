@@ -9,7 +9,7 @@ VERL_VENV  := .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed
 
 .PHONY: test check conformance conformance-check test-verl demo docs docs-serve bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure \
-	bench-real bench-learn bench-sample bench-agentic bench-failure-step bench-off-policy bench-agentic-heavy bench-async pipeline-tiny bench-verl bench-check clean
+	bench-real bench-learn bench-sample bench-agentic bench-failure-step bench-off-policy bench-agentic-heavy bench-async bench-soak pipeline-tiny bench-verl bench-check clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -126,6 +126,10 @@ bench-agentic-heavy: $(STAMP)
 bench-async: $(STAMP)
 	$(BIN)/python benchmarks/async_engine.py --seeds 3
 
+# SIGKILL runs at random moments on every engine, resume them, check weights, rollouts and prompts (~30 min)
+bench-soak: $(STAMP)
+	$(BIN)/python benchmarks/soak.py
+
 bench-off-policy: $(STAMP)
 	$(BIN)/python benchmarks/off_policy.py --seeds 3 --steps 30 --jobs 2
 
@@ -147,6 +151,7 @@ bench-check: $(STAMP) $(VERL_STAMP)
 	-$(BIN)/python benchmarks/off_policy.py --quick > /dev/null 2>&1
 	-$(BIN)/python benchmarks/agentic_heavy.py --quick > /dev/null 2>&1
 	-$(BIN)/python benchmarks/async_engine.py --quick > /dev/null 2>&1
+	-$(BIN)/python benchmarks/soak.py --quick > /dev/null 2>&1
 	-$(VERL_VENV)/bin/python benchmarks/verl_reward.py --quick > /dev/null 2>&1
 	@$(BIN)/python benchmarks/results.py --summary benchmarks/results/quick
 
