@@ -2,8 +2,9 @@
 
 Two processes, one torch thread each, joined by a bounded queue of scored steps:
 
-* the **sampler** (a :class:`GRPOTrainer` of its own, same config) draws each step's rollouts with
-  the newest weights it has, scores them, runs the failure step's redraws (:meth:`GRPOTrainer.draw`)
+* the **sampler** (a :class:`GRPOTrainer` of its own, same config) draws the rollouts of learner step
+  ``t`` with the weights of version ``t - 1 - rollout.max_lag``, scores them, runs the failure step's
+  redraws (:meth:`GRPOTrainer.draw`)
   and puts the result on the queue; every rollout carries the policy version that sampled it;
 * the **learner** (this process) takes them in order, applies the off-policy correction (behaviour
   log-probs from the sampler; with ``off_policy.proximal: recompute`` the proximal ones recomputed),
@@ -11,18 +12,22 @@ Two processes, one torch thread each, joined by a bounded queue of scored steps:
   tensors with LoRA) through shared memory; the sampler picks them up at its next step boundary.
 
 **Staleness is bounded, corrected and counted.** The sampler draws the rollouts of learner step ``t``
-only once weights of version ``t - 1 - rollout.max_lag`` or newer are published (it is paced: it
-never runs further ahead, so it never draws what would be thrown away); a row older than
+once the weights of version ``t - 1 - rollout.max_lag`` are published, and with exactly those (it is
+paced: it never runs further ahead, so it never draws what would be thrown away; and which version
+draws which step does not depend on timing, so a run is reproducible); a row older than
 ``failure.max_staleness`` versions is ``stale`` (out of its group and the loss, counted), one within
 it is corrected as ``off_policy`` says. ``async/lag`` is the versions
 between a row's sampler and the learner that trains on it.
 
-**What a run guarantees.** Checkpoints are the learner's: the data position they record is the one
-after the last step *trained*; a resumed run (after SIGKILL of the parent, the learner or the sampler)
-starts a fresh sampler there, so prompts that were in flight are drawn again and none is used twice.
-It is not bit-identical to an uninterrupted asynchronous run (which version samples which step
-depends on timing). A sampler that dies is an error in the learner within a second, one that sends
-nothing for ``rollout.sampler_timeout_s`` too; the sampler dies with its parent (``PR_SET_PDEATHSIG``).
+**What a run guarantees.** Checkpoints are the learner's, and they hold the handoff: the steps the
+sampler had drawn for the learner but the learner had not trained yet (``rollout.max_lag`` of them,
+drawn by older weights), the sampler's draw-ahead buffer as of the last of them, and the data
+position after it. A resumed run (after SIGKILL of the parent, the learner or the sampler) trains
+those steps first and starts a fresh sampler after them, so it goes on as the run that was never
+killed (bit for bit on CPU with the default pacing; measured by ``benchmarks/soak.py``): no prompt
+is used twice or skipped. A sampler that dies is an error in the learner within a second, one that
+sends nothing for ``rollout.sampler_timeout_s`` too; the sampler dies with its parent
+(``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
@@ -48,32 +53,50 @@ _STOP = "stop"
 
 @dataclass
 class SharedWeights:
-    """The trained tensors in shared memory, and the version they hold (the learner's step)."""
+    """The trained tensors of the last ``slots`` versions in shared memory, each slot with the version
+    it holds (``version % slots``): the sampler reads the exact version its step is drawn with.
 
-    tensors: dict[str, torch.Tensor]
-    version: Any  # mp.Value("i")
+    With ``slots = rollout.max_lag + 1`` the version a step needs is never overwritten before the
+    sampler has read it: the learner publishes version ``v + slots`` only after training on a step
+    the sampler drew with version ``v``.
+    """
+
+    tensors: list[dict[str, torch.Tensor]]
+    versions: Any  # mp.Array("i", slots): the version each slot holds (-1: none yet)
     lock: Any  # mp.Lock
 
     @classmethod
-    def of(cls, model: Any, ctx: Any) -> SharedWeights:
-        tensors = {n: p.detach().clone().share_memory_() for n, p in model.named_parameters() if p.requires_grad}
-        return cls(tensors, ctx.Value("i", 0), ctx.Lock())
+    def of(cls, model: Any, ctx: Any, slots: int) -> SharedWeights:
+        trained = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        tensors = [{n: p.detach().clone().share_memory_() for n, p in trained} for _ in range(slots)]
+        return cls(tensors, ctx.Array("i", [-1] * slots), ctx.Lock())
+
+    @property
+    def newest(self) -> int:
+        return max(self.versions[:])
+
+    def published(self, version: int) -> bool:
+        return self.versions[version % len(self.tensors)] == version
 
     def publish(self, model: Any, version: int) -> None:
-        """Copy the model's trained tensors in (the learner, after each optimizer step)."""
+        """Copy the model's trained tensors in as ``version`` (the learner, after each optimizer step)."""
+        slot = version % len(self.tensors)
         with self.lock, torch.no_grad():
             for n, p in model.named_parameters():
-                if n in self.tensors:
-                    self.tensors[n].copy_(p.detach())
-            self.version.value = version
+                if n in self.tensors[slot]:
+                    self.tensors[slot][n].copy_(p.detach())
+            self.versions[slot] = version
 
-    def load_into(self, model: Any) -> int:
-        """Copy them into ``model`` (the sampler, at a step boundary); returns their version."""
+    def load_into(self, model: Any, version: int) -> int:
+        """Copy ``version`` into ``model`` (the sampler, at a step boundary, once it is published)."""
+        slot = version % len(self.tensors)
         with self.lock, torch.no_grad():
+            if self.versions[slot] != version:
+                raise RuntimeError(f"weights of version {version} were overwritten before the sampler read them")
             for n, p in model.named_parameters():
-                if n in self.tensors:
-                    p.copy_(self.tensors[n])
-            return int(self.version.value)
+                if n in self.tensors[slot]:
+                    p.copy_(self.tensors[slot][n])
+        return version
 
 
 def _die_with_parent() -> None:
@@ -116,8 +139,10 @@ def sampler_main(
     control: Any,
     position: int,
     first_step: int,
+    ahead: list[Any] | None = None,
 ) -> None:
-    """The sampler process: draw, score, redraw, hand over, as long as the learner wants steps."""
+    """The sampler process: draw, score, redraw, hand over, as long as the learner wants steps.
+    ``ahead``: the draw-ahead buffer to start from (a resumed run's, as of its last handed-over step)."""
     _die_with_parent()
     import yaml
 
@@ -129,23 +154,26 @@ def sampler_main(
         s = _Sampler(cfg, model=model, tokenizer=tokenizer, train_rows=rows, eval_rows=[])
         s.data.skip_to(position)
         s.step = first_step  # seeds the draws as the synchronous engine's step would
+        s.ahead.items = list(ahead or [])
         idle = 0.0
         while True:
             if _stopped(control, s):
                 return
-            # the step this draw trains is learner step s.step + 1, at version s.step: wait for weights
-            # at most max_lag versions older (the pacing that bounds staleness; the wait is idle time)
+            # the step this draw trains is learner step s.step + 1, at version s.step: it is drawn with
+            # the weights max_lag versions older, exactly (the pacing that bounds staleness, and makes
+            # which version draws which step independent of timing: a resumed run is the same run)
+            need = max(0, s.step - cfg.rollout.max_lag)
             t_wait = time.perf_counter()
-            while int(shared.version.value) < s.step - cfg.rollout.max_lag:
+            while not shared.published(need):
                 time.sleep(0.005)
                 if _stopped(control, s):
                     return
             idle += time.perf_counter() - t_wait
-            s.version = shared.load_into(s.model)
+            s.version = shared.load_into(s.model, need)
             t0 = time.perf_counter()
             drawn = s.draw()
             took = time.perf_counter() - t0
-            item = ("step", drawn, s.data.position, s.version, took, idle)
+            item = ("step", Handed(drawn, s.data.position, s.version, took, idle, list(s.ahead.items)))
             idle = 0.0
             t1 = time.perf_counter()
             while True:  # paced by the bounded queue; a stop while it is full still ends the loop
@@ -159,6 +187,19 @@ def sampler_main(
             s.step += 1
     except Exception:
         out.put(("error", traceback.format_exc()))
+
+
+@dataclass
+class Handed:
+    """One drawn step handed from the sampler to the learner, with where the sampler stood after it:
+    its data position, the weights' version that drew it, its timings and its draw-ahead buffer."""
+
+    drawn: Drawn
+    position: int
+    version: int
+    took: float
+    idle: float
+    ahead: list[Any]
 
 
 class AsyncGRPOTrainer(GRPOTrainer):
@@ -176,12 +217,18 @@ class AsyncGRPOTrainer(GRPOTrainer):
         self._out: Any = None
         self._control: Any = None
         self._shared: SharedWeights | None = None
+        self._held: list[Handed] = []  # handed-over steps not trained yet (a checkpoint holds them)
 
     # ------------------------------------------------------------------ the sampler
     def _start(self) -> None:
         model, tok, rows = self._given
-        self._shared = SharedWeights.of(self.model, self._ctx)
-        self._shared.publish(self.model, self.step)
+        lag = self.cfg.rollout.max_lag
+        self._shared = SharedWeights.of(self.model, self._ctx, lag + 1)
+        # the sampler's first draw needs version (its step - lag): the current weights when the
+        # checkpoint held the handoff; a checkpoint without it (the last step's, or an older rlvr's)
+        # has only these weights for the versions before them too
+        for v in range(max(0, self.step + len(self._held) - lag), self.step + 1):
+            self._shared.publish(self.model, v)
         self._out = self._ctx.Queue(maxsize=self.cfg.rollout.max_lag)
         self._control = self._ctx.Queue()
         # spawn, not fork: a forked copy of a process that has run torch (and its thread pools) is
@@ -196,8 +243,9 @@ class AsyncGRPOTrainer(GRPOTrainer):
                 self._shared,
                 self._out,
                 self._control,
-                self.data.position,
-                self.step,
+                self._held[-1].position if self._held else self.data.position,
+                self.step + len(self._held),
+                self._held[-1].ahead if self._held else list(self.ahead.items),
             ),
             name="rlvr-sampler",
             daemon=True,
@@ -219,8 +267,15 @@ class AsyncGRPOTrainer(GRPOTrainer):
             p.kill()
         p.join(5)
 
-    def _next(self) -> tuple[Drawn, int, int, float, float]:
-        """The next drawn step from the sampler (errors if it died, failed, or went silent)."""
+    def _next(self) -> Handed:
+        """The next drawn step: one held by a checkpoint, else the sampler's (errors if it died,
+        failed, or went silent)."""
+        if self._held:
+            return self._held.pop(0)
+        return self._receive()
+
+    def _receive(self) -> Handed:
+        """The sampler's next step from the queue."""
         limit = self.cfg.rollout.sampler_timeout_s
         t0 = time.monotonic()
         while True:
@@ -243,8 +298,8 @@ class AsyncGRPOTrainer(GRPOTrainer):
             self._proc.join(5)
             self._proc = None
             raise RuntimeError(f"the sampler failed:\n{msg[1]}")
-        _, drawn, position, version, took, idle = msg
-        return drawn, position, version, took, idle
+        handed: Handed = msg[1]
+        return handed
 
     # ------------------------------------------------------------------ the learner
     def train_step(self) -> dict[str, Any]:
@@ -253,10 +308,11 @@ class AsyncGRPOTrainer(GRPOTrainer):
         if self._proc is None:
             self._start()
         t0 = time.perf_counter()
-        drawn, position, version, took, idle = self._next()
+        handed = self._next()
+        drawn, version, took, idle = handed.drawn, handed.version, handed.took, handed.idle
         t_gen = time.perf_counter()
         m = self.learn(drawn, t0, t_gen, redraw_off_policy=False)
-        self.data.position = position  # checkpoints record where the trained steps end
+        self.data.position = handed.position  # where the trained steps end
         assert self._shared is not None
         self._shared.publish(self.model, self.step)
         for pid in self.quarantined_now:
@@ -271,6 +327,19 @@ class AsyncGRPOTrainer(GRPOTrainer):
             m["async/queue_depth"] = float(self._out.qsize())
         m["async/sampler_version"] = float(version)
         return m
+
+    def state(self) -> dict[str, Any]:
+        """The learner's checkpoint and the handoff: the steps drawn for the learner and not trained
+        yet. It waits for them (the learner would wait for the next one anyway); the last step's
+        checkpoint holds none."""
+        if self._proc is not None and self.step < self.cfg.run.steps:
+            while len(self._held) < self.cfg.rollout.max_lag:
+                self._held.append(self._receive())
+        return {**super().state(), "async_held": list(self._held)}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
+        self._held = list(state.get("async_held") or [])
 
     def train(self, **kw: Any) -> dict[str, Any]:
         try:

@@ -151,6 +151,18 @@ def _template_drops_bos(tokenizer: Any) -> bool:
     return list(ids["input_ids"]) != encode(tokenizer, probe)
 
 
+def _finish_trained(trainer: Any, ckpt: str) -> None:
+    """A run killed after its last step's checkpoint: only the end of training is left. transformers'
+    loop would train one step more (it checks ``max_steps`` only after a step), so the checkpoint's
+    weights and state are loaded and the end of training runs as it would have (the final
+    evaluation, the logs closed)."""
+    from transformers import TrainerState
+
+    trainer._load_from_checkpoint(ckpt)
+    trainer.state = TrainerState.load_from_json(str(Path(ckpt) / "trainer_state.json"))
+    trainer.run_folder.on_train_end(trainer.args, trainer.state, trainer.control)
+
+
 def train_trl(
     cfg: TrainConfig, *, resume: bool = False, on_log: Callable[[int, dict[str, Any]], None] | None = None
 ) -> dict[str, Any]:
@@ -225,9 +237,13 @@ def train_trl(
     if trainer.accelerator.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.yaml").write_text(dump_config(cfg))
-    trainer.run_folder.resume_step = checkpoint_step(ckpt) if ckpt else None
+    resume_step = checkpoint_step(ckpt) if ckpt else None
+    trainer.run_folder.resume_step = resume_step
     try:
-        trainer.train(resume_from_checkpoint=ckpt)
+        if ckpt is not None and resume_step is not None and resume_step >= cfg.run.steps:
+            _finish_trained(trainer, ckpt)
+        else:
+            trainer.train(resume_from_checkpoint=ckpt)
     except (OSError, RuntimeError) as e:
         if not disk_refused(e):
             raise
