@@ -55,23 +55,21 @@ TINY = [
     "run.save_every=2",
 ]
 WARM = Path(__file__).resolve().parents[2] / "shared" / "bench" / "trainer" / "models" / "tiny-warm"
+# a warmed model (37% right): groups right and wrong alike, so the sampler draws ahead and keeps
+# informative groups for later steps, which a resume must neither lose nor use twice
+_DYNAMIC = [
+    f"model.name={WARM if WARM.exists() else 'tiny'}",
+    "rewards.weights={accuracy: 1.0, format: 0.1}",
+    "failure.dynamic_sampling=3",
+    "failure.max_staleness=2",
+    "rollout.prompts_per_step=4",
+]
 #: arm -> (the run's --set overrides, extra CLI arguments, steps)
 ARMS: dict[str, tuple[list[str], list[str], int]] = {
     "rlvr-sync": ([], [], 10),
-    # a warmed model (37% right): groups right and wrong alike, so the sampler draws ahead and keeps
-    # informative groups for later steps, which a resume must neither lose nor use twice
-    "rlvr-dynamic": (
-        [
-            f"model.name={WARM if WARM.exists() else 'tiny'}",
-            "rewards.weights={accuracy: 1.0, format: 0.1}",
-            "failure.dynamic_sampling=3",
-            "failure.max_staleness=2",
-            "rollout.prompts_per_step=4",
-        ],
-        [],
-        10,
-    ),
+    "rlvr-dynamic": (_DYNAMIC, [], 10),
     "rlvr-async": (["rollout.mode=async"], [], 10),
+    "rlvr-async-dynamic": (["rollout.mode=async", *_DYNAMIC], [], 10),
     "trl-1": (["engine=trl"], [], 8),
     "trl-2": (["engine=trl"], ["--processes", "2"], 6),
 }
