@@ -180,7 +180,17 @@ class AlgoConfig(_Strict):
     num_iterations: int = Field(1, ge=1)
     """Optimizer passes over each batch of rollouts (GRPO's mu); above 1 the ratio departs from 1."""
     micro_batch: int | None = Field(None, ge=1)
-    """Sequences per forward/backward (gradient accumulation); None: the whole batch."""
+    """Sequences per forward/backward (gradient accumulation); None: sized by ``token_budget``."""
+    token_budget: int | Literal["auto"] | None = "auto"
+    """Without ``micro_batch``: tokens per forward/backward of the update (rows x (prompt + completion
+    width)), verl's dynamic batch size; ``auto``: from the GPU's free memory (:mod:`rlvr.models.budget`),
+    the whole batch on a CPU; null: the whole batch. rlvr's engine (on TRL set ``micro_batch``)."""
+    logprobs: Literal["auto", "chunked", "full"] = "auto"
+    """How the update turns hidden states into the sampled tokens' log-probs. ``chunked``: on tiles of
+    the vocabulary, never the ``[rows, tokens, vocab]`` logits (TRL's ``ChunkedLogProbFunction``:
+    Triton on CUDA, torch elsewhere; :mod:`rlvr.models.logprobs`); ``full``: from the whole logits
+    (faster for a small vocabulary, memory ~ rows x tokens x vocab x 4 bytes, several copies);
+    ``auto``: chunked on a GPU, full on CPU. The same log-probs and gradients up to float rounding."""
     advantage_clip: float | None = Field(None, gt=0)
     """Clamp advantages to ``[-clip, clip]``; null: no clamp."""
 
@@ -612,6 +622,9 @@ class TrainConfig(_Strict):
                 f"algo.micro_batch {mb} must divide the {n} rollouts per step "
                 f"(rollout.prompts_per_step x rollout.group_size)"
             )
+        tb = self.algo.token_budget
+        if isinstance(tb, int) and tb < 1:
+            raise ValueError(f"algo.token_budget {tb} must be at least 1 token (or auto, or null)")
         if self.algo.epsilon_high is not None and self.algo.epsilon_high < self.algo.epsilon:
             raise ValueError("algo.epsilon_high must be >= algo.epsilon (it widens the upper clip)")
         op = self.off_policy
@@ -640,6 +653,11 @@ class TrainConfig(_Strict):
                     "process); set engine=trl, or run.processes=1"
                 )
             return self
+        if isinstance(tb, int):
+            raise ValueError(
+                "algo.token_budget sizes rlvr's own micro-batches; TRL's are rows "
+                "(per_device_train_batch_size): set algo.micro_batch, or engine=rlvr"
+            )
         procs = self.run.processes
         if n % procs:
             raise ValueError(

@@ -177,6 +177,26 @@ def test_micro_batch_split_does_not_change_gradients(tmp_path, loss: str, micro_
 
 
 @pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("groups", [1, 0], ids=["whole groups", "rows"])
+def test_token_budget_split_does_not_change_gradients(tmp_path, loss: str, groups: int) -> None:
+    """``algo.token_budget``: micro-batches sized by tokens (one group's worth, or less than a group
+    so rows go one or two at a time) give the whole batch's gradient."""
+    whole = _trainer(tmp_path / "whole", f"algo.loss={loss}", "algo.token_budget=null")
+    b = _batch(whole)
+    width = b.prompt_ids.shape[1] + b.completion_ids.shape[1]
+    budget = 4 * width if groups else 2 * width + 1
+    split = _trainer(tmp_path / "split", f"algo.loss={loss}", f"algo.token_budget={budget}")
+    split.model.load_state_dict(whole.model.state_dict())
+    admit = torch.ones(len(b.texts), dtype=torch.bool)
+    admit[[2, 7]] = False
+    parts = split._parts(b, admit)
+    assert len(parts) == (3 if groups else 5) and all(len(rows) * width <= budget for rows, _ in parts)
+    assert all((first is not None) == bool(groups) for _, first in parts)
+    adv = _advantages(len(b.texts))
+    assert_same(grads(whole, b, adv, admit), grads(split, b, adv, admit))
+
+
+@pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("tools", [False, True], ids=["plain", "with tool tokens"])
 def test_padding_width_does_not_change_gradients(tmp_path, loss: str, tools: bool) -> None:
     trainer = _trainer(tmp_path, f"algo.loss={loss}")

@@ -45,6 +45,7 @@ How much the masks changed the policy's choices is logged (``decoding/*``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -638,6 +639,44 @@ class GrammarLogitsProcessor(LogitsProcessor):
             scores = scores.float()
         self.masks.append(self.state.mask(scores, self.done))
         return scores
+
+
+#: Masked (grammar) positions whose logits are built at once by :func:`masked_hidden_logprobs`.
+MASKED_CHUNK = 256
+
+
+def masked_hidden_logprobs(
+    logp: torch.Tensor,
+    hidden: torch.Tensor,
+    tokens: torch.Tensor,
+    bits: torch.Tensor | None,
+    logits_of: Callable[[torch.Tensor], torch.Tensor],
+    temperature: float = 1.0,
+) -> torch.Tensor:
+    """:func:`masked_logprobs` from hidden states: the logits of the masked positions only
+    (``logits_of``: a model's head, float32), :data:`MASKED_CHUNK` at a time, each chunk recomputed in
+    the backward (``torch.utils.checkpoint``) rather than kept."""
+    from torch.utils.checkpoint import checkpoint
+
+    if bits is None:
+        return logp
+    bits = bits[:, : tokens.shape[1]].to(hidden.device)
+    where = (bits != -1).any(-1)
+    if not bool(where.any()):
+        return logp
+
+    def allowed(h: torch.Tensor, b: torch.Tensor, tok: torch.Tensor) -> torch.Tensor:
+        lg = logits_of(h)
+        lg = lg / temperature if temperature != 1.0 else lg
+        lg = lg.masked_fill(~unpack_bits(b, lg.shape[-1]), float("-inf"))
+        return lg.gather(-1, tok[:, None]).squeeze(-1) - torch.logsumexp(lg, -1)
+
+    idx = where.nonzero(as_tuple=True)
+    picked = []
+    for start in range(0, len(idx[0]), MASKED_CHUNK):
+        part = tuple(i[start : start + MASKED_CHUNK] for i in idx)
+        picked.append(checkpoint(allowed, hidden[part], bits[part], tokens[part], use_reentrant=False))
+    return logp.index_put(idx, torch.cat(picked).to(logp.dtype))
 
 
 def masked_logprobs(

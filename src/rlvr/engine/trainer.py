@@ -26,6 +26,7 @@ from rlvr.config import TrainConfig, dump_config
 from rlvr.data.prompts import encode
 from rlvr.data.stream import DataStream
 from rlvr.data.tasks import Sample
+from rlvr.decoding.constrain import masked_hidden_logprobs
 from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.redraws import Redraws, env_counts
 from rlvr.diagnostics.step import DrawAhead, FailureAware, RolloutView, informative, rollout_record
@@ -33,7 +34,10 @@ from rlvr.engine.evaluate import greedy_eval
 from rlvr.engine.rollout import RolloutBatch, generate
 from rlvr.episodes.episode import env_scored
 from rlvr.errors import ConfigError
+from rlvr.models.budget import ACTIVATION_SHARE, activation_bytes_per_token, auto_token_budget, rows_within
 from rlvr.models.device import lean_paths
+from rlvr.models.grouped_forward import completion_hidden, completion_logits
+from rlvr.models.logprobs import chunked_logprobs, decoder_hidden, head_logits
 from rlvr.rewards import Total
 from rlvr.rewards.base import prompt_text
 from rlvr.runs import MetricsLog, RolloutLog, checkpoint
@@ -133,6 +137,12 @@ class GRPOTrainer:
         )  # device and precision refused here, before any model loads
         self.device, self.model, self.tok, model = run.device, run.model, run.tokenizer, run.model
         self.fast = lean_paths(cfg.model.fast_decode, self.device)  # rlvr's lean paths: on CPU by default
+        # log-probs on vocabulary tiles (never the [rows, tokens, vocab] logits): by default on a GPU
+        self.chunked = cfg.algo.logprobs == "chunked" or (
+            cfg.algo.logprobs == "auto" and self.device.type in ("cuda", "xpu")
+        )
+        self._auto_budget: int | None = None  # algo.token_budget auto, measured at the first pass
+        self._budget_measured = False
         self.rollout_dtype = sampling_dtype(cfg.rollout.dtype, self.device)
         self.data = DataStream(cfg, run.train_rows)
         self.eval_rows = run.eval_rows
@@ -465,9 +475,19 @@ class GRPOTrainer:
         bits: torch.Tensor | None = None,
     ) -> torch.Tensor:
         tc = completion.shape[1]
+        if self.chunked:
+            return self._hidden_logprobs(model, decoder_hidden(model, ids, mask, tc), completion, bits)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=tc + 1).logits[:, :-1]
         return self._token_logprobs(logits, completion, bits)
+
+    def _hidden_logprobs(
+        self, model: Any, hidden: torch.Tensor, completion: torch.Tensor, bits: torch.Tensor | None
+    ) -> torch.Tensor:
+        """:meth:`_token_logprobs` from hidden states, on tiles of the vocabulary (``algo.logprobs``)."""
+        temp = self.cfg.rollout.temperature
+        logp = chunked_logprobs(model, hidden, completion, temp)
+        return masked_hidden_logprobs(logp, hidden, completion, bits, lambda h: head_logits(model, h), temp)
 
     def _token_logprobs(
         self, logits: torch.Tensor, completion: torch.Tensor, bits: torch.Tensor | None
@@ -498,33 +518,45 @@ class GRPOTrainer:
         from rlvr.models.fast_decode import supports
 
         g = batch.group_size
-        mb = self.cfg.algo.micro_batch or live.numel()
-        if self.fast and supports(self.model, lora=True) and mb % g == 0:
+        grouped = self.fast and supports(self.model, lora=True)
+        width = batch.prompt_ids.shape[1] + batch.completion_ids.shape[1]
+        mb = self.cfg.algo.micro_batch or rows_within(self._budget(), width, live.numel(), g if grouped else None)
+        if grouped and supports(self.model, lora=True) and mb % g == 0:
             groups = live.view(-1, g).any(1).nonzero().squeeze(-1)
             chunks = [groups[i : i + mb // g] for i in range(0, len(groups), mb // g)]
             return [((c[:, None] * g + torch.arange(g, device=c.device)).reshape(-1), c * g) for c in chunks]
         rows = live.nonzero().squeeze(-1)
         return [(rows[i : i + mb], None) for i in range(0, len(rows), mb)]
 
+    def _budget(self) -> int | None:
+        """Tokens per micro-batch (``algo.token_budget``; ``auto`` measured once, at the first pass,
+        leaving room for the AdamW state the first optimizer step allocates)."""
+        tb = self.cfg.algo.token_budget
+        if tb != "auto":
+            return tb
+        if not self._budget_measured:
+            bf16 = self.cfg.model.autocast == "bf16"
+            budget = auto_token_budget(self.model, self.device, bf16)
+            if budget is not None and not self.opt.state:
+                trainable = sum(p.numel() * p.element_size() for p in self.model.parameters() if p.requires_grad)
+                per_token = activation_bytes_per_token(self.model.config, bf16)
+                budget = max(1, budget - int(2 * trainable * ACTIVATION_SHARE) // per_token)
+            self._auto_budget, self._budget_measured = budget, True
+        return self._auto_budget
+
     def _forward(
         self, batch: RolloutBatch, sl: torch.Tensor, prompt_rows: torch.Tensor | None, model: Any = None
     ) -> torch.Tensor:
         """``[len(sl), Tc]`` log-probs of rows ``sl``'s sampled tokens under their sampling masks: the
         shared-prompt forward when ``prompt_rows`` names each group's first row, else the model's own."""
-        from rlvr.models.grouped_forward import completion_logits
-
         comp = batch.completion_ids[sl]
         bits = batch.bitmask[sl] if batch.bitmask is not None else None
         if prompt_rows is not None and model is None:
-            logits = completion_logits(
-                self.model,
-                batch.prompt_ids[prompt_rows],
-                batch.prompt_mask[prompt_rows],
-                comp,
-                batch.group_size,
-                lengths=batch.completion_mask[sl].sum(1),
-            )
-            return self._token_logprobs(logits, comp, bits)
+            shared = (batch.prompt_ids[prompt_rows], batch.prompt_mask[prompt_rows], comp, batch.group_size)
+            lengths = batch.completion_mask[sl].sum(1)
+            if self.chunked:
+                return self._hidden_logprobs(self.model, completion_hidden(self.model, *shared, lengths), comp, bits)
+            return self._token_logprobs(completion_logits(self.model, *shared, lengths), comp, bits)
         ids = torch.cat([batch.prompt_ids[sl], comp], 1)
         mask = torch.cat([batch.prompt_mask[sl], batch.completion_mask[sl]], 1)
         return self._logprobs(model if model is not None else self.model, ids, mask, comp, bits)

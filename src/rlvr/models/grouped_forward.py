@@ -76,16 +76,55 @@ def completion_logits(
     group_size: int,
     lengths: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Logits ``[N, Tc, V]`` predicting each completion token, as ``model(prompt + completion)`` would.
+    """Logits ``[N, Tc, V]`` predicting each completion token, as ``model(prompt + completion)`` would
+    (the model's head on :func:`completion_hidden`; its arguments)."""
+    head = core_model(model).lm_head
+    return _assemble(_per_stream(model, prompt_ids, prompt_mask, completion_ids, group_size, lengths), head)
+
+
+def completion_hidden(
+    model: Any,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    group_size: int,
+    lengths: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The final (normed) hidden states ``[N, Tc, H]`` predicting each completion token, as the
+    model's decoder would give them for ``prompt + completion``.
 
     Args:
         prompt_ids: ``[P, Tp]`` one left-padded prompt per group (not repeated).
         prompt_mask: ``[P, Tp]``.
         completion_ids: ``[N, Tc]`` with ``N = P * group_size``, rows grouped by prompt.
         lengths: ``[N]`` tokens per completion whose logits are wanted (its mask's sum). When
-            given, rows may run in two length buckets (:func:`length_buckets`) and the logits
+            given, rows may run in two length buckets (:func:`length_buckets`) and the states
             past a row's length are left unspecified (zeros past its bucket's longest row).
     """
+    return _assemble(_per_stream(model, prompt_ids, prompt_mask, completion_ids, group_size, lengths))
+
+
+def _assemble(parts: tuple[int, int, list[tuple[torch.Tensor, int, torch.Tensor]]], head: Any = None) -> torch.Tensor:
+    """``[N, Tc, .]`` from each bucket's ``(rows, tc, hidden)``, through ``head`` bucket by bucket."""
+    n, tc_all, streams = parts
+    outs = [(idx, tc, head(h) if head is not None else h) for idx, tc, h in streams]
+    if len(outs) == 1 and outs[0][1] == tc_all:
+        return outs[0][2]
+    full = outs[0][2].new_zeros(n, tc_all, outs[0][2].shape[-1])
+    for idx, tc, o in outs:
+        full[idx, :tc] = o
+    return full
+
+
+def _per_stream(
+    model: Any,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    group_size: int,
+    lengths: torch.Tensor | None = None,
+) -> tuple[int, int, list[tuple[torch.Tensor, int, torch.Tensor]]]:
+    """``(N, Tc, [(rows, tc, normed hidden [rows, tc, H]) per length bucket])``."""
     model = core_model(model)  # a LoRA model: its adapted projections enter as W + s * B @ A
     cfg = model.config
     inner = model.model
@@ -196,10 +235,5 @@ def completion_logits(
     for st in streams:
         # the first completion token is predicted from the prompt's last position
         h = torch.cat([last.index_select(0, st.group), x[st.start : st.end].view(st.rows, st.len, -1)], 1)
-        per_stream.append(model.lm_head(F.rms_norm(h, (h.shape[-1],), inner.norm.weight, eps)))
-    if len(streams) == 1 and streams[0].tc == tc_all:
-        return per_stream[0]
-    logits = per_stream[0].new_zeros(n, tc_all, per_stream[0].shape[-1])
-    for st, lg in zip(streams, per_stream):
-        logits[st.idx, : st.tc] = lg
-    return logits
+        per_stream.append((cast(torch.Tensor, st.idx), st.tc, F.rms_norm(h, (h.shape[-1],), inner.norm.weight, eps)))
+    return n, tc_all, per_stream
