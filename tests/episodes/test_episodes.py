@@ -69,6 +69,10 @@ class Flaky:
             raise ConnectionError("service unavailable")
         if key == "dead":
             raise EnvCrash("session lost")
+        if key == "garbled":  # a service's message with a lone surrogate (a JSON escape) in it
+            raise ConnectionError(json.loads('"bad \\ud800 reply"'))
+        if key == "echo":
+            return json.loads('"x=\\udfff"')
         return f"{key}={self.base}"
 
     def slow(self, seconds: float) -> str:
@@ -118,6 +122,23 @@ CASES = [
     ("an unknown tool", CALC, [call("search", query="2+2"), "4"], None, [Cause.UNKNOWN_TOOL], "eos"),
     ("arguments outside the schema", CALC, [call("calculator", expr="2+2"), "4"], None, [Cause.BAD_ARGUMENTS], "eos"),
     (
+        "an argument the tool does not take",
+        Flaky,
+        [call("lookup", key="x", verbose=True), "7"],
+        None,
+        [Cause.BAD_ARGUMENTS],
+        "eos",
+    ),
+    (
+        "a fault whose message cannot be encoded",
+        Flaky,
+        [call("lookup", key="garbled"), "?"],
+        Cause.TOOL_ERROR,
+        [Cause.TOOL_ERROR],
+        "fault",
+    ),
+    ("a result that cannot be encoded", Flaky, [call("lookup", key="echo"), "x"], None, [], "eos"),
+    (
         "the turn limit",
         CALC,
         [call("calculator", expression="1+1")] * 3,
@@ -161,6 +182,7 @@ def test_each_way_an_episode_goes_is_recorded_at_the_source(name, env, turns, ca
     assert time.monotonic() - t0 < 5, "a hanging tool held the episode"
     assert (ep.cause(), [e.cause for e in ep.events], ep.finish) == (cause, events, finish), ep.events
     record = json.loads(json.dumps(ep.record()))  # what rollouts.jsonl keeps
+    json.dumps(ep.record(), ensure_ascii=False).encode("utf-8")  # every string it holds can be written
     assert [e["cause"] for e in record["events"]] == [e.value for e in events]
 
 

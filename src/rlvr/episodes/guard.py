@@ -19,6 +19,7 @@ tests and benchmarks (off by default).
 
 from __future__ import annotations
 
+import inspect
 import json
 import random
 import re
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.diagnostics.causes import Cause
+from rlvr.encoding import encodable, unencodable
 from rlvr.episodes.env import tool_schema, tools_of
 from rlvr.episodes.episode import Episode, Event, ToolCall, Turn
 from rlvr.episodes.tools import EnvCrash
@@ -62,7 +64,7 @@ def bad_arguments(name: str, args: Any, parameters: Mapping[str, Any] | None) ->
     if not isinstance(args, dict):
         return f"the arguments of {name} must be an object, got {type(args).__name__}"
     for key, value in args.items():  # text no tool can be handed (a lone surrogate from a JSON escape)
-        if isinstance(value, str) and (why := _unencodable(value)) is not None:
+        if isinstance(value, str) and (why := unencodable(value)) is not None:
             return f"bad arguments for {name}: {key!r} cannot be written as UTF-8 ({why})"
     if not parameters:
         return None
@@ -75,12 +77,19 @@ def bad_arguments(name: str, args: Any, parameters: Mapping[str, Any] | None) ->
     return None
 
 
-def _unencodable(text: str) -> str | None:
+def unbindable(name: str, fn: Callable[..., Any], args: Mapping[str, Any]) -> str | None:
+    """Why the tool's own signature does not take ``args`` (an argument it has no parameter for, a
+    required one missing: a schema need not forbid extra keys), None when it does. The call never
+    starts, so the mistake is the policy's (``bad_arguments``), not a ``TypeError`` the tool raised."""
     try:
-        text.encode("utf-8")
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: the schema check is all there is
         return None
-    except UnicodeEncodeError as e:
-        return f"a lone surrogate at character {e.start}"
+    try:
+        sig.bind(**args)
+    except TypeError as e:
+        return f"bad arguments for {name}: {e}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -198,6 +207,8 @@ class Guard:
             )
         if (why := bad_arguments(name, args, self.schemas[name]["function"].get("parameters"))) is not None:
             return self._policy(Cause.BAD_ARGUMENTS, turn, why, call=call)
+        if (why := unbindable(name, self.tools[name], args)) is not None:
+            return self._policy(Cause.BAD_ARGUMENTS, turn, why, call=call)
         return self._run(call, turn)
 
     def _policy(self, cause: Cause, turn: int, why: str, call: ToolCall | None = None) -> Outcome:
@@ -230,9 +241,10 @@ class Guard:
         if "error" in box:
             e = box["error"]
             cause = Cause.ENV_CRASH if isinstance(e, EnvCrash) else Cause.TOOL_ERROR
-            why = f"{type(e).__name__}: {str(e)[:300]}"
+            why = encodable(f"{type(e).__name__}: {str(e)[:300]}")
             return Outcome(f"error: {why}", call, Event(cause, turn, why, call.name, latency), latency_s=latency)
-        text = box["value"] if isinstance(box.get("value"), str) else json.dumps(box.get("value"), default=str)
+        value = box.get("value")
+        text = encodable(value if isinstance(value, str) else json.dumps(value, default=str))
         cut = len(text) > self.max_result_chars
         if cut:
             text = text[: self.max_result_chars] + f"... [cut at {self.max_result_chars} characters]"

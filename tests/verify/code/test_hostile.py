@@ -28,6 +28,21 @@ def sandbox_dirs() -> list[str]:
     return [p for p in os.listdir(tempfile.gettempdir()) if p.startswith("rlvr-sbx-")]
 
 
+@pytest.fixture
+def own_tmp(monkeypatch):
+    """A temp folder of this test's own for the sandboxes' working directories (traversable by the
+    sandbox users), so what is left there is this test's: another verifier may run beside it."""
+    import shutil
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="rlvr-hostile-")
+    os.chmod(d, 0o711)
+    monkeypatch.setattr(tempfile, "tempdir", d)
+    yield d
+    monkeypatch.undo()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def fenced(code: str) -> str:
     return f"```python\n{code}\n```"
 
@@ -69,7 +84,7 @@ ROOT = pytest.mark.skipif(
 
 @ROOT
 @pytest.mark.parametrize("name", list(HOSTILE))
-def test_hostile_code_gets_a_verdict_in_time_and_leaves_nothing(name: str) -> None:
+def test_hostile_code_gets_a_verdict_in_time_and_leaves_nothing(name: str, own_tmp: str) -> None:
     before = set(sandbox_dirs())
     t0 = time.monotonic()
     v = verify_code(fenced(HOSTILE[name]), IO, timeout=LIMIT)

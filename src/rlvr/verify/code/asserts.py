@@ -323,15 +323,17 @@ def _evaluate(check: Check, returned: Any) -> tuple[bool, str]:
 
 
 def case_equal(got: Any, want: Any, tol: float = 0.0) -> bool:
-    """A function-call case's equality: plain types, floats within ``tol`` (1e-9 at least)."""
+    """A function-call case's equality: plain types; an expected float within ``tol`` (1e-9 at least),
+    an expected integer exactly (the tolerance, the spec's ``float_tol``, belongs to the expected
+    value's type, never to the program's: a float near a large integer is not it)."""
     if isinstance(want, bool) or want is None:
         return type(got) is type(want) and got == want
     if _number(want):
         if not _number(got):
             return False
-        if isinstance(want, float) or isinstance(got, float):
+        if isinstance(want, float):
             return math.isclose(got, want, rel_tol=tol or 1e-9, abs_tol=tol or 1e-9)
-        return got == want
+        return got == want  # int against int or float: Python compares them exactly
     if isinstance(want, list | tuple):  # JSON specs cannot tell a tuple from a list
         return (
             type(got) in (list, tuple)

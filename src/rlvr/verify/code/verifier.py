@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from importlib.resources import files as package_files
 from typing import Any
 
+from rlvr.encoding import encodable, unencodable
 from rlvr.types import Method, Status, Verdict
 from rlvr.verify.code import sandbox
 from rlvr.verify.code._harness import encode, load_plain
@@ -61,20 +62,6 @@ def _invalid(why: str, code: str = "", rule: str = "", **details: Any) -> Verdic
             **details,
         },
     )
-
-
-def unencodable(text: str) -> str | None:
-    r"""Why ``text`` cannot be encoded as UTF-8 (a lone surrogate, which JSON escapes can carry), or None.
-
-    Examples:
-        >>> unencodable("print(1)") is None, unencodable("x = '\ud800'")
-        (True, "a lone surrogate '\\ud800' at character 5")
-    """
-    try:
-        text.encode("utf-8")
-        return None
-    except UnicodeEncodeError as e:
-        return f"a lone surrogate {text[e.start]!r} at character {e.start}"
 
 
 def _python_syntax(code: str) -> str:
@@ -351,17 +338,23 @@ def _read_line(rep: _Report, rest: str) -> None:
         rep.total = int(rest)
     elif kind == "case":
         i, ok, why = rest.split(" ", 2)
-        rep.cases.setdefault(int(i), (ok == "1", str(load_plain(why))))
+        rep.cases.setdefault(int(i), (ok == "1", _text(load_plain(why))))
     elif kind in ("result", "raised"):
         i, payload = rest.split(" ", 1)
-        value = load_plain(payload) if kind == "result" else str(load_plain(payload))
+        value = load_plain(payload) if kind == "result" else _text(load_plain(payload))
         rep.results.setdefault(int(i), (kind == "result", value))
     elif kind == "fatal":
-        rep.fatal = str(load_plain(rest))
+        rep.fatal = _text(load_plain(rest))
     elif kind == "tamper":
-        rep.tamper = rep.tamper or str(load_plain(rest))
+        rep.tamper = rep.tamper or _text(load_plain(rest))
     elif kind in ("done", "stopped"):  # stopped: early stop after a failure, by request
         rep.done = True
+
+
+def _text(value: Any) -> str:
+    """A message the harness sent back, as text any writer can encode (the program chose it: an
+    exception's message or name can hold a lone surrogate)."""
+    return encodable(str(value))
 
 
 def _tampered(rep: _Report, total: int, checks: str) -> _Result:
@@ -502,8 +495,14 @@ def _run_program(code: str, spec: TestSpec, lang: Language, limits: sandbox.Limi
     )
 
 
+# an expected output token written as a float: tolerance applies to it, not to an integer's digits
+_FLOAT_TOKEN = re.compile(r"[-+]?(?:(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)")
+
+
 def same_output(got: str, want: str, float_tol: float = 0.0) -> bool:
-    """Whitespace-tolerant output comparison (token by token, line by line; floats within tolerance)."""
+    """Whitespace-tolerant output comparison, token by token, line by line: an expected token
+    written as a float (a point, an exponent) matches a number within ``float_tol`` of it; every
+    other token (an integer among them: a float printed near it is not it) matches only itself."""
 
     def lines(s: str) -> list[list[str]]:
         out = [ln.split() for ln in s.strip().splitlines()]
@@ -518,7 +517,7 @@ def same_output(got: str, want: str, float_tol: float = 0.0) -> bool:
         for x, y in zip(la, lb):
             if x == y:
                 continue
-            if not float_tol:
+            if not float_tol or not _FLOAT_TOKEN.fullmatch(y):
                 return False
             try:
                 fx, fy = float(x), float(y)
