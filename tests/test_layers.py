@@ -17,7 +17,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rlvr"
 
 #: From the bottom up; a unit may import its own modules and any unit of a lower layer.
 LAYERS: list[list[str]] = [
-    ["types", "errors", "seeded"],
+    ["types", "errors", "encoding", "seeded"],
     ["registry"],
     ["config", "runtime"],
     ["data"],
