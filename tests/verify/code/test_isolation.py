@@ -8,6 +8,7 @@ other work (their own user ids and control groups, checked by what they started)
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import time
 
@@ -193,6 +194,29 @@ def test_a_kernel_keyring_carries_nothing_from_one_run_to_the_next() -> None:
         "print(r, ctypes.get_errno())\n"
     )
     assert sandbox.run([PY, "-I", "-c", read], {}).stdout.split() == ["-1", "1"]
+
+
+# keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 0) through the i386 ABI (int 0x80, call 288),
+# from x86-64 machine code in an executable page; prints the call's return value
+I386_KEYCTL = (
+    "import ctypes, mmap\n"
+    "code = bytes.fromhex('53b820010000bb00000000b9fcffffff31d2cd805b4863c0c3')\n"
+    "m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
+    "m.write(code)\n"
+    "print(ctypes.CFUNCTYPE(ctypes.c_long)(ctypes.addressof(ctypes.c_char.from_buffer(m)))())\n"
+)
+
+
+@ROOT
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the i386 ABI is x86-64's")
+def test_the_key_calls_are_refused_through_every_abi() -> None:
+    """The filter names the native call numbers; through ``int 0x80`` the same call has another
+    number. Every non-native call is refused (EPERM: -1), so a run reaches no keyring that way."""
+    host = subprocess.run([PY, "-I", "-c", I386_KEYCTL], capture_output=True, text=True, timeout=30)
+    if host.returncode != 0 or host.stdout.strip() == "-38":
+        pytest.skip("this kernel runs no i386 calls (no IA32 emulation)")
+    run = sandbox.run([PY, "-I", "-c", I386_KEYCTL], {})
+    assert run.stdout.split() == ["-1"], (run.stdout, run.stderr[-300:])
 
 
 @ROOT

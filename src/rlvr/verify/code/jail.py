@@ -23,8 +23,8 @@ started, so it can never fake one.
 
 Kernel state that outlives a process and is not namespaced is closed too: :func:`seal` installs a
 seccomp filter (both sandbox levels) under which the key-management calls (``add_key``,
-``request_key``, ``keyctl``) fail with ``EPERM``, so no run can leave a note in a user keyring for a
-later one. SysV IPC and abstract sockets live in the run's own IPC and network namespaces.
+``request_key``, ``keyctl``) and every call through a non-native ABI (i386's ``int 0x80``, x32) fail
+with ``EPERM``, so no run can leave a note in a user keyring for a later one. SysV IPC and abstract sockets live in the run's own IPC and network namespaces.
 """
 
 from __future__ import annotations
@@ -59,8 +59,10 @@ _KEY_CALLS = {"x86_64": (0xC000003E, 248, 249, 250), "aarch64": (0xC00000B7, 217
 
 
 def _key_filter() -> _SockFprog | None:
-    """A seccomp program: the key-management calls of this machine's ABI fail with EPERM (on
-    x86-64 every x32 call too, so they cannot be reached by another number); the rest is allowed."""
+    """A seccomp program: every call through an ABI other than the machine's native one fails with
+    EPERM (the i386 ABI through ``int 0x80`` on x86-64 reaches the same kernel with other call
+    numbers; a filter of native numbers alone lets it through), as does every x32 call and the
+    native key-management calls; the rest is allowed."""
     calls = _KEY_CALLS.get(platform.machine())
     if calls is None:
         return None
@@ -69,9 +71,10 @@ def _key_filter() -> _SockFprog | None:
     allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
     prog = [
         (ld, 0, 0, 4),  # the call's audit arch
-        (jeq, 0, 5, arch),  # another ABI: allowed (7)
+        (jeq, 1, 0, arch),  # the native ABI: on (3)
+        (ret, 0, 0, deny),  # any other ABI: refused
         (ld, 0, 0, 0),  # the call number
-        (jge, 4, 0, 0x40000000),  # x32: refused (8)
+        (jge, 4, 0, 0x40000000),  # x32: refused (9)
         (jeq, 3, 0, add_key),
         (jeq, 2, 0, request_key),
         (jeq, 1, 0, keyctl),
