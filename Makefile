@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 VERL_VENV  := .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed
 
-.PHONY: test check conformance conformance-check test-verl demo docs docs-serve bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure \
+.PHONY: test static check conformance conformance-check test-verl demo docs docs-serve bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure \
 	bench-real bench-learn bench-sample bench-agentic bench-failure-step bench-off-policy bench-agentic-heavy bench-async bench-soak pipeline-tiny bench-verl bench-check clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
@@ -34,13 +34,19 @@ LINTED := src tests benchmarks examples docs/hooks
 # test workers (pytest-xdist): the tests are single-threaded and hold no machine-wide state
 TEST_JOBS ?= 2
 
-test: $(STAMP) $(VERL_STAMP)
+# The two environments build side by side (pip waits on the network as much as on a core), and the
+# static checks run as soon as the main one is there, while verl's is still building.
+test:
+	$(MAKE) -j2 --output-sync=target --no-print-directory static $(VERL_STAMP)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal -rs --durations=25
+	timeout 1200 $(VERL_VENV)/bin/python -m pytest tests/verl
+
+# lint, format, types and the docs build (which fails on any warning)
+static: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
-	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal -rs --durations=25
-	timeout 1200 $(VERL_VENV)/bin/python -m pytest tests/verl
 
 # The fast lane (under a minute): lint, format, types, the layering, every docstring example, and
 # the pure-function tests (the objective, the failure step, the verifiers, rewards, config).
