@@ -50,9 +50,63 @@ def run_arm(arm: str, *pytest_args: str) -> dict[str, dict]:
     return results(arm)
 
 
-def results(arm: str) -> dict[str, dict]:
+def run_shards(arm: str, tests: list[str], known: set[str], seconds: dict[str, float], shards: int) -> dict[str, dict]:
+    """``tests`` of ``arm`` split over ``shards`` harness runs side by side, balanced by their recorded
+    ``seconds`` (the harness runs one test at a time, on one core): each run in a work folder of its
+    own whose built models and extras are the main folder's (links); the results merged. Every test
+    in ``known`` but not in a shard's part is deselected there."""
+    if shards <= 1 or len(tests) < 2:
+        return run_arm(arm, *deselect(known - set(tests)))
+    run_arm(arm, "--collect-only", "-q")  # the models, datasets and harness extras, built once, here
+    parts: list[list[str]] = [[] for _ in range(shards)]
+    load = [0.0] * shards
+    for t in sorted(tests, key=lambda t: -seconds.get(t, 5.0)):  # longest first, onto the lightest part
+        i = load.index(min(load))
+        parts[i].append(t)
+        load[i] += seconds.get(t, 5.0)
+    runs = []
+    for i, part in enumerate(parts):
+        work = shard_work(i)
+        log = (work / f"shard-{arm}.log").open("w")
+        print(f"  part {i + 1} of {shards}: {len(part)} tests, ~{load[i]:.0f} s on GRPOTrainer (log: {log.name})")
+        proc = subprocess.Popen(
+            [str(HARNESS / "run.sh"), arm, *deselect(known - set(part))],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHON": sys.executable, "TRLSUITE_WORK": str(work)},
+        )
+        runs.append((proc, log, work))
+    merged: dict[str, dict] = {}
+    for proc, log, work in runs:
+        proc.wait()
+        log.close()
+        tail = (work / f"shard-{arm}.log").read_text().rstrip().splitlines()
+        print(f"  {work.name}: {tail[-2] if len(tail) > 1 else 'no output'}", flush=True)
+        merged.update(results(arm, work))
+    return merged
+
+
+def shard_work(i: int) -> Path:
+    """Part ``i``'s work folder: the main one, or a sibling linking to its built roots and extras."""
+    if i == 0:
+        return WORK
+    work = WORK.with_name(f"{WORK.name}-part{i + 1}")
+    work.mkdir(parents=True, exist_ok=True)
+    for name in ("models", "models_gold", "models_full", "models_full_gold", "extra"):
+        link = work / name
+        if not link.exists():
+            link.symlink_to(WORK / name)
+    return work
+
+
+def deselect(tests: set[str]) -> list[str]:
+    return [a for t in sorted(tests) for a in ("--deselect", f"{MODULE}::{t}")]
+
+
+def results(arm: str, work: Path = WORK) -> dict[str, dict]:
     """The last run of ``arm``: ``{test id: {"outcome", "duration", ...}}``."""
-    path = WORK / "results" / arm / "results.jsonl"
+    path = work / "results" / arm / "results.jsonl"
     if not path.exists():
         sys.exit(f"{path}: no results (the harness run did not finish; see {path.parent}/pytest.log)")
     rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
@@ -71,7 +125,7 @@ def slowest(res: dict[str, dict], n: int = 8) -> str:
 def here_on_trl(tests: list[str], known: set[str]) -> dict[str, dict]:
     """``tests`` run on ``GRPOTrainer`` now, on this machine (every other ``known`` test deselected;
     the full run's TRL results kept aside)."""
-    others = [a for t in sorted(known - set(tests)) for a in ("--deselect", f"{MODULE}::{t}")]
+    others = deselect(known - set(tests))
     kept = WORK / "results" / "trl"
     aside = WORK / "results" / ".trl-full"
     if kept.exists():
@@ -86,18 +140,17 @@ def here_on_trl(tests: list[str], known: set[str]) -> dict[str, dict]:
     return {t: r for t, r in res.items() if t in tests}
 
 
-def check(budget_s: float) -> None:
+def check(budget_s: float, shards: int) -> None:
     recorded = json.loads((RESULTS / "conformance.json").read_text())["figures"]
     trl_passed = set(recorded["trl_passed"])
     durations: dict[str, float] = recorded.get("trl_durations", {})
     slow = sorted(t for t in trl_passed if durations.get(t, 0.0) > budget_s)
     # what cannot count (slow, or not passing on GRPOTrainer when recorded) is not run at all
-    left = [f"{MODULE}::{t}" for t in sorted(set(slow) | (set(durations) - trl_passed))]
     if slow:
         print(f"left to the full run (over {budget_s:g} s each on GRPOTrainer when it was recorded):")
         print("\n".join(f"  {durations[t]:6.0f} s  {t}" for t in slow))
-    rlvr = run_arm("rlvr", *[a for t in left for a in ("--deselect", t)])
     judged = trl_passed - set(slow)
+    rlvr = run_shards("rlvr", sorted(judged), set(durations) | judged, durations, shards)
     failed = sorted(t for t in judged if rlvr.get(t, {}).get("outcome") != "passed")
     lost, machine = failed, []
     if failed:  # a test counts against rlvr only if GRPOTrainer passes it here, now
@@ -157,6 +210,12 @@ def main() -> None:
         help="--check: leave tests slower than this on GRPOTrainer (as recorded) to the full run",
     )
     ap.add_argument(
+        "--shards",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="--check: harness runs side by side (one core each), the tests split by their recorded seconds",
+    )
+    ap.add_argument(
         "--reuse-trl",
         action="store_true",
         help="take TRL's arm from the last run in $TRLSUITE_WORK (it does not depend on rlvr's code)",
@@ -166,7 +225,7 @@ def main() -> None:
     if not (HARNESS / "run.sh").exists():
         sys.exit(f"no harness at {HARNESS} (../shared is not there): nothing to run")
     if a.check:
-        check(a.budget_s)
+        check(a.budget_s, a.shards)
     trl = results("trl") if a.reuse_trl or a.reuse else run_arm("trl")
     rlvr = results("rlvr") if a.reuse else run_arm("rlvr")
     compare(trl, rlvr, a)

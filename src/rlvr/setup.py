@@ -98,5 +98,5 @@ def build(
     env_cls = None
     if cfg.env is not None:  # episodes with tools: the environment is built and described once, up front
         env_cls = environment_class(cfg.env.tools, cfg.env.environment)
-        check_environment(env_cls, cfg.env.tool_timeout_s)
+        check_environment(env_cls)
     return RunSetup(device, model, tokenizer, train_rows, eval_rows or [], rewards, tags, constrainer, env_cls)

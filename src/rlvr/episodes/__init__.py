@@ -6,6 +6,7 @@ loss and is redrawn; the policy's own (``malformed_tool_call``, ``unknown_tool``
 ``turn_limit``, ``context_overflow``) stays in the gradient with its reward.
 """
 
+from rlvr.episodes.clock import policy_time
 from rlvr.episodes.env import (
     Environment,
     check_environment,
@@ -43,6 +44,7 @@ __all__ = [
     "evaluate",
     "find_call",
     "load_environment",
+    "policy_time",
     "result_markup",
     "run_episode",
     "tool_metrics",

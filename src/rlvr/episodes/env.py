@@ -119,12 +119,11 @@ def environment_class(tools: list[str], environment: str | None) -> type:
     return toolbox(tools)
 
 
-def check_environment(cls: type, tool_timeout_s: float | None = None) -> dict[str, dict[str, Any]]:
+def check_environment(cls: type) -> dict[str, dict[str, Any]]:
     """Build one instance of ``cls`` and describe its tools, before a run spends anything: a class
     that raises on construction, offers no tools, or has a tool the policy cannot be told how to
-    call is a :class:`ConfigError` naming it. So is a guard limit (``tool_timeout_s``) that is not
-    above a tool's own limit (a tool's ``timeout_s``, as the python tool has): the guard would stop
-    the policy's own endless program first and call it the environment's timeout.
+    call is a :class:`ConfigError` naming it. (The guard's ``tool_timeout_s`` needs no relation to a
+    tool's own limit: it does not count the policy's program, :mod:`rlvr.episodes.clock`.)
 
     Returns:
         Each tool's schema, by name.
@@ -138,12 +137,4 @@ def check_environment(cls: type, tool_timeout_s: float | None = None) -> dict[st
         raise ConfigError(
             f"env: the environment {cls.__name__} offers no tools (public methods other than reset, reward and close)"
         )
-    for name, fn in tools.items():
-        own = getattr(getattr(fn, "__self__", None), "timeout_s", None)
-        if tool_timeout_s is not None and isinstance(own, int | float) and tool_timeout_s < own + 1.0:
-            raise ConfigError(
-                f"env.tool_timeout_s {tool_timeout_s:g}s is not above the {name} tool's own limit ({own:g}s): "
-                f"the guard would stop a program the policy wrote to loop and blame the environment "
-                f"(env_timeout); set it to at least {own + 1.0:g}s"
-            )
     return {name: tool_schema(fn) for name, fn in tools.items()}

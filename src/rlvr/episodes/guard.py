@@ -9,7 +9,9 @@ says what and whose fault:
   ``unknown_tool``; arguments outside the tool's schema: ``bad_arguments`` (the policy's faults:
   the error goes back to it as the tool's result and the episode goes on);
 * a tool that raises on a well-formed call: ``tool_error``; one that runs past ``timeout_s``:
-  ``env_timeout``; an :class:`~rlvr.episodes.tools.EnvCrash` (a sandbox or session that died):
+  ``env_timeout`` (the environment's own time: a stretch where a tool runs the policy's program
+  under a limit of its own, :func:`~rlvr.episodes.clock.policy_time`, is not counted); an
+  :class:`~rlvr.episodes.tools.EnvCrash` (a sandbox or session that died):
   ``env_crash`` (the environment's: the episode ends there, to be redrawn);
 * a result longer than ``max_result_chars`` is cut to it (said in the result and the turn).
 
@@ -31,6 +33,7 @@ from typing import Any
 
 from rlvr.diagnostics.causes import Cause
 from rlvr.encoding import encodable, unencodable
+from rlvr.episodes.clock import TEARDOWN_S, CallClock
 from rlvr.episodes.env import tool_schema, tools_of
 from rlvr.episodes.episode import Episode, Event, ToolCall, Turn
 from rlvr.episodes.tools import EnvCrash
@@ -222,19 +225,30 @@ class Guard:
             why = "injected outage" if self.faults.down(self.step) else f"injected {injected.value}"
             return Outcome(f"error: {why}", call, Event(injected, turn, why, call.name))
         box: dict[str, Any] = {}
+        clock = CallClock()
 
         def work() -> None:
-            try:
-                box["value"] = self.tools[call.name](**call.arguments)
-            except BaseException as e:  # every failure of the tool is recorded
-                box["error"] = e
+            with clock.running():
+                try:
+                    box["value"] = self.tools[call.name](**call.arguments)
+                except BaseException as e:  # every failure of the tool is recorded
+                    box["error"] = e
 
         worker = threading.Thread(target=work, daemon=True, name=f"rlvr-tool-{call.name}")
         worker.start()
-        worker.join(self.timeout_s)
+        # the limit counts the environment's own time: the policy's program, which the tool bounds
+        # and reports itself (episodes.clock.policy_time), is left out, up to its limit and a teardown's grace
+        while True:
+            worker.join(max(0.05, self.timeout_s - clock.environment_s()))
+            if not worker.is_alive() or clock.environment_s() >= self.timeout_s or clock.overdue():
+                break
         latency = time.monotonic() - start
         if worker.is_alive():  # left to finish on its own: a daemon thread holds no process or file of ours
-            why = f"{call.name} ran past {self.timeout_s:g}s"
+            why = (
+                f"{call.name}'s sandbox did not come back within {TEARDOWN_S:g}s of its own limit"
+                if clock.overdue()
+                else f"{call.name} ran past {self.timeout_s:g}s"
+            )
             return Outcome(
                 f"error: {why}", call, Event(Cause.ENV_TIMEOUT, turn, why, call.name, latency), latency_s=latency
             )

@@ -14,6 +14,7 @@ import operator
 from fractions import Fraction
 from typing import Any
 
+from rlvr.episodes.clock import policy_time
 from rlvr.errors import ConfigError
 from rlvr.registry import Registry
 
@@ -104,11 +105,12 @@ class PythonTool:
         from rlvr.verify.code import sandbox
         from rlvr.verify.code.languages import get_language
 
-        run = sandbox.run(
-            [get_language("python").run[0], "-I", "main.py"],
-            {"main.py": code},
-            limits=sandbox.Limits(wall_s=self.timeout_s),
-        )
+        with policy_time(self.timeout_s):  # the policy's program: its time is not the environment's
+            run = sandbox.run(
+                [get_language("python").run[0], "-I", "main.py"],
+                {"main.py": code},
+                limits=sandbox.Limits(wall_s=self.timeout_s),
+            )
         if run.error:  # the sandbox itself could not run it: the environment's fault
             raise EnvCrash(run.error)
         if run.timed_out:

@@ -324,16 +324,20 @@ def test_text_that_cannot_be_encoded_is_the_policys_not_the_sandboxs() -> None:
     assert out.event is not None and out.event.cause is Cause.BAD_ARGUMENTS  # a policy fault, not tool_error
 
 
-def test_a_tool_limit_below_the_python_tools_own_is_refused() -> None:
-    from rlvr.config import load_config
-    from rlvr.episodes import check_environment, toolbox
-    from rlvr.errors import ConfigError
+@ROOT
+def test_the_policys_endless_program_is_its_own_whatever_the_guards_limit() -> None:
+    """The python tool stops the policy's loop at its own limit (2 s) and says so in the result;
+    the guard's limit (0.5 s, shorter) counts only the environment's time, so the loop, its
+    sandbox's set-up and its teardown are never the environment's ``env_timeout``."""
+    from rlvr.episodes import Guard, PythonTool
 
-    with pytest.raises(ConfigError, match=r"env.tool_timeout_s 5s is not above the python tool's own limit"):
-        check_environment(toolbox(["python"]), 5.0)
-    check_environment(toolbox(["python"]), 6.0)
-    check_environment(toolbox(["calculator"]), 1.0)  # no limit of its own
-    assert load_config(None, ["env={tools: [python], tool_timeout_s: 5}"]).env is not None  # checked at set-up
+    tool = PythonTool()
+    tool.timeout_s = 2.0
+    guard = Guard({"python": tool.python}, key="k", timeout_s=0.5)
+    out = guard.invoke("python", {"code": "while True:\n    pass"}, 0)
+    assert out.event is None, out.event  # the policy's result: the episode goes on
+    assert "ran past 2s" in out.result
+    assert guard.invoke("python", {"code": "print(6 * 7)"}, 1).result == "42"
 
 
 @ROOT

@@ -140,7 +140,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         self.truncation = truncation  # injected (tests, benchmarks): rlvr.decoding.truncation.Truncation
         self.tool_timeout_s, self.max_result_chars, self.env_faults = tool_timeout_s, max_result_chars, env_faults
         if kwargs.get("tools") or kwargs.get("environment_factory") is not None:
-            kwargs["environment_factory"] = _check_episodes(kwargs, constrain, tool_timeout_s)
+            kwargs["environment_factory"] = _check_episodes(kwargs, constrain)
         args_ = kwargs.get("args") or (args[2] if len(args) > 2 else None)
         decoding = constrain if isinstance(constrain, DecodingConfig) else None
         if decoding is not None and decoding.constrain != "none" and args_ is not None and args_.use_vllm:
@@ -1023,7 +1023,7 @@ def _what_it_tells(dataset: Any, reward_funcs: Sequence[Any], episodes: Any) -> 
     )
 
 
-def _check_episodes(kwargs: dict[str, Any], constrain: Any, tool_timeout_s: float) -> Any:
+def _check_episodes(kwargs: dict[str, Any], constrain: Any) -> Any:
     """TRL's ``tools`` / ``environment_factory`` checked before TRL builds anything (every tool can be
     described; one environment can be built; the chat template can render a tool call); returns the
     factory guarded (:func:`rlvr.integrations.trl.episodes.guard_factories`)."""
@@ -1049,12 +1049,6 @@ def _check_episodes(kwargs: dict[str, Any], constrain: Any, tool_timeout_s: floa
         if not callable(getattr(env, "reset", None)):
             raise ConfigError(f"{where}: {type(env).__name__} has no reset(**row) method")
         check_tools(trl_methods(env), where)
-        own = getattr(getattr(env, "_rlvr_env", env), "timeout_s", None)  # a tool's own limit (the python tool's)
-        if isinstance(own, int | float) and tool_timeout_s < own + 1.0:
-            raise ConfigError(
-                f"tool_timeout_s {tool_timeout_s:g}s is not above {where}'s own tool limit ({own:g}s): the guard "
-                f"would stop a program the policy wrote to loop and blame the environment; give at least {own + 1:g}s"
-            )
     tok = kwargs.get("processing_class")
     if tok is not None:
         from trl.chat_template_utils import supports_tool_calling

@@ -24,7 +24,8 @@ started, so it can never fake one.
 Kernel state that outlives a process and is not namespaced is closed too: :func:`seal` installs a
 seccomp filter (both sandbox levels) under which the key-management calls (``add_key``,
 ``request_key``, ``keyctl``) and every call through a non-native ABI (i386's ``int 0x80``, x32) fail
-with ``EPERM``, so no run can leave a note in a user keyring for a later one. SysV IPC and abstract sockets live in the run's own IPC and network namespaces.
+with ``EPERM``, so no run can leave a note in a user keyring for a later one. SysV IPC and abstract
+sockets live in the run's own IPC and network namespaces.
 """
 
 from __future__ import annotations
