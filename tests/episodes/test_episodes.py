@@ -225,6 +225,26 @@ def test_the_calculator_is_exact_and_evaluates_nothing_but_numbers() -> None:
     assert calc.calculator("2^10") == "1024"
 
 
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "((1/3)**1000)**10000",  # a base below one: its denominator grows as a numerator would
+        "(0.999)**100000",
+        "(9**999) * (9**999) * (9**999) * (9**999)",  # products of large operands
+        "(2**3000 + 1) / (3**2000 + 1) * (5**1000 + 1)",
+        "(-(7**1000))**100",
+        "1.5e308**1000",
+    ],
+)
+def test_the_calculator_bounds_every_exact_operation(expression: str) -> None:
+    """No call holds the interpreter lock past a moment: a value too large to compute exactly is
+    refused before it is computed, whichever operation would make it."""
+    out = Calculator().calculator(expression)
+    assert out.startswith("error:") and "too large to compute exactly" in out, (expression, out[:80])
+    assert Calculator().calculator("(1/2)**10 * 1024") == "1"
+    assert Calculator().calculator("0**5 + (-1)**100001 + 1**10**4") == "0"
+
+
 def test_the_python_tool_runs_the_policys_code_in_the_sandbox() -> None:
     from rlvr.episodes import PythonTool
     from rlvr.verify.code import sandbox

@@ -36,6 +36,22 @@ _UN: dict[type, Any] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _MAX_DIGITS = 1000
 
 
+#: Bits a numerator or denominator may hold (~1000 digits): every operand is at most this, so
+#: every exact operation is bounded (a product has at most twice as many) and none holds the
+#: interpreter lock past the tool's limit.
+_MAX_BITS = int(_MAX_DIGITS * 3.33)
+
+
+def _bits(x: Fraction) -> int:
+    return max(x.numerator.bit_length(), x.denominator.bit_length())
+
+
+def _bounded(x: Fraction) -> Fraction:
+    if _bits(x) > _MAX_BITS:
+        raise ValueError(f"a value of more than {_MAX_DIGITS} digits: too large to compute exactly")
+    return x
+
+
 def _fmt(x: Fraction) -> str:
     if x.denominator == 1:
         return str(x.numerator)
@@ -55,22 +71,24 @@ def evaluate(expression: str) -> Fraction:
 
     def ev(node: ast.AST) -> Fraction:
         if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-            return Fraction(str(node.value))
+            return _bounded(Fraction(str(node.value)))
         if isinstance(node, ast.UnaryOp) and type(node.op) in _UN:
             return _UN[type(node.op)](ev(node.operand))
         if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
             a, b = ev(node.left), ev(node.right)
             if isinstance(node.op, ast.Pow):
-                if (
-                    b.denominator != 1
-                    or abs(b.numerator) > 10_000
-                    or (abs(a) > 1 and abs(b.numerator) * len(str(abs(a.numerator))) > _MAX_DIGITS)
+                # the result's size is known before it is computed: |b| times the base's, whichever side
+                # of 1 the base is (a numerator or a denominator grows alike); 0 and +-1 stay small
+                if b.denominator != 1 or (
+                    abs(b.numerator) > 1 and abs(a) not in (0, 1) and _bits(a) * abs(b.numerator) > _MAX_BITS
                 ):
                     raise ValueError("the power is too large to compute exactly")
+                if a == 0 and b < 0:
+                    raise ValueError("division by zero")
                 return a**b.numerator
             if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod) and b == 0:
                 raise ValueError("division by zero")
-            return Fraction(_BIN[type(node.op)](a, b))
+            return _bounded(Fraction(_BIN[type(node.op)](a, b)))
         raise ValueError(f"only numbers and + - * / // % ** are allowed, not {type(node).__name__}")
 
     return ev(tree.body)
