@@ -365,3 +365,40 @@ def test_the_runs_of_a_verifier_that_died_are_swept() -> None:
     while sandbox.live_processes(uid) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert sandbox.live_processes(uid) == []
+    # its run's working folder, named by the dead verifier's pid, goes too
+    import tempfile
+
+    mine = [n for n in os.listdir(tempfile.gettempdir()) if n.startswith(f"rlvr-sbx-{verifier.pid}-")]
+    assert mine, "the killed verifier's folder is not there to sweep"
+    sandbox.sweep_folders()
+    assert not [n for n in os.listdir(tempfile.gettempdir()) if n.startswith(f"rlvr-sbx-{verifier.pid}-")]
+
+
+def _groups_of(pids: set[int]) -> list[str]:
+    kind = cgroups.layout() or "v1"
+    roots = (
+        [cgroups.FS / cgroups.PARENT]
+        if kind == "v2"
+        else [cgroups.FS / c / cgroups.PARENT for c in cgroups.CONTROLLERS]
+    )
+    return [
+        d.name for r in roots if r.is_dir() for d in r.iterdir() if d.name.split("-")[0][1:] in {str(p) for p in pids}
+    ]
+
+
+@ROOT
+@GROUPS
+def test_batch_workers_leave_no_groups_when_they_end() -> None:
+    """Each worker pools the groups of its runs; a worker that ends (a clean finish, through
+    multiprocessing's os._exit, where no atexit runs) removes them."""
+    from rlvr.verify.batch import run_batch
+
+    pids = run_batch(_runs_one, [0, 1, 2, 3], jobs=2, timeout=30, on_timeout=lambda i: -1, on_crash=lambda i, why: -1)
+    workers = {p for p in pids if p != os.getpid()}
+    assert len(workers) >= 1
+    assert _groups_of(workers) == []
+
+
+def _runs_one(item: int) -> int:
+    assert sandbox.run([PY, "-c", "print(1)"], {}).returncode == 0
+    return os.getpid()

@@ -162,6 +162,38 @@ def isolation_warning(level: str) -> str:
 
 _IN_USE = b"in use"
 
+#: A run's working folder on the host: ``rlvr-sbx-<verifier pid>-<random>`` under the temp folder,
+#: so the folders of a verifier that was killed mid-run are known by their owner being gone.
+FOLDER_PREFIX = "rlvr-sbx-"
+_FOLDERS_SWEPT: list[float] = []
+
+
+def sweep_folders(root: str | None = None) -> int:
+    """Remove the working folders of verifier processes that are gone (killed mid-run: nothing of
+    theirs removed them); returns how many. A folder of a live process is never touched."""
+    root = root or tempfile.gettempdir()
+    swept = 0
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return 0
+    for name in names:
+        owner = name[len(FOLDER_PREFIX) :].split("-")[0] if name.startswith(FOLDER_PREFIX) else ""
+        if not owner.isdigit() or os.path.exists(f"/proc/{owner}"):
+            continue
+        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        swept += not os.path.exists(os.path.join(root, name))
+    return swept
+
+
+def _sweep_folders_when_due() -> None:
+    """At a process's first run and every ``cgroups.SWEEP_EVERY_S`` after."""
+    now = time.monotonic()
+    if _FOLDERS_SWEPT and now - _FOLDERS_SWEPT[0] < cgroups.SWEEP_EVERY_S:
+        return
+    _FOLDERS_SWEPT[:] = [now]
+    sweep_folders()
+
 
 def _claim_uid() -> tuple[int, int]:
     """A user id no live run holds, and the locked descriptor that holds it (see :func:`_release_uid`).
@@ -419,7 +451,8 @@ def start(
             group = cgroups.take(memory_mb=limits.memory_mb, processes=limits.processes)
         except OSError:
             group = None  # the run still has its resource limits; its result says they were per process
-    host_dir = tempfile.mkdtemp(prefix="rlvr-sbx-")
+    _sweep_folders_when_due()
+    host_dir = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
     running = Running(limits, level, uid, host_dir, group, lock)
     try:
         for name, content in files.items():
