@@ -86,3 +86,74 @@ def test_text_the_program_sends_back_can_always_be_written(form: str, what: str)
     v = verify_code(f"```python\n{SURROGATE_PROGRAMS[what]}```", FORMS[form], timeout=20)
     assert v.status == Status.WRONG, v.reason
     json.dumps({"reason": v.reason, "details": v.details}, ensure_ascii=False, default=str).encode("utf-8")
+
+
+# Tests that run apart from the program (loops: not compiled into calls): what crosses the pipe
+# must be the truth about the program's exceptions, its death, its names and its effects.
+def _apart(tests: str, entry: str = "f") -> dict:
+    return {"tests": tests, "entry_point": entry}
+
+
+RAISES_VALUE_ERROR = _apart(
+    "def check(candidate):\n    for x in [-1, -2]:\n        try:\n            candidate(x)\n"
+    "        except ValueError:\n            continue\n        assert False, 'no ValueError'\n"
+)
+SURVIVES = _apart(
+    "def check(candidate):\n    for x in [1, 2]:\n        try:\n            r = candidate(x)\n"
+    "        except Exception:\n            r = None\n        assert r is None or r == 2 * x\n"
+)
+READS_MATH_UNIMPORTED = _apart(
+    "def check(candidate):\n    for a in [1, 2]:\n        assert math.isclose(candidate(a), a / 2)\n"
+)
+SORTS_IN_PLACE = _apart(
+    "def check(candidate):\n    for xs in [[3, 1, 2], [5, 4]]:\n        ys = list(xs)\n        candidate(ys)\n"
+    "        assert ys == sorted(xs)\n"
+)
+LEAVES_INPUT = _apart(
+    "def check(candidate):\n    for xs in [[3, 1, 2], [5, 4]]:\n        orig = list(xs)\n        out = candidate(xs)\n"
+    "        assert out == sorted(orig)\n        assert xs == orig\n        assert out is not xs\n"
+)
+
+BOUNDARY = [
+    # (spec, program, status)
+    (
+        RAISES_VALUE_ERROR,
+        "def f(x):\n    if x < 0:\n        raise ValueError('negative')\n    return x\n",
+        Status.CORRECT,
+    ),
+    (  # a class of its own named after the builtin is not the builtin
+        RAISES_VALUE_ERROR,
+        "class ValueError(Exception):\n    pass\ndef f(x):\n    raise ValueError('not the builtin')\n",
+        Status.WRONG,
+    ),
+    (  # a subclass of the builtin is one
+        RAISES_VALUE_ERROR,
+        "import builtins\nclass Negative(builtins.ValueError):\n    pass\ndef f(x):\n    raise Negative(x)\n",
+        Status.CORRECT,
+    ),
+    (SURVIVES, "def f(x):\n    return 2 * x\n", Status.CORRECT),
+    (SURVIVES, "import sys\ndef f(x):\n    sys.exit(0)\n", Status.WRONG),  # its death is not an exception
+    (
+        SURVIVES,
+        "import os, threading, time\ndef f(x):\n    threading.Thread(target=os._exit, args=(0,)).start()\n"
+        "    time.sleep(5)\n",
+        Status.WRONG,
+    ),
+    (READS_MATH_UNIMPORTED, "import math\ndef f(a):\n    return a / 2\n", Status.CORRECT),
+    (  # a name the tests read is not the program's to fill with an object of its own
+        READS_MATH_UNIMPORTED,
+        "class _Yes:\n    def isclose(self, *a, **k):\n        return True\nmath = _Yes()\ndef f(a):\n    return 0\n",
+        Status.WRONG,
+    ),
+    (SORTS_IN_PLACE, "def f(a):\n    a.sort()\n", Status.CORRECT),  # the tests see the mutation
+    (SORTS_IN_PLACE, "def f(a):\n    return sorted(a)\n", Status.WRONG),
+    (LEAVES_INPUT, "def f(a):\n    return sorted(a)\n", Status.CORRECT),
+    (LEAVES_INPUT, "def f(a):\n    a.sort()\n    return a\n", Status.WRONG),  # mutated, and the same object
+]
+
+
+@pytest.mark.parametrize(("spec", "program", "status"), BOUNDARY, ids=[f"{i}" for i in range(len(BOUNDARY))])
+def test_tests_apart_see_the_programs_exceptions_death_names_and_effects(spec, program, status) -> None:
+    v = verify_code(f"```python\n{program}```", spec, timeout=20)
+    assert v.details.get("checks") == "apart", v.details
+    assert v.status is status, v.reason

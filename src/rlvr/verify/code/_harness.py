@@ -239,6 +239,36 @@ def _type_name(x):
         return "object"
 
 
+def _builtin_exceptions():
+    """Each builtin exception class by identity -> its name, taken before the solution runs (it may
+    rebind ``builtins.ValueError``, or define a class of that name)."""
+    import builtins
+
+    return {v: k for k, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
+
+
+_BUILTIN_EXCEPTIONS = _builtin_exceptions()
+
+
+def exception_kind(e):
+    """The name of the most derived *builtin* class an exception is an instance of (walking its
+    class's MRO by identity): a class the program defines and names ``ValueError`` is reported as
+    the builtin it derives from (``Exception``), never as the builtin whose name it took."""
+    try:
+        mro = type.__dict__["__mro__"].__get__(type(e))
+    except Exception:
+        return "BaseException"
+    for c in mro:
+        name = _BUILTIN_EXCEPTIONS.get(c) if type(c) is type else None
+        if name is not None:
+            return name
+    return "BaseException"
+
+
+#: What ends the program rather than reports an error: its death, never an exception the tests catch.
+_DEATHS = ("SystemExit", "KeyboardInterrupt", "GeneratorExit")
+
+
 def _why(e):
     """``Type: message`` of an exception, even one whose ``__str__`` raises."""
     name = _type_name(e)
@@ -458,7 +488,7 @@ def _serve(spec, code, emit, dumps, patched, tamper, calls_fd, replies_fd):
     a ``Solution()`` instance or a bound method) or ``{"raised": why, "type": exception name}``.
     """
     reader = os.fdopen(calls_fd, "rb")
-    write, loads, exc_name = os.write, json.loads, _type_name
+    write, loads, exc_name, deaths, exit_now = os.write, json.loads, exception_kind, _DEATHS, os._exit
     ns = _exec_solution(code, emit, dumps)
     if ns is None:
         return
@@ -468,26 +498,67 @@ def _serve(spec, code, emit, dumps, patched, tamper, calls_fd, replies_fd):
         write(replies_fd, (dumps(obj) + "\n").encode("utf-8", "replace"))
 
     for line in reader:
+        args, kwargs, before = (), {}, {}
         try:
             req = loads(line)
             target = held[req["ref"]] if "ref" in req else _resolve(ns, req["name"])
             if req["op"] == "getattr":
                 got = getattr(target, req["attr"])
             else:
-                got = target(*decode(req["args"], refs=held), **decode(req["kwargs"], refs=held))
+                args, kwargs = decode(req["args"], refs=held), decode(req["kwargs"], refs=held)
+                before = _mutable_state(args, kwargs)
+                got = target(*args, **kwargs)
         except BaseException as e:
             what = patched()
             if what:
                 tamper(what)
-            reply({"raised": _why(e), "type": exc_name(e)})
+            kind = exc_name(e)
+            if kind in deaths:  # the program ended itself: the tests learn it died, and it does
+                reply({"gone": "the program exited (%s)" % _why(e)})
+                emit("done")
+                exit_now(0)
+            reply({"raised": _why(e), "type": kind})
             continue
-        ok, value = _returned(got, patched, tamper)
+        ok, value = _returned(got, patched, tamper)  # (checks the builtins before what follows)
+        effects = _call_effects(got, args, kwargs, before)
+        if "raised" in effects:
+            reply(effects)
+            continue
         if ok:
-            reply({"value": value})
+            reply({"value": value, **effects})
             continue
         held[len(held)] = got
         reply({"ref": len(held) - 1, "type": _type_name(got)})
     emit("done")
+
+
+_MUTABLE = (list, dict, set, bytearray)
+
+
+def _mutable_state(args, kwargs):
+    """``{position or keyword: encoded}`` of the call's mutable plain arguments, before the call."""
+    where = [(i, a) for i, a in enumerate(args)] + list(kwargs.items())
+    return {k: encode(a) for k, a in where if type(a) in _MUTABLE and plain(a)}
+
+
+def _call_effects(got, args, kwargs, before):
+    """What the call did to its mutable arguments, for the tests to see on their own objects:
+    ``{"after": [[where, encoded], ...]}`` for each one it changed, ``"same": where`` when it
+    returned one of them (identity); ``{"raised": ...}`` when it made one not plain data."""
+    after, same = [], None
+    for k, enc in before.items():
+        a = args[k] if type(k) is int else kwargs[k]
+        if not plain(a):
+            return {"raised": "the program put what is not plain data into argument %s" % k, "type": "BaseException"}
+        now = encode(a)
+        if now != enc:
+            after.append([k, now])
+        if got is a:
+            same = k
+    out = {"after": after} if after else {}
+    if same is not None:
+        out["same"] = same
+    return out
 
 
 def _resolve(ns, name):

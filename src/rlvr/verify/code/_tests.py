@@ -35,8 +35,9 @@ _EXCEPTIONS = {
 }
 
 
-class ProgramGone(Exception):
-    """The program under test exited, was killed or answered something that is not a reply."""
+class ProgramGone(BaseException):
+    """The program under test exited, was killed or answered something that is not a reply: its
+    death, not an error a test's ``except Exception`` may take for the one it expects."""
 
 
 class ProgramRaised(Exception):
@@ -49,7 +50,7 @@ class Channel:
     def __init__(self, calls_fd, replies_fd):
         self.out, self.reader, self.gone = calls_fd, os.fdopen(replies_fd, "rb"), ""
 
-    def ask(self, request):
+    def ask(self, request, args=(), kwargs=None):
         if self.gone:
             raise ProgramGone(self.gone)
         try:
@@ -64,17 +65,26 @@ class Channel:
             reply = json.loads(line, parse_constant=_no_constant)
             if type(reply) is not dict:
                 raise ValueError("not an object")
+            if "after" in reply:  # what the call did to the arguments: done to the tests' own objects
+                _mirror(args, kwargs or {}, reply["after"])
             if "value" in reply:
+                if "same" in reply:  # it returned an argument itself: the tests' own object
+                    k = reply["same"]
+                    return args[k] if type(k) is int else (kwargs or {})[k]
                 return decode(reply["value"])
             if "ref" in reply and type(reply["ref"]) is int:
                 return Remote(self, {"ref": reply["ref"]}, str(reply.get("type", "object"))[:60])
+            if "gone" in reply:
+                self.gone = str(reply["gone"])[:300]
+                raise ProgramGone(self.gone)
             why, kind = str(reply["raised"])[:300], str(reply.get("type", ""))
         except (ValueError, KeyError, TypeError, RecursionError) as e:
             self.gone = "unreadable reply from the program under test (%s)" % _why(e)
             raise ProgramGone(self.gone) from None
         if kind in _PROTOCOL:
             raise ProgramRaised("the program raised %s: %s" % (kind, why))
-        raise _EXCEPTIONS.get(kind, ProgramGone)(why)  # a builtin exception type is rebuilt, by name only
+        # the most derived builtin class the exception is (the harness walks its MRO by identity)
+        raise _EXCEPTIONS.get(kind, ProgramRaised)(why)
 
 
 class Remote:
@@ -88,7 +98,8 @@ class Remote:
         self._channel, self._target, self._type = channel, target, type_name
 
     def __call__(self, *args, **kwargs):
-        return self._channel.ask({"op": "call", **self._target, "args": _send(args), "kwargs": _send(kwargs)})
+        request = {"op": "call", **self._target, "args": _send(args), "kwargs": _send(kwargs)}
+        return self._channel.ask(request, args, kwargs)
 
     def __getattr__(self, attr):
         if attr.startswith("__"):
@@ -100,6 +111,21 @@ class Remote:
 
     def __repr__(self):
         return "<%s of the program under test>" % self._type
+
+
+def _mirror(args, kwargs, after):
+    """Give the tests' own argument objects the state the program left its copies in (a list
+    sorted in place, a dict filled): a test of mutation is judged on what the call did."""
+    for where, encoded in after:
+        target = args[where] if type(where) is int else kwargs[where]
+        new = decode(encoded)
+        if type(new) is not type(target):
+            raise ValueError("argument %s changed type" % where)
+        if type(target) in (dict, set):
+            target.clear()
+            target.update(new)
+        else:
+            target[:] = new
 
 
 def _send(x):
@@ -115,13 +141,21 @@ def _send(x):
 
 
 def namespace(spec, channel):
-    """What the tests see: the builtins, a stand-in for each name the solution defines (never
-    one that shadows a builtin), the spec's prompt helpers over them (trusted code, run here),
-    and the entry point."""
+    """What the tests see: the builtins, a stand-in for each name of the solution's that the tests
+    read without binding it (never one that shadows a builtin; a standard module's name is the
+    real module, whatever the solution bound to it), the spec's prompt helpers over them (trusted
+    code, run here), and the entry point."""
     ns = {"__builtins__": builtins, "__name__": "__tests__"}
     for name in spec.get("names", []):
-        if not hasattr(builtins, name):
-            ns[name] = Remote(channel, {"name": name}, name)
+        if hasattr(builtins, name):
+            continue
+        if name in sys.stdlib_module_names:  # tests that read `math` unimported get the real one
+            try:
+                ns[name] = __import__(name)
+                continue
+            except BaseException:
+                pass
+        ns[name] = Remote(channel, {"name": name}, name)
     if spec.get("prompt"):
         try:
             exec(compile(spec["prompt"], "prompt.py", "exec"), ns)
@@ -161,7 +195,8 @@ def main():
             if early:
                 raise Stop()
 
-    ns, candidate = namespace(spec, Channel(int(sys.argv[2]), int(sys.argv[3])))
+    channel = Channel(int(sys.argv[2]), int(sys.argv[3]))
+    ns, candidate = namespace(spec, channel)
     ns.update(__rlvr_record__=record, __rlvr_cmp__=_compare, __rlvr_truth__=_truth, __rlvr_stop__=Stop)
     try:
         exec(compile(tree, "tests.py", "exec"), ns)
@@ -172,6 +207,9 @@ def main():
         return
     except BaseException as e:
         emit("fatal", json.dumps("tests: " + _why(e)))
+        return
+    if channel.gone:  # the program died under the tests: not a run whose tests all passed
+        emit("fatal", json.dumps("program: " + channel.gone))
         return
     for i in range(total):  # an assert the tests never reached was not required
         if i not in failed:

@@ -392,7 +392,7 @@ def _run_apart(
                     "entry_point": spec.entry_point,
                     "prompt": spec.prompt,
                     "early_stop": early_stop,
-                    "names": _top_level_names(code),
+                    "names": _names_asked(spec.tests + "\n" + (spec.prompt or ""), _top_level_names(code)),
                 }
             ),
             limits=wall,
@@ -425,9 +425,29 @@ def _run_apart(
     return passed, total, failures, rep.level, {"checks": "apart", **extra}
 
 
+def _names_asked(tests: str, names: list[str]) -> list[str]:
+    """The program's top-level names the tests (or the spec's prompt helpers) read without binding
+    them: only those get a stand-in. A name the tests never read, or one they define or import
+    themselves, is not the program's to fill."""
+    try:
+        tree = ast.parse(tests)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    loaded, bound = set(), set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            (loaded if isinstance(n.ctx, ast.Load) else bound).add(n.id)
+        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(n.name)
+        elif isinstance(n, ast.alias):
+            bound.add((n.asname or n.name).partition(".")[0])
+    return [x for x in names if x in loaded and x not in bound]
+
+
 def _top_level_names(code: str) -> list[str]:
-    """The names the program defines at module level (functions, classes, assignments): each gets
-    a stand-in among the tests."""
+    """The names the program defines at module level (functions, classes, assignments, modules it
+    imports, as a test module run after it would see them): each the tests read gets a stand-in
+    there (a standard module: the real one, :func:`_names_asked`)."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -439,6 +459,8 @@ def _top_level_names(code: str) -> list[str]:
         elif isinstance(n, ast.Assign | ast.AnnAssign):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             names.extend(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(n, ast.Import):
+            names.extend((a.asname or a.name).partition(".")[0] for a in n.names)
     return list(dict.fromkeys(names))
 
 
