@@ -433,7 +433,8 @@ def _names_asked(tests: str, names: list[str]) -> list[str]:
         tree = ast.parse(tests)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    loaded, bound = set(), set()
+    loaded: set[str] = set()
+    bound: set[str] = set()
     for n in ast.walk(tree):
         if isinstance(n, ast.Name):
             (loaded if isinstance(n.ctx, ast.Load) else bound).add(n.id)
