@@ -4,11 +4,15 @@ and every string the program sends back written as text any writer can encode.""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlvr.types import Status
 from rlvr.verify.code.asserts import case_equal
+from rlvr.verify.code.extract import fenced_blocks
 from rlvr.verify.code.verifier import same_output, verify_code
 
 BIG = 10**17 + 3  # a float cannot hold it: float(BIG) == 1e17
@@ -157,3 +161,36 @@ def test_tests_apart_see_the_programs_exceptions_death_names_and_effects(spec, p
     v = verify_code(f"```python\n{program}```", spec, timeout=20)
     assert v.details.get("checks") == "apart", v.details
     assert v.status is status, v.reason
+
+
+# Work the verifier does in its own process on what the program or the policy wrote is bounded.
+_FENCE_REGEX = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)  # what fenced_blocks replaced
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.lists(st.sampled_from(["`", "```", "````", "\n", " ", "\t", "py", "python", "a", "+#.-", "x y"]), max_size=16)
+)
+def test_fenced_blocks_reads_what_the_fence_regex_read(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert fenced_blocks(text) == _FENCE_REGEX.findall(text)
+
+
+def test_a_completion_built_to_backtrack_still_gives_its_program() -> None:
+    """A program, then openers whose info lines never end (the regex rescanned each one to the end
+    of the text, quadratic in its length): one pass finds the program and stops."""
+    text = "```python\ndef f():\n    return 1\n```\n" + "```" + "a" * 50_000 + "```py " * 20_000
+    assert fenced_blocks(text) == [("python", "def f():\n    return 1\n")]
+
+
+def test_a_set_over_returned_values_crafted_to_collide_fails_the_check() -> None:
+    """``assert set(f()) == {...}`` builds the set in the verifier's process: members sharing one
+    hash (multiples of the hash modulus) are refused there, not hashed into a quadratic set."""
+    modulus = 2**61 - 1  # CPython's integer hash modulus on 64-bit machines
+    spec = {"tests": "def check(candidate):\n    assert set(candidate()) == {0}\n", "entry_point": "f"}
+    program = f"```python\ndef f():\n    return [{modulus} * k for k in range(1, 5000)]\n```"
+    v = verify_code(program, spec, timeout=20)
+    assert v.status is Status.WRONG and v.details.get("checks") == "outside", v.reason
+    assert "ValueError on the returned value" in v.reason  # refused before the set was built
+    ok = verify_code("```python\ndef f():\n    return [0, 0, 0]\n```", spec, timeout=20)
+    assert ok.status is Status.CORRECT, ok.reason

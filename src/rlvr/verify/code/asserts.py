@@ -25,12 +25,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlvr.verify.code._harness import plain, strict_equal
+from rlvr.verify.code._harness import _spread, plain, strict_equal
+
+
+def _hashed(kind: type) -> Callable[[Any], Any]:
+    """``set``/``frozenset`` over a returned value, refusing members crafted to share one hash (a
+    set of them costs quadratic time to build, here in the verifier's own process)."""
+
+    def build(value: Any) -> Any:
+        items = list(value)
+        _spread(items)
+        return kind(items)
+
+    return build
+
 
 #: Builtins a test may wrap the result in; applied here, to plain data.
 _WRAPPERS: dict[str, Callable[..., Any]] = {
-    "set": set,
-    "frozenset": frozenset,
+    "set": _hashed(set),
+    "frozenset": _hashed(frozenset),
     "sorted": sorted,
     "list": list,
     "tuple": tuple,
