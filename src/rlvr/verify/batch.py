@@ -115,13 +115,15 @@ def run_batch(
     progress: bool = False,
     on_done: Callable[[int], None] | None = None,
     chunk: int | None = None,
+    limit: Callable[[T], float] | None = None,
 ) -> list[R]:
     """``[fn(item, **options) for item in items]`` in ``jobs`` processes with hard limits.
 
     ``fn`` must be a module-level function (it is sent to the workers). Each item gets
-    ``timeout + GRACE_S`` seconds. ``on_done(n)`` is called as items finish with how
-    many finished since the last call (progress bars). ``chunk`` items per message
-    (default: enough for ~8 messages per worker, at most :data:`MAX_CHUNK`).
+    ``timeout + GRACE_S`` seconds (``limit(item) + GRACE_S`` when given: an item's own limit).
+    ``on_done(n)`` is called as items finish with how many finished since the last call
+    (progress bars). ``chunk`` items per message (default: enough for ~8 messages per worker, at
+    most :data:`MAX_CHUNK`).
     """
     options = options or {}
     if jobs <= 0:
@@ -136,7 +138,11 @@ def run_batch(
     size = chunk or max(1, min(MAX_CHUNK, len(items) // (jobs * 8)))
     pending = deque(range(len(items)))
     slots = [_Slot(ctx, fn, options) for _ in range(min(jobs, max(1, len(items))))]
-    limit = timeout + GRACE_S
+    limits = [(limit(it) if limit is not None else timeout) + GRACE_S for it in items]
+
+    def allowed(s: _Slot) -> float:
+        return limits[s.chunk[s.current()[0]]]
+
     done, last_note = 0, time.monotonic()
 
     def finish(idx: int, value: Any) -> None:
@@ -154,7 +160,7 @@ def run_batch(
                     s.sent = time.monotonic()
                     s.conn.send([items[i] for i in s.chunk])
             busy = [s for s in slots if s.chunk]
-            deadline = min(s.current()[1] + limit for s in busy)
+            deadline = min(s.current()[1] + allowed(s) for s in busy)
             # wake at the earliest deadline, or sooner to re-read progress (it moves without messages)
             wait(
                 [s.conn for s in busy] + [s.proc.sentinel for s in busy],
@@ -177,7 +183,7 @@ def run_batch(
                     continue
                 k, started = s.current()
                 alive = s.proc.is_alive()
-                if alive and now - started < limit:
+                if alive and now - started < limits[s.chunk[k]]:
                     continue
                 culprit = s.chunk[k]
                 finish(

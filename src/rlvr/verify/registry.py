@@ -89,6 +89,20 @@ def _verify_item(item: tuple[str, Any, str | None, str | None], timeout: float, 
     return verify_with(completion, gold, task, strict=strict, timeout=timeout, question=question)
 
 
+def item_limit(gold: Any, task: str | None, timeout: float) -> float:
+    """The seconds one item may take, as its verifier will give it: a code spec's own ``timeout``
+    wins over the batch's (the batch must not kill what the spec allows, and call it ``timeout``)."""
+    if get_verifier(task) is verify_code:
+        from rlvr.verify.code.spec import parse_spec
+
+        try:
+            own = parse_spec(gold).timeout
+        except ValueError:  # a bad spec: its verdict (bad_gold) comes at once
+            own = None
+        return own or timeout
+    return timeout
+
+
 def verify_many(
     completions: Sequence[str],
     golds: Sequence[Any],
@@ -122,8 +136,11 @@ def verify_many(
         list(zip(completions, golds, tasks, questions if questions is not None else [None] * len(completions))),
         jobs=jobs,
         timeout=timeout,
+        limit=lambda item: item_limit(item[1], item[2], timeout),
         options={"timeout": timeout, "strict": strict},
-        on_timeout=lambda item: Verdict(Status.TIMEOUT, reason=f"worker killed after {timeout:g}s"),
+        on_timeout=lambda item: Verdict(
+            Status.TIMEOUT, reason=f"worker killed after {item_limit(item[1], item[2], timeout):g}s"
+        ),
         on_crash=lambda item, why: Verdict(Status.ERROR, reason=f"worker crashed: {why}"),
         on_done=on_done,
         progress=progress,

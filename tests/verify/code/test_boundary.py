@@ -194,3 +194,37 @@ def test_a_set_over_returned_values_crafted_to_collide_fails_the_check() -> None
     assert "ValueError on the returned value" in v.reason  # refused before the set was built
     ok = verify_code("```python\ndef f():\n    return [0, 0, 0]\n```", spec, timeout=20)
     assert ok.status is Status.CORRECT, ok.reason
+
+
+def test_a_batch_gives_an_item_the_time_its_spec_gives_it() -> None:
+    """The spec allows 6 s, the batch's default is 1 s: a program that takes 2 s is judged on its
+    output (correct), not killed by the batch and called ``timeout``."""
+    from rlvr.verify.registry import verify_many
+
+    spec = {"cases": [{"input": "", "output": "ok"}], "timeout": 6}
+    slow = "```python\nimport time\ntime.sleep(2)\nprint('ok')\n```"
+    wrong = "```python\nprint('no')\n```"
+    got = verify_many([slow, wrong], [spec, spec], ["code", "code"], jobs=1, timeout=1.0)
+    assert [v.status for v in got] == [Status.CORRECT, Status.WRONG], [v.reason for v in got]
+
+
+def test_a_runs_folder_is_set_aside_at_once_and_removed_beside_the_verdict(tmp_path, monkeypatch) -> None:
+    """However many files the program wrote, the verdict does not wait for their removal: the
+    folder is renamed aside (closed to its user id) and removed by a thread of its own."""
+    import os
+    import tempfile
+
+    from rlvr.verify.code import sandbox
+
+    root = tmp_path / "tmp"
+    root.mkdir()
+    os.chmod(tmp_path, 0o711)
+    os.chmod(root, 0o711)
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    code = "import os\nfor i in range(3000):\n    open(f'f{i}', 'w').close()\nprint(len(os.listdir('.')))\n"
+    run = sandbox.run(["/usr/bin/python3", "-I", "main.py"], {"main.py": code})
+    assert run.stdout.strip() == "3001", (run.stdout, run.stderr[-300:])
+    left = os.listdir(root)
+    assert all(n.endswith("-gone") for n in left), left  # nothing under the name the run used
+    assert sandbox.settle()
+    assert os.listdir(root) == []

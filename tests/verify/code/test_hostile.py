@@ -96,6 +96,7 @@ def test_hostile_code_gets_a_verdict_in_time_and_leaves_nothing(name: str, own_t
         assert v.status is Status.WRONG, (name, v.reason)
     assert v.details.get("sandbox_uids") or v.status is Status.NO_ANSWER
     assert left_running(v) == [], f"{name}: sandbox processes survived"
+    assert sandbox.settle(), f"{name}: its working directory is still being removed after 30 s"
     assert set(sandbox_dirs()) <= before, f"{name}: a working directory was left behind"
     # the verifier still takes the next job
     assert verify_code(fenced("print('ok')"), IO, timeout=LIMIT).status is Status.CORRECT

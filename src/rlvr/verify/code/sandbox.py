@@ -41,6 +41,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -408,10 +409,50 @@ class Running:
                 res.memory_exceeded = self.group.oom_killed()
                 self.group.release()
                 self.group = None
+            gone = _set_aside(self.host_dir)  # before the id is free: its next holder cannot enter
             if self.lock >= 0:  # the user id is free again
                 _release_uid(self.lock, clean)
                 self.lock = -1
-            shutil.rmtree(self.host_dir, ignore_errors=True)
+            _remove_later(gone)
+
+
+def _set_aside(folder: str) -> str:
+    """Move a finished run's folder out of the way (one rename) and close it to everyone but root;
+    what it holds, however much the program wrote, is removed by :func:`_remove_later`."""
+    gone = f"{folder}-gone"
+    try:
+        os.rename(folder, gone)
+        if os.geteuid() == 0:
+            os.chown(gone, 0, 0)
+        os.chmod(gone, 0o700)
+        return gone
+    except OSError:
+        return folder
+
+
+_REMOVING: list[threading.Thread] = []
+_REMOVING_LOCK = threading.Lock()
+
+
+def _remove_later(folder: str) -> None:
+    """Remove a run's folder beside the verdict, not before it: a program that wrote many files
+    within its limits costs the verifier no time the item is judged by (a verifier that dies first
+    leaves it to :func:`sweep_folders`)."""
+    worker = threading.Thread(target=shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True}, daemon=True)
+    with _REMOVING_LOCK:
+        _REMOVING[:] = [t for t in _REMOVING if t.is_alive()] + [worker]
+    worker.start()
+
+
+def settle(timeout: float = 30.0) -> bool:
+    """Wait for the finished runs' folders to be removed (at most ``timeout`` seconds); True when
+    they all are. A verifier that exits does not wait: what is left goes to the sweep."""
+    end = time.monotonic() + timeout
+    with _REMOVING_LOCK:
+        pending = list(_REMOVING)
+    for t in pending:
+        t.join(max(0.0, end - time.monotonic()))
+    return not any(t.is_alive() for t in pending)
 
 
 def _read_status(fd: int) -> str:
