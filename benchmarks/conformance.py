@@ -34,15 +34,14 @@ from results import RESULTS, ROOT, Bar, report
 
 HARNESS = ROOT.parent / "shared" / "bench" / "trl-conformance"
 WORK = Path(os.environ.get("TRLSUITE_WORK", "/tmp/trl-conformance"))
-#: The test module's path as pytest names it (node ids are relative to the suite's root).
-MODULE = "tests/test_grpo_trainer.py"
 
 
-def run_arm(arm: str, *pytest_args: str) -> dict[str, dict]:
-    """Run one arm of the harness (with extra pytest arguments); ``{test id: result row}``."""
+def run_arm(arm: str, *pytest_args: str, only: list[str] | None = None) -> dict[str, dict]:
+    """Run one arm of the harness (with extra pytest arguments; ``only``: exactly these tests);
+    ``{test id: result row}``."""
     print(f"running arm {arm} (TRL's test module, offline) ...", flush=True)
     subprocess.run(
-        [str(HARNESS / "run.sh"), arm, *pytest_args],
+        [str(HARNESS / "run.sh"), arm, *pytest_args, *selecting(WORK, arm, only)],
         cwd=ROOT,
         check=True,
         env={**os.environ, "PYTHON": sys.executable, "TRLSUITE_WORK": str(WORK)},
@@ -50,14 +49,43 @@ def run_arm(arm: str, *pytest_args: str) -> dict[str, dict]:
     return results(arm)
 
 
-def run_shards(arm: str, tests: list[str], known: set[str], seconds: dict[str, float], shards: int) -> dict[str, dict]:
-    """``tests`` of ``arm`` split over ``shards`` harness runs side by side, balanced by their recorded
-    ``seconds`` (the harness runs one test at a time, on one core): each run in a work folder of its
-    own whose built models and extras are the main folder's (links); the results merged. Every test
-    in ``known`` but not in a shard's part is deselected there."""
+# pytest's --deselect takes node-id *prefixes* (deselecting test_x also drops test_x_padding): a
+# plugin of ours, in the work folder's extras (on the harness's path), keeps exactly the ids listed.
+_SELECT_PLUGIN = """import os
+
+
+def pytest_collection_modifyitems(session, config, items):
+    path = os.environ.get("RLVR_CONFORMANCE_ONLY")
+    if not path:
+        return
+    with open(path) as f:
+        keep = set(f.read().splitlines())
+    chosen = [i for i in items if i.nodeid.split("::", 1)[-1] in keep]
+    config.hook.pytest_deselected(items=[i for i in items if i.nodeid.split("::", 1)[-1] not in keep])
+    items[:] = chosen
+"""
+
+
+def selecting(work: Path, arm: str, only: list[str] | None) -> list[str]:
+    """The pytest arguments (and the list file) that run exactly ``only`` (everything when None)."""
+    if only is None:
+        os.environ.pop("RLVR_CONFORMANCE_ONLY", None)
+        return []
+    (work / "extra").mkdir(parents=True, exist_ok=True)
+    (work / "extra" / "rlvr_select.py").write_text(_SELECT_PLUGIN)
+    listing = work / f"only-{arm}.txt"
+    listing.write_text("\n".join(sorted(only)) + "\n")
+    os.environ["RLVR_CONFORMANCE_ONLY"] = str(listing)
+    return ["-p", "rlvr_select"]
+
+
+def run_shards(arm: str, tests: list[str], seconds: dict[str, float], shards: int) -> dict[str, dict]:
+    """Exactly ``tests`` of ``arm``, split over ``shards`` harness runs side by side, balanced by their
+    recorded ``seconds`` (the harness runs one test at a time, on one core): each run in a work
+    folder of its own whose built models and extras are the main folder's (links); results merged."""
     if shards <= 1 or len(tests) < 2:
-        return run_arm(arm, *deselect(known - set(tests)))
-    run_arm(arm, "--collect-only", "-q")  # the models, datasets and harness extras, built once, here
+        return run_arm(arm, only=tests)
+    run_arm(arm, "--collect-only", "-q", only=[])  # the models, datasets and harness extras, built once
     parts: list[list[str]] = [[] for _ in range(shards)]
     load = [0.0] * shards
     for t in sorted(tests, key=lambda t: -seconds.get(t, 5.0)):  # longest first, onto the lightest part
@@ -69,8 +97,9 @@ def run_shards(arm: str, tests: list[str], known: set[str], seconds: dict[str, f
         work = shard_work(i)
         log = (work / f"shard-{arm}.log").open("w")
         print(f"  part {i + 1} of {shards}: {len(part)} tests, ~{load[i]:.0f} s on GRPOTrainer (log: {log.name})")
+        args = selecting(work, arm, part)
         proc = subprocess.Popen(
-            [str(HARNESS / "run.sh"), arm, *deselect(known - set(part))],
+            [str(HARNESS / "run.sh"), arm, *args],
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -100,10 +129,6 @@ def shard_work(i: int) -> Path:
     return work
 
 
-def deselect(tests: set[str]) -> list[str]:
-    return [a for t in sorted(tests) for a in ("--deselect", f"{MODULE}::{t}")]
-
-
 def results(arm: str, work: Path = WORK) -> dict[str, dict]:
     """The last run of ``arm``: ``{test id: {"outcome", "duration", ...}}``."""
     path = work / "results" / arm / "results.jsonl"
@@ -122,17 +147,16 @@ def slowest(res: dict[str, dict], n: int = 8) -> str:
     return "\n".join(f"  {r.get('duration', 0.0):7.1f} s  {r['outcome']:8s} {t}" for t, r in rows)
 
 
-def here_on_trl(tests: list[str], known: set[str]) -> dict[str, dict]:
-    """``tests`` run on ``GRPOTrainer`` now, on this machine (every other ``known`` test deselected;
-    the full run's TRL results kept aside)."""
-    others = deselect(known - set(tests))
+def here_on_trl(tests: list[str]) -> dict[str, dict]:
+    """Exactly ``tests`` run on ``GRPOTrainer`` now, on this machine (the full run's TRL results
+    kept aside)."""
     kept = WORK / "results" / "trl"
     aside = WORK / "results" / ".trl-full"
     if kept.exists():
         shutil.rmtree(aside, ignore_errors=True)
         kept.rename(aside)
     try:
-        res = run_arm("trl", *others)
+        res = run_arm("trl", only=tests)
     finally:
         if aside.exists():
             shutil.rmtree(kept, ignore_errors=True)
@@ -150,12 +174,12 @@ def check(budget_s: float, shards: int) -> None:
         print(f"left to the full run (over {budget_s:g} s each on GRPOTrainer when it was recorded):")
         print("\n".join(f"  {durations[t]:6.0f} s  {t}" for t in slow))
     judged = trl_passed - set(slow)
-    rlvr = run_shards("rlvr", sorted(judged), set(durations) | judged, durations, shards)
+    rlvr = run_shards("rlvr", sorted(judged), durations, shards)
     failed = sorted(t for t in judged if rlvr.get(t, {}).get("outcome") != "passed")
     lost, machine = failed, []
     if failed:  # a test counts against rlvr only if GRPOTrainer passes it here, now
         print(f"{len(failed)} failed on rlvr's class; running them on GRPOTrainer on this machine ...")
-        trl_here = here_on_trl(failed, set(durations) | set(rlvr))
+        trl_here = here_on_trl(failed)
         machine = [t for t in failed if trl_here.get(t, {}).get("outcome") != "passed"]
         lost = [t for t in failed if t not in machine]
     print("slowest tests on rlvr's class:\n" + slowest(rlvr))
