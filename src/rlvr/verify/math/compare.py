@@ -23,6 +23,7 @@ from rlvr.verify.math.extract import (
     BARE_MAX_CHARS,
     RANGE_MARK,
     Candidate,
+    final_claims,
     find_boxes,
     is_bare_answer,
     iter_candidates,
@@ -263,7 +264,38 @@ def compare(
     if _negated(stated := _final_statement(completion)):
         why = f"the answer says it is not the answer: {stated[:60]!r}"
         return Verdict(Status.WRONG, stated[:200], Method.STRING, why, details={"rule": "negated"})
-    return _against(_gold(gold), completion, strict, question, unevaluated_rule)
+    read = _gold(gold)
+    verdict = _against(read, completion, strict, question, unevaluated_rule)
+    if verdict.status is Status.CORRECT and (other := _conflicting(completion, verdict.extracted, read)) is not None:
+        why = f"conflicting answers: {other.rule} says {other.text[:40]!r}, not {verdict.extracted[:40]!r}"
+        details = {**verdict.details, "rule": "conflicting", "conflict": other.rule}
+        return Verdict(Status.WRONG, verdict.extracted, Method.STRING, why, verdict.gold, details)
+    return verdict
+
+
+def _conflicting(completion: str, chosen: str, read: _Gold) -> Candidate | None:
+    """A final-answer claim of another format (answer tag, boxes, ``####``, bold final line:
+    :func:`final_claims`) that reads as an answer unequal to the gold: the completion did not
+    commit to one answer. A claim nothing can read (a word, a sentence) is no claim."""
+    markers = ("<answer" in completion) + ("\\boxed" in completion or "\\fbox" in completion) + ("####" in completion)
+    lines = completion.rstrip().rsplit("\n", 1)
+    if markers + (len(lines) > 1 and any(ch.isdigit() for ch in lines[-1])) < 2:
+        return None  # at most one format that could claim an answer: nothing to disagree with
+    claims = [c for c in final_claims(completion) if _squash(c.text) != _squash(chosen)]
+    if not claims:
+        return None
+    _, g_alts, _ = read.parsed()
+    for claim in claims:
+        alts, _ = try_parse(claim.text)
+        if not alts or all(isinstance(a, Text) and a.raw for a in alts):
+            continue
+        if not equal_alts(g_alts, alts)[0]:
+            return claim
+    return None
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
 
 
 def _against(

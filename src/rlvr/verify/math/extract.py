@@ -443,6 +443,44 @@ def is_bare_answer(text: str, *, gold: bool = False) -> bool:
     return len(words) == 0 or (len(words) == 1 and words[0] in units)
 
 
+def final_claims(text: str) -> list[Candidate]:
+    """What each format of final answer in the completion commits to: the last ``<answer>`` tag (its
+    first reading), the last group of boxes outside it, GSM8K's last ``####`` and a final line that
+    is an answer on its own ("**12**", "Answer: 12"; read after :func:`~rlvr.verify.model_text.
+    answer_text`, which drops the bold). A completion commits to one answer only if these agree
+    (:func:`rlvr.verify.math.compare.compare` checks them against the gold). A phrase counts only on
+    the final line: an "answer is" guess in the reasoning that a later box corrects is no claim."""
+    if len(text) > MAX_SCAN_CHARS:
+        text = text[-MAX_SCAN_CHARS:]
+    body = strip_reasoning(text)
+    if body is None:
+        return []
+    body = mask_currency(body)
+    claims: list[Candidate] = []
+    outside = body
+    if "<" in body and (tags := _ANSWER_TAG.findall(body)):
+        if (first := next(iter_candidates(f"<answer>{tags[-1]}</answer>"), None)) is not None:
+            claims.append(first)
+        outside = _ANSWER_TAG.sub(" ", body)
+    if "\\boxed" in outside or "\\fbox" in outside:
+        boxes = find_boxes(outside)
+        said = answer_is_candidate(outside, after=boxes[-1][1]) if boxes else None
+        superseded = said is not None and re.search(r"[\d$\\]", said.text)  # "Final Answer: ..." after the box
+        if not superseded and (box := boxed_candidate(outside, boxes)) is not None:
+            claims.append(box)
+    if "####" in outside and (gsm := _GSM8K.findall(outside)):
+        claims.append(Candidate("gsm8k", (gsm[-1].strip(),)))
+    lines = outside.rstrip().rsplit("\n", 1)
+    last = lines[-1].strip(" .:*\t") if len(lines) > 1 else ""
+    if last and not find_boxes(last):
+        said = answer_is_candidate(last)
+        if said is not None and _ANSWER_IS.match(last):
+            claims.append(Candidate("final_line", said.parts))
+        elif re.search(r"\d", last) and is_bare_answer(last):
+            claims.append(Candidate("final_line", (last,)))
+    return claims
+
+
 def iter_candidates(text: str, *, strict: bool = False, gold: bool = False) -> Iterator[Candidate]:
     """Yield answer candidates in priority order (see the module docstring).
 

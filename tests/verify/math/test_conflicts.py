@@ -1,0 +1,54 @@
+"""One committed answer: a completion whose final-answer formats disagree commits to none of them.
+
+Each format a model writes a final answer in (an ``<answer>`` tag, boxes, GSM8K's ``####``, a final
+line that is an answer on its own, bold or not) is a claim; the verdict is ``correct`` only when the
+answer read equals the gold and no other claim reads as a different value (rule ``conflicting``).
+A box that a later "Final Answer:" supersedes, a phrase in the reasoning, and a final line that is
+not an answer are not claims.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rlvr.verify.math.extract import final_claims
+from rlvr.verify.math.verifier import verify_math
+
+CONFLICTING = [
+    ("a tag and a box", "Adding: $\\boxed{21}$\n\n<answer>20</answer>", "20"),
+    ("a box and the tag after it", "<answer>7/2</answer>\n\nChecking once more: $\\boxed{3.4}$", "7/2"),
+    ("a box and GSM8K's marker", "She has $\\boxed{48}$ stickers.\n#### 46", "48"),
+    ("a box and a bold final line", "Therefore $x=\\boxed{-3}$.\n\n**x = 3**", "-3"),
+    ("a box and a bare final line", "The area is $\\boxed{\\frac{9}{2}}$.\n\n4.5 or 5", "9/2"),
+    ("a tag and a final answer line", "<answer>0.25</answer>\nFinal answer: 1/3", "1/4"),
+]
+COMMITTED = [
+    ("the same value in every format", "So $\\boxed{\\frac{1}{2}}$.\n\n<answer>0.5</answer>\n\n**0.5**", "1/2"),
+    ("a box then its restatement", "The total is $\\boxed{1,200}$.\n\nFinal answer: 1200", "1200"),
+    (
+        "an intermediate box a final phrase supersedes",
+        "so $\\boxed{25}$ per box.\nFinal Answer: The final answer is $75$.",
+        "75",
+    ),
+    ("a guess in the reasoning, then a box", "Maybe the answer is 9? Let me check.\nIt is $\\boxed{8}$", "8"),
+    ("a final line that is not an answer", "$\\boxed{14}$\n\nWe used 3 facts about primes.", "14"),
+]
+
+
+@pytest.mark.parametrize(("name", "completion", "gold"), CONFLICTING, ids=[c[0] for c in CONFLICTING])
+def test_disagreeing_formats_commit_to_no_answer(name: str, completion: str, gold: str) -> None:
+    v = verify_math(completion, gold)
+    assert not v.correct, (name, v.reason)
+    assert len({c.text for c in final_claims(completion)}) >= 2
+
+
+@pytest.mark.parametrize(("name", "completion", "gold"), COMMITTED, ids=[c[0] for c in COMMITTED])
+def test_formats_that_agree_or_are_not_claims_still_commit(name: str, completion: str, gold: str) -> None:
+    v = verify_math(completion, gold)
+    assert v.correct, (name, v.reason)
+
+
+def test_the_verdict_names_the_conflict() -> None:
+    v = verify_math("$\\boxed{12}$\n\n<answer>13</answer>", "13")
+    assert v.details["rule"] == "conflicting" and v.details["conflict"] == "boxed"
+    assert "conflicting answers" in v.reason
