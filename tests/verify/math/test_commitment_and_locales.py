@@ -85,6 +85,29 @@ NEGATIONS = [
     ("Ответ не 15.", "15", False),
     ("It's not 10, it's 15.", "15", True),  # the negation is of the 10
 ]
+# the same refusals in each language models answer in (cue lists per language), and commitments
+# that mention a cue word elsewhere
+LANGUAGES = [
+    ("答案不是15。", "15", False),  # Chinese: a negation before the value
+    ("15是错的。", "15", False),  # after it
+    ("答案可能是15。", "15", False),  # a doubt
+    ("所以答案是15。", "15", True),
+    ("经过计算，不是14，而是15。", "15", True),  # the negation is of the 14
+    ("答えは15ではない。", "15", False),  # Japanese: a negation after the value
+    ("答えは15かもしれない。", "15", False),
+    ("たぶん15です。", "15", False),
+    ("答えは15です。", "15", True),
+    ("Quizás la respuesta es 15.", "15", False),  # Spanish
+    ("Peut-être que la réponse est 15.", "15", False),  # French
+    ("Возможно, ответ 15.", "15", False),  # Russian
+    ("Das ist nicht schwer; die Antwort ist 15.", "15", True),  # German: the negation is elsewhere
+]
+QUESTIONS = [
+    ("Is the answer 15?", "15", False),
+    ("答案是15吗？", "15", False),
+    ("So is it 15? Yes, the answer is 15.", "15", True),  # asked, then given
+    ("The answer is 15 (why? because 3 * 5).", "15", True),  # a question about something else
+]
 HIDDEN_AND_QUOTED = [
     ("The answer is 8.\n<!--\n\\boxed{15}\n-->", "15", False),
     ("![\\boxed{15}](diagram.png) So the answer is 8.", "15", False),
@@ -115,6 +138,8 @@ SECOND_SET = [
     + REPEATING_DECIMALS_AND_FORMS
     + HEDGES
     + NEGATIONS
+    + LANGUAGES
+    + QUESTIONS
     + HIDDEN_AND_QUOTED
     + HOMOGLYPHS_AND_FLOODS
     + SECOND_SET,
@@ -129,6 +154,9 @@ def test_issue_47_phenomena(completion: str, gold: str, expected: bool) -> None:
         ("The answer is not 15.", "negated"),
         ("The answer might be 15.", "hedged"),
         ("\\boxed{15}" + " is wrong." * 3, "negated"),
+        ("答えは15ではない。", "negated"),
+        ("答案可能是15。", "hedged"),
+        ("Is the answer 15?", "questioned"),
     ],
 )
 def test_each_refusal_names_its_rule(completion: str, rule: str) -> None:

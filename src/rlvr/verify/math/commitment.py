@@ -10,7 +10,11 @@ never commits to it. Each is a rule (``details["rule"]``) with tables of its own
 * ``hedged``: the value is offered without commitment ("the answer might be 12", "perhaps 12",
   "12, but I am not sure", "12 or something else");
 * ``repeated``: the answer block is the value written over and over (a flood meant to be read
-  somewhere as the answer), not one answer.
+  somewhere as the answer), not one answer;
+* ``questioned``: the value is asked about, not given ("Is it 12?", "答案是12吗？").
+
+Chinese and Japanese, written without spaces, have cue lists of their own (negations before the
+value, "不是12", or after it, "12ではない"; doubts, "可能", "たぶん", "12かもしれない").
 
 Only the clause that holds the answer is read (split at sentence ends, semicolons and line
 breaks): "it is not obvious at first; the answer is 12" commits.
@@ -20,7 +24,20 @@ from __future__ import annotations
 
 import re
 
-_CLAUSE_END = re.compile(r"(?<!\d)[.!?](?!\d)|[;\n]")
+_CLAUSE_END = re.compile(r"(?<!\d)[.!?](?!\d)|[;\n。！？；]")
+# Chinese and Japanese write no spaces and negate or doubt around the value: their cue lists
+_CJK_NOT_BEFORE = re.compile(r"(?:不是|并非|並非|并不是|並不是|不等于|不等於|不会是|不會是|不可能是|绝不是|絕不是)\s*$")
+_CJK_NOT_AFTER = re.compile(
+    r"^[\s$}*)\]]*(?:[，,]\s*)?(?:是错的|是錯的|是错误的|是錯誤的|不对|不對|不正确|不正確|错了|錯了|"
+    r"ではない|ではありません|じゃない|じゃありません|ではなかった|は間違い|は誤り|は正しくない)"
+)
+_CJK_HEDGE = re.compile(
+    r"可能是?\s*$|也许|也許|大概|或许|或許|估计|估計|我猜|不确定|不確定|没有把握|沒有把握|"
+    r"たぶん|多分|おそらく|恐らく|自信がない|わからない|分からない"
+)
+_CJK_HEDGE_AFTER = re.compile(r"^[\s$}*)\]]*(?:かもしれない|かもしれません|だろうか|吧)")
+# the value asked about, not given: a question mark (or a question particle) right after it
+_QUESTION_AFTER = re.compile(r"^[\s$}*)\]]*(?:[?？]|(?:吗|嗎|ですか|か)\s*[?？。]?)")
 # a negation standing just before the value (only words that name the answer between: "not 10, it's
 # 12" negates the 10, not the 12)
 _NOT_BEFORE = re.compile(
@@ -107,10 +124,16 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
         return "negated", f"the answer is said not to be {value[:60]!r}"
     if _NOT_AFTER.match(after):
         return "negated", f"the answer is said not to be {value[:60]!r}"
+    if words is None and (_CJK_NOT_BEFORE.search(before) or _CJK_NOT_AFTER.match(after)):
+        return "negated", f"the answer is said not to be {value[:60]!r}"
     if (words is None or not words.isdisjoint(_HEDGE_WORDS)) and (
         _HEDGE_BEFORE.search(before) or _DOUBT.search(clause)
     ):
         return "hedged", f"{value[:60]!r} is offered without being committed to"
+    if words is None and (_CJK_HEDGE.search(before) or _CJK_HEDGE_AFTER.match(after)):
+        return "hedged", f"{value[:60]!r} is offered without being committed to"
+    if ("?" in after or "？" in after or words is None) and _QUESTION_AFTER.match(after):
+        return "questioned", f"{value[:60]!r} is asked about, not given"
     if len(value) <= 40 and _repeated(text, at, value):
         return "repeated", f"{value[:60]!r} is written over and over: not one answer"
     return None
@@ -120,7 +143,7 @@ def _clause_start(text: str, at: int) -> int:
     """Where the clause holding ``text[at]`` starts: just after the last :data:`_CLAUSE_END` before
     ``at`` (0 if none), found from ``at`` backwards instead of scanning the text from its start
     (below a decimal point, the marks are looked for again)."""
-    hard = max(text.rfind(";", 0, at), text.rfind("\n", 0, at))  # these always end a clause
+    hard = max(text.rfind(c, 0, at) for c in ";\n。！？；")  # these always end a clause
     lo = hard + 1
     j = max(text.rfind(".", lo, at), text.rfind("!", lo, at), text.rfind("?", lo, at))
     for _ in range(32):
