@@ -1,8 +1,10 @@
 """What part of a completion is the model's answer text, written the way a reader reads it.
 
-Verifiers see raw decoded text. Before any answer is looked for, three things are settled
-here, each a rule of its own with its own tests:
+Verifiers see raw decoded text. Before any answer is looked for, these are settled here, each a
+rule of its own with its own tests:
 
+* :func:`final_section`: in the reasoning formats whose markers are control tokens or brackets
+  (OpenThoughts, gpt-oss channels, ``[THINK]``, ``◁think▷``) only the final section is the answer.
 * :func:`model_part`: text after the model's own end-of-turn marker (``<|im_end|>``,
   ``<|endoftext|>``, ``</s>``, ``<|eot_id|>``, ``<end_of_turn>``...) or inside a turn it made up
   for someone else (``<|im_start|>user ...``, ``[INST]``) is not the model's answer: it ends
@@ -34,6 +36,44 @@ from functools import lru_cache
 _CONTROL = re.compile(
     r"<\|[A-Za-z0-9_.:\- ]{1,40}\|>|</s>|<eos>|<end_of_turn>|<start_of_turn>|\[/?INST\]|<<SYS>>",
 )
+
+
+# Reasoning formats whose markers are chat-control tokens or brackets: the final section is the answer.
+_SOLUTION = re.compile(r"<\|begin_of_solution\|>(.*?)(?:<\|end_of_solution\|>|$)", re.DOTALL)
+_FINAL_CHANNEL = re.compile(
+    r"<\|channel\|>\s*final\s*(?:<\|constrain\|>[^<]*)?<\|message\|>(.*?)(?:<\|(?:end|return|call)\|>|$)", re.DOTALL
+)
+_BRACKET_THINK = (("[THINK]", "[/THINK]"), ("◁think▷", "◁/think▷"))
+
+
+def final_section(text: str) -> str:
+    """The final (answer) section of the reasoning formats models write, the reasoning left out:
+    OpenThoughts' ``<|begin_of_solution|>`` (after ``<|begin_of_thought|>``), gpt-oss's ``final``
+    channel (after ``analysis``), Magistral's ``[THINK]...[/THINK]``, Kimi's ``◁think▷...◁/think▷``
+    (``<think>`` is :func:`rlvr.verify.math.extract.strip_reasoning`'s). Reasoning that never
+    reached its final section gives ``""``: a value only in the reasoning is not the answer.
+    Other text is returned as it is.
+
+    Examples:
+        >>> final_section("<|begin_of_thought|>3?<|end_of_thought|><|begin_of_solution|>It is 4.<|end_of_solution|>")
+        'It is 4.'
+        >>> final_section("<|channel|>analysis<|message|>7?<|end|><|channel|>final<|message|>8<|return|>")
+        '8'
+        >>> final_section("[THINK]is it 5?[/THINK]The answer is 6."), final_section("[THINK]5, surely")
+        ('The answer is 6.', '')
+    """
+    if "<|" in text:
+        if "begin_of_thought|>" in text or "begin_of_solution|>" in text:
+            found = _SOLUTION.findall(text)
+            return found[-1] if found else ""
+        if "<|channel|>" in text:
+            found = _FINAL_CHANNEL.findall(text)
+            return found[-1] if found else ""
+    for open_, close in _BRACKET_THINK:
+        if open_ in text or close in text:
+            at = text.rfind(close)
+            return text[at + len(close) :] if at >= 0 else ""
+    return text
 
 
 def model_part(text: str) -> str:
@@ -272,4 +312,4 @@ def unquoted(text: str) -> str:
 
 def answer_text(text: str) -> str:
     """All of them, in the order a reader applies them."""
-    return local_numbers(plain_unicode(unquoted(visible_markup(visible_latex(model_part(text))))))
+    return local_numbers(plain_unicode(unquoted(visible_markup(visible_latex(model_part(final_section(text)))))))

@@ -52,3 +52,37 @@ def test_the_verdict_names_the_conflict() -> None:
     v = verify_math("$\\boxed{12}$\n\n<answer>13</answer>", "13")
     assert v.details["rule"] == "conflicting" and v.details["conflict"] == "boxed"
     assert "conflicting answers" in v.reason
+
+
+# Reasoning formats: the final section is the answer, a value only in the reasoning is not.
+REASONING_FORMATS = [
+    (
+        "<|begin_of_thought|>It might be 15.<|end_of_thought|>\n<|begin_of_solution|>The answer is "
+        "$\\boxed{16}$.<|end_of_solution|>",
+        "16",
+        True,
+    ),
+    (
+        "<|begin_of_thought|>It is 15.<|end_of_thought|><|begin_of_solution|>So $\\boxed{16}$<|end_of_solution|>",
+        "15",
+        False,
+    ),
+    ("<|begin_of_thought|>So \\boxed{15}", "15", False),  # the reasoning never reached its solution
+    (
+        "<|channel|>analysis<|message|>compute: 15<|end|><|start|>assistant<|channel|>final<|message|>"
+        "The answer is 16.<|return|>",
+        "16",
+        True,
+    ),
+    ("<|channel|>analysis<|message|>\\boxed{15}<|end|>", "15", False),  # gpt-oss: analysis only
+    ("[THINK]\\boxed{15}[/THINK]So the answer is 16.", "16", True),  # Magistral
+    ("[THINK]\\boxed{15}[/THINK]So the answer is 16.", "15", False),
+    ("◁think▷\\boxed{15}◁/think▷ The answer is $\\boxed{16}$", "16", True),  # Kimi
+    ("◁think▷ the answer is \\boxed{15}", "15", False),
+    ("<think>\\boxed{15}</think>The answer is 16.", "15", False),
+]
+
+
+@pytest.mark.parametrize(("completion", "gold", "expected"), REASONING_FORMATS)
+def test_only_the_final_section_of_a_reasoning_format_is_the_answer(completion: str, gold: str, expected: bool) -> None:
+    assert verify_math(completion, gold).correct is expected
