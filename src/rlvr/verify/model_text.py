@@ -62,6 +62,8 @@ def final_section(text: str) -> str:
         >>> final_section("[THINK]is it 5?[/THINK]The answer is 6."), final_section("[THINK]5, surely")
         ('The answer is 6.', '')
     """
+    if "<|" not in text and "THINK]" not in text and "think▷" not in text:
+        return text  # most texts: none of the formats' markers
     if "<|" in text:
         if "begin_of_thought|>" in text or "begin_of_solution|>" in text:
             found = _SOLUTION.findall(text)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pytest
 
-from rlvr.verify.math.extract import final_claims
 from rlvr.verify.math.verifier import verify_math
 
 CONFLICTING = [
@@ -19,7 +18,7 @@ CONFLICTING = [
     ("a box and the tag after it", "<answer>7/2</answer>\n\nChecking once more: $\\boxed{3.4}$", "7/2"),
     ("a box and GSM8K's marker", "She has $\\boxed{48}$ stickers.\n#### 46", "48"),
     ("a box and a bold final line", "Therefore $x=\\boxed{-3}$.\n\n**x = 3**", "-3"),
-    ("a box and a bare final line", "The area is $\\boxed{\\frac{9}{2}}$.\n\n4.5 or 5", "9/2"),
+    ("a box and a bold final line of its own", "The area is $\\boxed{\\frac{9}{2}}$.\n\n**4.6**", "9/2"),
     ("a tag and a final answer line", "<answer>0.25</answer>\nFinal answer: 1/3", "1/4"),
 ]
 COMMITTED = [
@@ -32,6 +31,7 @@ COMMITTED = [
     ),
     ("a guess in the reasoning, then a box", "Maybe the answer is 9? Let me check.\nIt is $\\boxed{8}$", "8"),
     ("a final line that is not an answer", "$\\boxed{14}$\n\nWe used 3 facts about primes.", "14"),
+    ("a displayed equation last", "so $C = \\boxed{4}$. Equality holds for\n\\[v = (1, 2).\\]", "4"),
 ]
 
 
@@ -39,7 +39,6 @@ COMMITTED = [
 def test_disagreeing_formats_commit_to_no_answer(name: str, completion: str, gold: str) -> None:
     v = verify_math(completion, gold)
     assert not v.correct, (name, v.reason)
-    assert len({c.text for c in final_claims(completion)}) >= 2
 
 
 @pytest.mark.parametrize(("name", "completion", "gold"), COMMITTED, ids=[c[0] for c in COMMITTED])

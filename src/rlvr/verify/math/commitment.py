@@ -143,7 +143,9 @@ def _clause_start(text: str, at: int) -> int:
     """Where the clause holding ``text[at]`` starts: just after the last :data:`_CLAUSE_END` before
     ``at`` (0 if none), found from ``at`` backwards instead of scanning the text from its start
     (below a decimal point, the marks are looked for again)."""
-    hard = max(text.rfind(c, 0, at) for c in ";\n。！？；")  # these always end a clause
+    hard = max(text.rfind(";", 0, at), text.rfind("\n", 0, at))  # these always end a clause
+    if not text.isascii():  # so do the CJK marks (a scan each: only where they can be)
+        hard = max(hard, *(text.rfind(c, 0, at) for c in "。！？；"))
     lo = hard + 1
     j = max(text.rfind(".", lo, at), text.rfind("!", lo, at), text.rfind("?", lo, at))
     for _ in range(32):

@@ -254,7 +254,7 @@ def compare(
     steps of :func:`rlvr.verify.math.verify_math` after the multiple-choice dispatch."""
     if not isinstance(completion, str) or not isinstance(gold, str):
         raise TypeError(f"completion and gold must be str, got {type(completion).__name__}, {type(gold).__name__}")
-    completion, gold = answer_text(completion), plain_unicode(gold)
+    raw, completion, gold = completion, answer_text(completion), plain_unicode(gold)
     if (talk := grader_talk(completion)) is not None:
         return Verdict(
             Status.WRONG,
@@ -266,22 +266,37 @@ def compare(
         return Verdict(Status.WRONG, stated[:200], Method.STRING, why, details={"rule": "negated"})
     read = _gold(gold)
     verdict = _against(read, completion, strict, question, unevaluated_rule)
-    if verdict.status is Status.CORRECT and (other := _conflicting(completion, verdict.extracted, read)) is not None:
+    if (
+        verdict.status is Status.CORRECT
+        and (other := _conflicting(completion, verdict.extracted, read, raw)) is not None
+    ):
         why = f"conflicting answers: {other.rule} says {other.text[:40]!r}, not {verdict.extracted[:40]!r}"
         details = {**verdict.details, "rule": "conflicting", "conflict": other.rule}
         return Verdict(Status.WRONG, verdict.extracted, Method.STRING, why, verdict.gold, details)
     return verdict
 
 
-def _conflicting(completion: str, chosen: str, read: _Gold) -> Candidate | None:
+def _bold_last_line(raw: str) -> bool:
+    """The completion's last line, as the model wrote it, is all in bold ("**12**")."""
+    last = raw.rstrip().rsplit("\n", 1)[-1].strip().rstrip(".")
+    return len(last) > 4 and last.startswith("**") and last.endswith("**")
+
+
+def _conflicting(completion: str, chosen: str, read: _Gold, raw: str) -> Candidate | None:
     """A final-answer claim of another format (answer tag, boxes, ``####``, bold final line:
     :func:`final_claims`) that reads as an answer unequal to the gold: the completion did not
     commit to one answer. A claim nothing can read (a word, a sentence) is no claim."""
     markers = ("<answer" in completion) + ("\\boxed" in completion or "\\fbox" in completion) + ("####" in completion)
-    lines = completion.rstrip().rsplit("\n", 1)
-    if markers + (len(lines) > 1 and any(ch.isdigit() for ch in lines[-1])) < 2:
-        return None  # at most one format that could claim an answer: nothing to disagree with
-    claims = [c for c in final_claims(completion) if _squash(c.text) != _squash(chosen)]
+    if markers == 0:
+        return None  # no format that could claim an answer: at most a final line
+    bold_last_line = False
+    if markers < 2:  # the final line is a claim only as "Final answer: ..." or all in bold
+        last = completion.rstrip().rsplit("\n", 1)
+        if len(last) < 2 or not ("nswer" in last[-1] or (bold_last_line := _bold_last_line(raw))):
+            return None  # one format: nothing to disagree with (most correct verdicts)
+    else:
+        bold_last_line = _bold_last_line(raw)
+    claims = [c for c in final_claims(completion, bold_last_line=bold_last_line) if _squash(c.text) != _squash(chosen)]
     if not claims:
         return None
     _, g_alts, _ = read.parsed()

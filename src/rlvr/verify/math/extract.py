@@ -443,11 +443,12 @@ def is_bare_answer(text: str, *, gold: bool = False) -> bool:
     return len(words) == 0 or (len(words) == 1 and words[0] in units)
 
 
-def final_claims(text: str) -> list[Candidate]:
+def final_claims(text: str, *, bold_last_line: bool = False) -> list[Candidate]:
     """What each format of final answer in the completion commits to: the last ``<answer>`` tag (its
     first reading), the last group of boxes outside it, GSM8K's last ``####`` and a final line that
-    is an answer on its own ("**12**", "Answer: 12"; read after :func:`~rlvr.verify.model_text.
-    answer_text`, which drops the bold). A completion commits to one answer only if these agree
+    states an answer ("Answer: 12") or, written all in bold (``bold_last_line``: the caller saw it
+    before :func:`~rlvr.verify.model_text.answer_text` dropped the bold), is one ("**12**"); a
+    displayed equation on the last line is not. A completion commits to one answer only if these agree
     (:func:`rlvr.verify.math.compare.compare` checks them against the gold). A phrase counts only on
     the final line: an "answer is" guess in the reasoning that a later box corrects is no claim."""
     if len(text) > MAX_SCAN_CHARS:
@@ -476,7 +477,7 @@ def final_claims(text: str) -> list[Candidate]:
         said = answer_is_candidate(last)
         if said is not None and _ANSWER_IS.match(last):
             claims.append(Candidate("final_line", said.parts))
-        elif re.search(r"\d", last) and is_bare_answer(last):
+        elif bold_last_line and re.search(r"\d", last) and is_bare_answer(last):
             claims.append(Candidate("final_line", (last,)))
     return claims
 
