@@ -191,6 +191,10 @@ class AlgoConfig(_Strict):
     Triton on CUDA, torch elsewhere; :mod:`rlvr.models.logprobs`); ``full``: from the whole logits
     (faster for a small vocabulary, memory ~ rows x tokens x vocab x 4 bytes, several copies);
     ``auto``: chunked on a GPU, full on CPU. The same log-probs and gradients up to float rounding."""
+    estimator: str = "sum_then_normalize"
+    """The advantage estimator (``rlvr.algo.advantages.ESTIMATORS``): ``sum_then_normalize`` (GRPO),
+    ``rloo`` (each total minus the mean of its group's others), ``normalize_then_sum`` (GDPO: TRL's
+    ``multi_objective_aggregation``, engine trl), or a name added with ``register_estimator``."""
     advantage_clip: float | None = Field(None, gt=0)
     """Clamp advantages to ``[-clip, clip]``; null: no clamp."""
 
@@ -646,6 +650,17 @@ class TrainConfig(_Strict):
                 )
             if op.lag:
                 raise ValueError("off_policy.lag with rollout.mode async: the sampler's lag is real there; drop lag")
+        est = self.algo.estimator
+        if self.engine == "rlvr" and est == "normalize_then_sum":
+            raise ValueError(
+                "algo.estimator normalize_then_sum normalises each reward function apart (TRL's "
+                "multi_objective_aggregation): engine=trl; on rlvr's engine use sum_then_normalize or rloo"
+            )
+        if self.engine == "trl" and est not in ("sum_then_normalize", "normalize_then_sum"):
+            raise ValueError(
+                f"algo.estimator {est}: TRL's GRPOTrainer takes sum_then_normalize or normalize_then_sum "
+                "(its multi_objective_aggregation); set engine=rlvr for other estimators"
+            )
         if self.engine == "rlvr":
             if self.run.processes > 1:
                 raise ValueError(

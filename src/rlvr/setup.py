@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rlvr.algo.advantages import ESTIMATORS
 from rlvr.config import TrainConfig
 from rlvr.data.prompts import check_context
 from rlvr.data.stream import default_data
@@ -78,6 +79,7 @@ def build(
     checkpointing from its own arguments.
     """
     setup_torch(cfg.run.threads, cfg.run.seed)
+    ESTIMATORS.get(cfg.algo.estimator)  # an unknown estimator: refused before anything loads
     device = check_device(cfg, engine)
     if train_rows is None and eval_rows is None:  # read (and refused) before a model loads
         train_rows, eval_rows = default_data(cfg)

@@ -153,6 +153,22 @@ def test_rollout_log_and_cause_metrics(tmp_path):
     assert all(0 <= x["advantages/clipped_frac"] <= 1 for x in m)
 
 
+def test_rloo_trains_on_rlvrs_engine_with_its_own_advantages(tmp_path):
+    """``algo.estimator: rloo``: every logged advantage is the row's total minus the mean of the
+    other admitted rows of its group."""
+    cfg = load_config(None, [*TINY, "run.steps=1", f"run.out_dir={tmp_path}", "algo.estimator=rloo"])
+    GRPOTrainer(cfg).train()
+    rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if not r.get("replaced")]
+    g = cfg.rollout.group_size
+    for k in range(0, len(rows), g):
+        group = [r for r in rows[k : k + g] if r["admitted"]]
+        for r in group:
+            others = [o["total"] for o in group if o is not r]
+            want = r["total"] - sum(others) / len(others) if others else 0.0
+            assert r["advantage"] == pytest.approx(want, abs=1e-5)
+
+
 def test_cold_start_keeps_format_deaths_out_of_the_loss(tmp_path):
     # an untrained model: most rollouts are format deaths, injected by construction
     cfg = load_config(

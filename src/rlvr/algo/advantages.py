@@ -9,10 +9,13 @@ the group statistics.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
+
+from rlvr.registry import Registry
 
 #: How advantages are scaled: by each group's std (GRPO), by the batch's std (TRL's ``batch``), or
 #: not at all (Dr. GRPO's ``r - mean``).
@@ -186,3 +189,74 @@ def indexed_group_advantages(
     if clip is not None:
         adv = adv.clamp(-clip, clip)
     return adv
+
+
+def loo_advantages(rewards: torch.Tensor, group_size: int, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """RLOO's advantages: each admitted reward minus the mean of the *other* admitted rewards of its
+    group (an unbiased baseline, no std), 0 for the excluded and for groups of fewer than two.
+
+    Examples:
+        >>> loo_advantages(torch.tensor([1.0, 0.0, 0.0, 2.0, 2.0, 2.0]), 3).tolist()
+        [1.0, -0.5, -0.5, 0.0, 0.0, 0.0]
+    """
+    n = rewards.numel()
+    if n % group_size:
+        raise ValueError(f"{n} rewards do not split into groups of {group_size}")
+    mask = torch.ones(n, dtype=torch.bool, device=rewards.device) if mask is None else mask.bool()
+    m = mask.view(-1, group_size).to(rewards.dtype)
+    r = torch.where(mask, rewards, torch.zeros_like(rewards)).view(-1, group_size)
+    count = m.sum(1, keepdim=True)
+    others = (r.sum(1, keepdim=True) - r) / (count - 1).clamp(min=1)
+    adv = torch.where(count >= 2, r - others, torch.zeros_like(r))
+    return (adv * m).view(-1)
+
+
+@dataclass(frozen=True)
+class AdvantageInputs:
+    """What an advantage estimator may read about one step's rows (every tensor ``[N]`` but
+    ``values``): the weighted ``totals`` (NaN: not scored), each reward function's ``values``
+    ``[N, K]`` with their ``weights`` ``[K]`` (NaN where a function did not apply; None when the
+    engine keeps only totals), the group size, the admitted rows and the configured scale."""
+
+    totals: torch.Tensor
+    group_size: int
+    admit: torch.Tensor
+    scale: Scale = "group"
+    values: torch.Tensor | None = None
+    weights: torch.Tensor | None = None
+
+
+#: ``fn(inputs) -> [N]`` advantages, 0 for every row not admitted.
+Estimator = Callable[[AdvantageInputs], torch.Tensor]
+
+
+def _sum_then_normalize(x: AdvantageInputs) -> torch.Tensor:
+    return group_advantages(torch.nan_to_num(x.totals), x.group_size, x.admit, scale=x.scale)
+
+
+def _normalize_then_sum(x: AdvantageInputs) -> torch.Tensor:
+    if x.values is None or x.weights is None:
+        raise ValueError("normalize_then_sum needs each reward function's values (TRL's multi_objective_aggregation)")
+    summed = normalized_sum(x.values, x.weights, x.group_size, x.admit)
+    # as TRL does for it, whatever scale_rewards says: scaled by the batch's std
+    return group_advantages(torch.nan_to_num(summed), x.group_size, x.admit & ~torch.isnan(summed), scale="batch")
+
+
+def _rloo(x: AdvantageInputs) -> torch.Tensor:
+    return loo_advantages(torch.nan_to_num(x.totals), x.group_size, x.admit)
+
+
+#: Advantage estimators by name (``algo.estimator`` on rlvr's engine; TRL's
+#: ``multi_objective_aggregation`` picks between the first two). Register one with
+#: :func:`register_estimator`; every engine's failure step (:class:`rlvr.diagnostics.step.FailureAware`)
+#: calls it on the admitted rows, so exclusion, clipping and the causes apply to it unchanged.
+ESTIMATORS: Registry[Estimator] = Registry("advantage estimator")
+ESTIMATORS.add("sum_then_normalize", _sum_then_normalize)  # GRPO: the group statistics of the total
+ESTIMATORS.add("normalize_then_sum", _normalize_then_sum)  # GDPO: each function normalised, then summed
+ESTIMATORS.add("rloo", _rloo)  # REINFORCE leave-one-out
+
+
+def register_estimator(name: str, fn: Estimator) -> None:
+    """Add an advantage estimator (then selectable as ``algo.estimator: <name>``). ``fn`` must give
+    0 to every row ``inputs.admit`` leaves out, or excluded rows would reach the gradient."""
+    ESTIMATORS.add(name, fn)

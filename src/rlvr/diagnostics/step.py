@@ -29,11 +29,11 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
-from rlvr.algo.advantages import Scale, group_advantages, normalized_sum, scale_of, zero_std_fraction
+from rlvr.algo.advantages import ESTIMATORS, AdvantageInputs, Scale, group_advantages, scale_of, zero_std_fraction
 from rlvr.config import FailureConfig
 from rlvr.diagnostics.admission import ColdStart, admission
 from rlvr.diagnostics.alarms import (
@@ -148,10 +148,12 @@ class FailureAware:
         group_size: G, rollouts per prompt (rows of one group are consecutive).
         scale_rewards: ``group`` (or True): divide advantages by the group's std; ``batch``: by the
             batch's; ``none`` (or False): Dr. GRPO.
-        objective: ``sum_then_normalize``: the group statistics of the weighted total; or
-            ``normalize_then_sum`` (GDPO, TRL's ``multi_objective_aggregation``): each reward
-            function's values (``RolloutView.values``) normalised in their group over the admitted
-            rows, summed with ``weights``, then scaled by the batch's std (``scale_rewards`` aside).
+        objective: the advantage estimator, by its name in :data:`rlvr.algo.advantages.ESTIMATORS`:
+            ``sum_then_normalize`` (GRPO: the group statistics of the weighted total),
+            ``normalize_then_sum`` (GDPO, TRL's ``multi_objective_aggregation``: each reward
+            function's values, ``RolloutView.values``, normalised in their group over the admitted
+            rows, summed with ``weights``, then scaled by the batch's std), ``rloo`` (each total
+            minus the mean of the group's others), or one registered with ``register_estimator``.
         weights: each reward function's weight, for ``normalize_then_sum``.
         advantage_clip: clamp advantages to ``[-clip, clip]`` (None: no clamp).
         think_tag: the format's reasoning tag (for the reward-hacking alarms).
@@ -170,12 +172,13 @@ class FailureAware:
         think_tag: str = "think",
         answer_tag: str = "answer",
         run_dir: str | Path | None = None,
-        objective: Literal["sum_then_normalize", "normalize_then_sum"] = "sum_then_normalize",
+        objective: str = "sum_then_normalize",
         weights: Sequence[float] = (),
     ) -> None:
         self.cfg, self.group_size = failure, group_size
         self.scale_rewards, self.advantage_clip = scale_of(scale_rewards), advantage_clip
         self.objective, self.weights = objective, tuple(weights)
+        self.estimator = ESTIMATORS.get(objective)  # an unknown name: a ConfigError listing the known
         self.think_tag, self.answer_tag = think_tag, answer_tag
         self.run_dir = Path(run_dir) if run_dir is not None else None
         f = failure
@@ -299,15 +302,21 @@ class FailureAware:
             adv = group_advantages(stats, g, admit | faulted, scale=self.scale_rewards)
             admit = admit & ~faulted
             adv = adv.masked_fill(faulted, 0.0)
-        elif self.objective == "normalize_then_sum":
-            values = torch.tensor(
-                [[float("nan") if x is None else x for x in v.values] for v in views], dtype=torch.float32
+        else:  # the configured estimator, on the admitted rows
+            values = None
+            if self.weights and all(len(v.values) == len(self.weights) for v in views):
+                values = torch.tensor(
+                    [[float("nan") if x is None else x for x in v.values] for v in views], dtype=torch.float32
+                )
+            inputs = AdvantageInputs(
+                totals,
+                g,
+                admit,
+                self.scale_rewards,
+                values,
+                torch.tensor(self.weights) if values is not None else None,
             )
-            summed = normalized_sum(values, torch.tensor(self.weights), g, admit)
-            # as TRL does for it whatever scale_rewards says: scaled by the batch's std
-            adv = group_advantages(torch.nan_to_num(summed), g, admit & ~torch.isnan(summed), scale="batch")
-        else:
-            adv = group_advantages(torch.nan_to_num(totals), g, admit, scale=self.scale_rewards)
+            adv = self.estimator(inputs)
         clip = self.advantage_clip
         clipped = float(((adv.abs() > clip) & admit).sum() / admit.sum().clamp(min=1)) if clip else 0.0
         if clip:

@@ -177,6 +177,7 @@ class GRPOTrainer:
             think_tag=think or "think",
             answer_tag=answer,
             run_dir=self.run_dir,
+            objective=cfg.algo.estimator,
         )
         self.ahead = DrawAhead(cfg.failure.max_staleness)  # groups dynamic sampling drew beyond a step's need
         self._buffer_stats = (0, 0)

@@ -52,6 +52,7 @@ def grpo_args(cfg: TrainConfig, *, use_cpu: bool) -> Any:
         "num_iterations": a.num_iterations,
         "loss_type": a.loss,
         "scale_rewards": a.scale_rewards,
+        "multi_objective_aggregation": a.estimator,
         "save_strategy": "steps",
         "save_steps": run.save_every,
         "logging_steps": cfg.trl.logging_steps,
