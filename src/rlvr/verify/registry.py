@@ -89,9 +89,17 @@ def _verify_item(item: tuple[str, Any, str | None, str | None], timeout: float, 
     return verify_with(completion, gold, task, strict=strict, timeout=timeout, question=question)
 
 
+#: Seconds a code item gets beyond its budget in a batch: the sandbox stops the program at the
+#: budget and then tears its run down (kills, the control group emptied, the folder set aside); on
+#: a loaded machine that can take more than the batch's one-second grace, and a program the sandbox
+#: stopped for looping is ``wrong``, never the batch's ``timeout``.
+SANDBOX_GRACE_S = 5.0
+
+
 def item_limit(gold: Any, task: str | None, timeout: float) -> float:
     """The seconds one item may take, as its verifier will give it: a code spec's own ``timeout``
-    wins over the batch's (the batch must not kill what the spec allows, and call it ``timeout``)."""
+    wins over the batch's (the batch must not kill what the spec allows, and call it ``timeout``),
+    plus :data:`SANDBOX_GRACE_S` for the sandbox to end the run."""
     if get_verifier(task) is verify_code:
         from rlvr.verify.code.spec import parse_spec
 
@@ -99,7 +107,7 @@ def item_limit(gold: Any, task: str | None, timeout: float) -> float:
             own = parse_spec(gold).timeout
         except ValueError:  # a bad spec: its verdict (bad_gold) comes at once
             own = None
-        return own or timeout
+        return (own or timeout) + SANDBOX_GRACE_S
     return timeout
 
 
