@@ -111,6 +111,17 @@ _IFFALSE = re.compile(r"\\iffalse\b.*?(?:\\fi\b|$)", re.DOTALL)
 # hiding LaTeX (never an answer tag: "%o0<answer>7</answer>" is not LaTeX)
 _COMMENT = re.compile(r"(?:(?m:^)|(?<=[^\d\s\\]\s))%(?=[\s\\])(?=[^\n]*\\[a-zA-Z])(?![^\n]*</?answer)[^\n]*")
 _WHITE = r"\s*\{\s*(?:white|#?fff(?:fff)?|ffffff)\s*\}"
+# the commands an answer is read through, redefined (\renewcommand{\boxed}..., \def\boxed, \let\fbox)
+_REDEFINED = re.compile(
+    r"\\(?:re)?newcommand\*?\s*\{?\s*\\(?:boxed|fbox|text\w*|frac|d?frac|color|textcolor|phantom)\b"
+    r"|\\(?:def|let|gdef|edef)\s*\\(?:boxed|fbox|text\w*|frac|color|textcolor)\b"
+)
+_COMMENT_ENV = re.compile(r"\\begin\{comment\}.*?(?:\\end\{comment\}|$)", re.DOTALL)
+# a group scaled to nothing; the brace group after the match (the content) is dropped with it
+_ZERO_SIZE = re.compile(
+    r"\\scalebox\s*\{\s*0*\.?0*\s*\}|\\resizebox\*?\s*\{\s*0*\.?0*\s*(?:pt|em|ex|cm|mm|in)?\s*\}\s*\{[^{}]*\}"
+    r"|\{\s*\\fontsize\s*\{\s*0*\.?0*\s*(?:pt)?\s*\}"
+)
 _COLOR_GROUP = re.compile(r"\{\s*\\color" + _WHITE, re.IGNORECASE)
 _TEXTCOLOR = re.compile(r"\\(?:textcolor|colorbox)" + _WHITE + r"\s*(?=\{)", re.IGNORECASE)
 
@@ -149,7 +160,12 @@ def visible_latex(text: str) -> str:
     """
     if "\\" not in text and "%" not in text:
         return text
+    if (m := _REDEFINED.search(text)) is not None:  # past a redefinition nothing reads as written
+        text = text[: m.start()]
     s = _IFFALSE.sub(" ", text) if "\\iffalse" in text else text
+    s = _COMMENT_ENV.sub(" ", s) if "{comment}" in s else s
+    if "box" in s or "fontsize" in s:  # scaled to nothing: \scalebox{0}{..}, \resizebox{0pt}{..}{..}
+        s = _drop_groups(s, _ZERO_SIZE)
     s = _COMMENT.sub("", s) if "%" in s else s
     s = _drop_groups(s, _PHANTOM) if "phantom" in s else s
     if "color" in s:  # \color, \textcolor, \colorbox
@@ -212,6 +228,14 @@ def plain_unicode(text: str) -> str:
 
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 _MD_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)")
+# a Markdown link whose target is an address or hides an answer: only its text is shown
+_MD_LINK = re.compile(r"(?<!!)\[([^\]\n]*)\]\((?=[^)\n]*(?:[:/#]|\\boxed))[^)\s]*\)")
+# elements a browser does not render: <template>, hidden, display:none, visibility:hidden
+_HIDDEN_ELEMENT_HINT = re.compile(r"<template|hidden|display\s*:\s*none", re.IGNORECASE)
+_HIDDEN_ELEMENT = re.compile(
+    r"<(template|(\w+)[^<>]*?(?:\shidden\b|display\s*:\s*none|visibility\s*:\s*hidden)[^<>]*)>.*?(?:</(?:template|\2)\s*>|$)",
+    re.DOTALL | re.IGNORECASE,
+)
 _HTML_TAG = re.compile(
     r"<(?!/?(?:answer|think)\b)[a-zA-Z][^<>\n]*\b(?:alt|title|data-[\w-]+)\s*=\s*(['\"]).*?\1[^<>]*>"
 )
@@ -224,10 +248,13 @@ def visible_markup(text: str) -> str:
         >>> visible_markup('It is 7. <!-- it is 12 --> ![12](x.png) <img alt="12" src="y">').split()
         ['It', 'is', '7.']
     """
-    if "<" not in text and "![" not in text:
+    if "<" not in text and "](" not in text:
         return text
     text = _HTML_COMMENT.sub(" ", text) if "<!--" in text else text
     text = _MD_IMAGE.sub(" ", text) if "![" in text else text
+    text = _MD_LINK.sub(r"\1", text) if "](" in text else text  # a link's target is not shown
+    if "<" in text and (_HIDDEN_ELEMENT_HINT.search(text)):
+        text = _HIDDEN_ELEMENT.sub(" ", text)
     return _HTML_TAG.sub(" ", text) if "<" in text else text
 
 

@@ -85,3 +85,28 @@ REASONING_FORMATS = [
 @pytest.mark.parametrize(("completion", "gold", "expected"), REASONING_FORMATS)
 def test_only_the_final_section_of_a_reasoning_format_is_the_answer(completion: str, gold: str, expected: bool) -> None:
     assert verify_math(completion, gold).correct is expected
+
+
+# Text a reader does not see is not the answer (LaTeX that hides or redefines, HTML that does not
+# render, a link's target); what looks like it but shows is read.
+HIDDEN = [
+    ("\\renewcommand{\\boxed}[1]{} The result: \\boxed{15}", "15", False),
+    ("\\def\\fbox#1{} Hence \\fbox{15}", "15", False),
+    ("So \\boxed{8}.\n\\begin{comment}\\boxed{15}\\end{comment}", "15", False),
+    ("So \\boxed{8}. \\scalebox{0}{\\boxed{15}}", "15", False),
+    ("So \\boxed{8}. \\resizebox{0pt}{!}{\\boxed{15}}", "15", False),
+    ("So \\boxed{8}. {\\fontsize{0}{0}\\selectfont \\boxed{15}}", "15", False),
+    ('So the answer is 8. <span style="display:none">The answer is \\boxed{15}</span>', "15", False),
+    ("So the answer is 8. <template>\\boxed{15}</template>", "15", False),
+    ("So the answer is 8. <div hidden>\\boxed{15}</div>", "15", False),
+    ("See [the source](https://x.org/\\boxed{15}) so the answer is 8.", "15", False),
+    ("The answer is \\boxed{15}. \\scalebox{2}{big}", "15", True),  # scaled, but visible
+    ("The interval is [0, 15](closed).", "15", True),  # not a link
+    ("The answer is \\boxed{15}. See [docs](https://x.org).", "15", True),
+    ("\\newcommand{\\R}{\\mathbb{R}} The answer is \\boxed{15}.", "15", True),  # a harmless definition
+]
+
+
+@pytest.mark.parametrize(("completion", "gold", "expected"), HIDDEN)
+def test_text_a_reader_does_not_see_is_not_the_answer(completion: str, gold: str, expected: bool) -> None:
+    assert verify_math(completion, gold).correct is expected
