@@ -160,11 +160,11 @@ def visible_latex(text: str) -> str:
     """
     if "\\" not in text and "%" not in text:
         return text
-    if (m := _REDEFINED.search(text)) is not None:  # past a redefinition nothing reads as written
-        text = text[: m.start()]
+    if ("command" in text or "def" in text or "\\let" in text) and (m := _REDEFINED.search(text)) is not None:
+        text = text[: m.start()]  # past a redefinition nothing reads as written
     s = _IFFALSE.sub(" ", text) if "\\iffalse" in text else text
     s = _COMMENT_ENV.sub(" ", s) if "{comment}" in s else s
-    if "box" in s or "fontsize" in s:  # scaled to nothing: \scalebox{0}{..}, \resizebox{0pt}{..}{..}
+    if "scalebox" in s or "resizebox" in s or "fontsize" in s:  # scaled to nothing: \scalebox{0}{..}
         s = _drop_groups(s, _ZERO_SIZE)
     s = _COMMENT.sub("", s) if "%" in s else s
     s = _drop_groups(s, _PHANTOM) if "phantom" in s else s
@@ -231,7 +231,6 @@ _MD_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)")
 # a Markdown link whose target is an address or hides an answer: only its text is shown
 _MD_LINK = re.compile(r"(?<!!)\[([^\]\n]*)\]\((?=[^)\n]*(?:[:/#]|\\boxed))[^)\s]*\)")
 # elements a browser does not render: <template>, hidden, display:none, visibility:hidden
-_HIDDEN_ELEMENT_HINT = re.compile(r"<template|hidden|display\s*:\s*none", re.IGNORECASE)
 _HIDDEN_ELEMENT = re.compile(
     r"<(template|(\w+)[^<>]*?(?:\shidden\b|display\s*:\s*none|visibility\s*:\s*hidden)[^<>]*)>.*?(?:</(?:template|\2)\s*>|$)",
     re.DOTALL | re.IGNORECASE,
@@ -253,8 +252,10 @@ def visible_markup(text: str) -> str:
     text = _HTML_COMMENT.sub(" ", text) if "<!--" in text else text
     text = _MD_IMAGE.sub(" ", text) if "![" in text else text
     text = _MD_LINK.sub(r"\1", text) if "](" in text else text  # a link's target is not shown
-    if "<" in text and (_HIDDEN_ELEMENT_HINT.search(text)):
-        text = _HIDDEN_ELEMENT.sub(" ", text)
+    if "<" in text:
+        low = text.lower()  # one pass in C: most texts with a "<" (an inequality) hold none of these
+        if "hidden" in low or "template" in low or "none" in low:
+            text = _HIDDEN_ELEMENT.sub(" ", text)
     return _HTML_TAG.sub(" ", text) if "<" in text else text
 
 
