@@ -176,8 +176,14 @@ def _searched_everywhere(text: str, span: str) -> str | None:
     clause = text[start : end_m.start() if end_m else len(text)]
     if c._NOT_BEFORE.search(before) or c._NOT_AFTER.match(after):
         return "negated"
+    if c._CJK_NOT_BEFORE.search(before) or c._CJK_NOT_AFTER.match(after):
+        return "negated"
     if c._HEDGE_BEFORE.search(before) or c._DOUBT.search(clause):
         return "hedged"
+    if c._CJK_HEDGE.search(before) or c._CJK_HEDGE_AFTER.match(after):
+        return "hedged"
+    if c._QUESTION_AFTER.match(after):
+        return "questioned"
     return "repeated" if c._repeated(text, at, value) else None
 
 
