@@ -37,7 +37,7 @@ def test_the_activation_estimate_scales_with_the_model() -> None:
 
 def test_auto_sets_no_budget_on_a_cpu() -> None:
     model = torch.nn.Linear(2, 2)
-    assert auto_token_budget(model, torch.device("cpu"), True) is None
+    assert auto_token_budget(model, torch.device("cpu"), True, optimizer_ready=False) is None
 
 
 @pytest.mark.parametrize(

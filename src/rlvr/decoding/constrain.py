@@ -666,10 +666,7 @@ def masked_hidden_logprobs(
         return logp
 
     def allowed(h: torch.Tensor, b: torch.Tensor, tok: torch.Tensor) -> torch.Tensor:
-        lg = logits_of(h)
-        lg = lg / temperature if temperature != 1.0 else lg
-        lg = lg.masked_fill(~unpack_bits(b, lg.shape[-1]), float("-inf"))
-        return lg.gather(-1, tok[:, None]).squeeze(-1) - torch.logsumexp(lg, -1)
+        return _allowed_logprobs(logits_of(h), b, tok, temperature)
 
     idx = where.nonzero(as_tuple=True)
     picked = []
@@ -695,9 +692,15 @@ def masked_logprobs(
     if not bool(where.any()):
         return logp
     idx = where.nonzero(as_tuple=True)
-    lg = logits[idx].float()
-    lg = lg / temperature if temperature != 1.0 else lg
-    lg = lg.masked_fill(~unpack_bits(bits[idx], lg.shape[-1]), float("-inf"))
-    tok = tokens[idx][:, None]
-    picked = lg.gather(-1, tok).squeeze(-1) - torch.logsumexp(lg, -1)
+    picked = _allowed_logprobs(logits[idx].float(), bits[idx], tokens[idx], temperature)
     return logp.index_put(idx, picked.to(logp.dtype))
+
+
+def _allowed_logprobs(
+    logits: torch.Tensor, bits: torch.Tensor, tokens: torch.Tensor, temperature: float
+) -> torch.Tensor:
+    """``[M]`` log-probs of ``tokens`` among the allowed set of each position: ``logits [M, V]`` (float32)
+    scaled by the temperature, everything outside ``bits [M, W]`` at -inf, renormalised."""
+    lg = logits / temperature if temperature != 1.0 else logits
+    lg = lg.masked_fill(~unpack_bits(bits, lg.shape[-1]), float("-inf"))
+    return lg.gather(-1, tokens[:, None]).squeeze(-1) - torch.logsumexp(lg, -1)

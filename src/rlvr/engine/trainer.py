@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from rlvr.engine.evaluate import greedy_eval
 from rlvr.engine.rollout import RolloutBatch, generate
 from rlvr.episodes.episode import env_scored
 from rlvr.errors import ConfigError
-from rlvr.models.budget import ACTIVATION_SHARE, activation_bytes_per_token, auto_token_budget, rows_within
+from rlvr.models.budget import auto_token_budget, rows_within
 from rlvr.models.device import lean_paths
 from rlvr.models.grouped_forward import completion_hidden, completion_logits
 from rlvr.models.logprobs import chunked_logprobs, decoder_hidden, head_logits
@@ -141,8 +142,6 @@ class GRPOTrainer:
         self.chunked = cfg.algo.logprobs == "chunked" or (
             cfg.algo.logprobs == "auto" and self.device.type in ("cuda", "xpu")
         )
-        self._auto_budget: int | None = None  # algo.token_budget auto, measured at the first pass
-        self._budget_measured = False
         self.rollout_dtype = sampling_dtype(cfg.rollout.dtype, self.device)
         self.data = DataStream(cfg, run.train_rows)
         self.eval_rows = run.eval_rows
@@ -522,7 +521,7 @@ class GRPOTrainer:
         grouped = self.fast and supports(self.model, lora=True)
         width = batch.prompt_ids.shape[1] + batch.completion_ids.shape[1]
         mb = self.cfg.algo.micro_batch or rows_within(self._budget(), width, live.numel(), g if grouped else None)
-        if grouped and supports(self.model, lora=True) and mb % g == 0:
+        if grouped and mb % g == 0:
             groups = live.view(-1, g).any(1).nonzero().squeeze(-1)
             chunks = [groups[i : i + mb // g] for i in range(0, len(groups), mb // g)]
             return [((c[:, None] * g + torch.arange(g, device=c.device)).reshape(-1), c * g) for c in chunks]
@@ -530,20 +529,14 @@ class GRPOTrainer:
         return [(rows[i : i + mb], None) for i in range(0, len(rows), mb)]
 
     def _budget(self) -> int | None:
-        """Tokens per micro-batch (``algo.token_budget``; ``auto`` measured once, at the first pass,
-        leaving room for the AdamW state the first optimizer step allocates)."""
+        """Tokens per micro-batch (``algo.token_budget``; ``auto`` measured once, at the first pass)."""
         tb = self.cfg.algo.token_budget
-        if tb != "auto":
-            return tb
-        if not self._budget_measured:
-            bf16 = self.cfg.model.autocast == "bf16"
-            budget = auto_token_budget(self.model, self.device, bf16)
-            if budget is not None and not self.opt.state:
-                trainable = sum(p.numel() * p.element_size() for p in self.model.parameters() if p.requires_grad)
-                per_token = activation_bytes_per_token(self.model.config, bf16)
-                budget = max(1, budget - int(2 * trainable * ACTIVATION_SHARE) // per_token)
-            self._auto_budget, self._budget_measured = budget, True
-        return self._auto_budget
+        return self._auto_budget if tb == "auto" else tb
+
+    @cached_property
+    def _auto_budget(self) -> int | None:
+        bf16 = self.cfg.model.autocast == "bf16"
+        return auto_token_budget(self.model, self.device, bf16, optimizer_ready=bool(self.opt.state))
 
     def _forward(
         self, batch: RolloutBatch, sl: torch.Tensor, prompt_rows: torch.Tensor | None, model: Any = None

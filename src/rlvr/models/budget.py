@@ -40,16 +40,19 @@ def activation_bytes_per_token(config: Any, autocast_bf16: bool, param_bytes: in
     return layers * per_layer + hidden * param_bytes
 
 
-def auto_token_budget(model: Any, device: torch.device, autocast_bf16: bool) -> int | None:
+def auto_token_budget(model: Any, device: torch.device, autocast_bf16: bool, optimizer_ready: bool) -> int | None:
     """The ``auto`` budget: on a GPU, :data:`ACTIVATION_SHARE` of its free memory over
-    :func:`activation_bytes_per_token`; None (no budget) elsewhere. Called once the optimizer state
-    exists, so what is free is what the passes can use."""
+    :func:`activation_bytes_per_token`; None (no budget) elsewhere. Before the first optimizer step
+    (``optimizer_ready`` False) the AdamW state it will allocate, two copies of the trained weights,
+    is not free memory and is left out."""
     if device.type != "cuda":
         return None
     free, _ = torch.cuda.mem_get_info(device)
+    if not optimizer_ready:
+        free -= 2 * sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
     p = next(model.parameters())
     per_token = activation_bytes_per_token(model.config, autocast_bf16, p.element_size())
-    return max(1, int(free * ACTIVATION_SHARE) // per_token)
+    return max(1, int(max(free, 0) * ACTIVATION_SHARE) // per_token)
 
 
 def rows_within(budget: int | None, width: int, rows: int, group: int | None = None) -> int:
