@@ -113,7 +113,7 @@ _COMMENT = re.compile(r"(?:(?m:^)|(?<=[^\d\s\\]\s))%(?=[\s\\])(?=[^\n]*\\[a-zA-Z
 _WHITE = r"\s*\{\s*(?:white|#?fff(?:fff)?|ffffff)\s*\}"
 # the commands an answer is read through, redefined (\renewcommand{\boxed}..., \def\boxed, \let\fbox)
 _REDEFINED = re.compile(
-    r"\\(?:re)?newcommand\*?\s*\{?\s*\\(?:boxed|fbox|text\w*|frac|d?frac|color|textcolor|phantom)\b"
+    r"\\(?:re)?newcommand\*?\s*\{?\s*\\(?:boxed|fbox|text\w*|d?frac|color|textcolor|phantom)\b"
     r"|\\(?:def|let|gdef|edef)\s*\\(?:boxed|fbox|text\w*|frac|color|textcolor)\b"
 )
 _COMMENT_ENV = re.compile(r"\\begin\{comment\}.*?(?:\\end\{comment\}|$)", re.DOTALL)

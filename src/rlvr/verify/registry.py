@@ -13,6 +13,7 @@ from typing import Any
 from rlvr.errors import ConfigError
 from rlvr.registry import Registry
 from rlvr.types import Status, Verdict
+from rlvr.verify.code.spec import parse_spec
 from rlvr.verify.code.verifier import DEFAULT_CODE_TIMEOUT, verify_code
 from rlvr.verify.countdown import verify_countdown
 from rlvr.verify.instruction import verify_instruction
@@ -101,8 +102,6 @@ def item_limit(gold: Any, task: str | None, timeout: float) -> float:
     wins over the batch's (the batch must not kill what the spec allows, and call it ``timeout``),
     plus :data:`SANDBOX_GRACE_S` for the sandbox to end the run."""
     if get_verifier(task) is verify_code:
-        from rlvr.verify.code.spec import parse_spec
-
         try:
             own = parse_spec(gold).timeout
         except ValueError:  # a bad spec: its verdict (bad_gold) comes at once

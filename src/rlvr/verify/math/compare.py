@@ -289,14 +289,14 @@ def _conflicting(completion: str, chosen: str, read: _Gold, raw: str) -> Candida
     markers = ("<answer" in completion) + ("\\boxed" in completion or "\\fbox" in completion) + ("####" in completion)
     if markers == 0:
         return None  # no format that could claim an answer: at most a final line
-    bold_last_line = False
-    if markers < 2:  # the final line is a claim only as "Final answer: ..." or all in bold
-        last = completion.rstrip().rsplit("\n", 1)
-        if len(last) < 2 or not ("nswer" in last[-1] or (bold_last_line := _bold_last_line(raw))):
-            return None  # one format: nothing to disagree with (most correct verdicts)
-    else:
-        bold_last_line = _bold_last_line(raw)
-    claims = [c for c in final_claims(completion, bold_last_line=bold_last_line) if _squash(c.text) != _squash(chosen)]
+    lines = completion.rstrip().rsplit("\n", 1)
+    bold_last_line = _bold_last_line(raw)
+    # the final line is a claim only as "Final answer: ..." or all in bold
+    final_line = len(lines) > 1 and ("nswer" in lines[-1] or bold_last_line)
+    if markers + final_line < 2:
+        return None  # one format: nothing to disagree with (most correct verdicts)
+    said = normalize(chosen)
+    claims = [c for c in final_claims(completion, bold_last_line=bold_last_line) if normalize(c.text) != said]
     if not claims:
         return None
     _, g_alts, _ = read.parsed()
@@ -307,10 +307,6 @@ def _conflicting(completion: str, chosen: str, read: _Gold, raw: str) -> Candida
         if not equal_alts(g_alts, alts)[0]:
             return claim
     return None
-
-
-def _squash(text: str) -> str:
-    return "".join(text.split())
 
 
 def _against(
