@@ -260,10 +260,6 @@ _POOL_LOCK = threading.Lock()
 _SERIAL = iter(range(1 << 62))
 
 
-#: Seconds between sweeps of dead verifiers' groups while runs are being taken: a trainer that
-#: verifies for days, its batch workers killed now and then, leaves nothing behind for long.
-SWEEP_EVERY_S = 60.0
-_SWEPT = [time.monotonic()]
 _FINALIZED: list[int] = []  # the process ids whose multiprocessing exit drops their pool
 
 
@@ -272,16 +268,11 @@ def take(*, memory_mb: int, processes: int) -> RunGroup:
     with _POOL_LOCK:
         group = _POOL.pop() if _POOL else None
         serial = next(_SERIAL)
-        due = time.monotonic() - _SWEPT[0] > SWEEP_EVERY_S
-        if due:
-            _SWEPT[0] = time.monotonic()
         first = os.getpid() not in _FINALIZED
         if first:
             _FINALIZED.append(os.getpid())
     if first:
         _drop_pool_at_worker_exit()
-    if due and (kind := layout()) is not None:
-        sweep(kind)
     if group is None:
         return RunGroup(f"p{os.getpid()}-{serial}", memory_mb=memory_mb, processes=processes)
     group.limit(memory_mb=memory_mb, processes=processes)

@@ -166,7 +166,10 @@ _IN_USE = b"in use"
 #: A run's working folder on the host: ``rlvr-sbx-<verifier pid>-<random>`` under the temp folder,
 #: so the folders of a verifier that was killed mid-run are known by their owner being gone.
 FOLDER_PREFIX = "rlvr-sbx-"
-_FOLDERS_SWEPT: list[float] = []
+#: Seconds between sweeps of what dead verifiers left (folders, control groups) while runs go on: a
+#: trainer that verifies for days, its batch workers killed now and then, leaves nothing for long.
+SWEEP_EVERY_S = 60.0
+_SWEPT: list[float] = []
 
 
 def sweep_folders(root: str | None = None) -> int:
@@ -187,13 +190,16 @@ def sweep_folders(root: str | None = None) -> int:
     return swept
 
 
-def _sweep_folders_when_due() -> None:
-    """At a process's first run and every ``cgroups.SWEEP_EVERY_S`` after."""
+def _sweep_when_due() -> None:
+    """The folders and control groups of verifiers that are gone, at a process's first run and
+    every :data:`SWEEP_EVERY_S` after."""
     now = time.monotonic()
-    if _FOLDERS_SWEPT and now - _FOLDERS_SWEPT[0] < cgroups.SWEEP_EVERY_S:
+    if _SWEPT and now - _SWEPT[0] < SWEEP_EVERY_S:
         return
-    _FOLDERS_SWEPT[:] = [now]
+    _SWEPT[:] = [now]
     sweep_folders()
+    if (kind := cgroups.layout()) is not None:
+        cgroups.sweep(kind)
 
 
 def _claim_uid() -> tuple[int, int]:
@@ -492,7 +498,7 @@ def start(
             group = cgroups.take(memory_mb=limits.memory_mb, processes=limits.processes)
         except OSError:
             group = None  # the run still has its resource limits; its result says they were per process
-    _sweep_folders_when_due()
+    _sweep_when_due()
     host_dir = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
     running = Running(limits, level, uid, host_dir, group, lock)
     try:
