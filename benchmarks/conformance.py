@@ -40,12 +40,8 @@ def run_arm(arm: str, *pytest_args: str, only: list[str] | None = None) -> dict[
     """Run one arm of the harness (with extra pytest arguments; ``only``: exactly these tests);
     ``{test id: result row}``."""
     print(f"running arm {arm} (TRL's test module, offline) ...", flush=True)
-    subprocess.run(
-        [str(HARNESS / "run.sh"), arm, *pytest_args, *selecting(WORK, arm, only)],
-        cwd=ROOT,
-        check=True,
-        env={**os.environ, "PYTHON": sys.executable, "TRLSUITE_WORK": str(WORK)},
-    )
+    argv, env = harness(arm, WORK, only, *pytest_args)
+    subprocess.run(argv, cwd=ROOT, check=True, env=env)
     return results(arm)
 
 
@@ -66,17 +62,20 @@ def pytest_collection_modifyitems(session, config, items):
 """
 
 
-def selecting(work: Path, arm: str, only: list[str] | None) -> list[str]:
-    """The pytest arguments (and the list file) that run exactly ``only`` (everything when None)."""
-    if only is None:
-        os.environ.pop("RLVR_CONFORMANCE_ONLY", None)
-        return []
-    (work / "extra").mkdir(parents=True, exist_ok=True)
-    (work / "extra" / "rlvr_select.py").write_text(_SELECT_PLUGIN)
-    listing = work / f"only-{arm}.txt"
-    listing.write_text("\n".join(sorted(only)) + "\n")
-    os.environ["RLVR_CONFORMANCE_ONLY"] = str(listing)
-    return ["-p", "rlvr_select"]
+def harness(arm: str, work: Path, only: list[str] | None, *pytest_args: str) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of one harness run of ``arm`` in ``work``: exactly the tests
+    ``only`` names (their list file and the selecting plugin written there), every test when None."""
+    argv = [str(HARNESS / "run.sh"), arm, *pytest_args]
+    env = {**os.environ, "PYTHON": sys.executable, "TRLSUITE_WORK": str(work)}
+    env.pop("RLVR_CONFORMANCE_ONLY", None)
+    if only is not None:
+        (work / "extra").mkdir(parents=True, exist_ok=True)
+        (work / "extra" / "rlvr_select.py").write_text(_SELECT_PLUGIN)
+        listing = work / f"only-{arm}.txt"
+        listing.write_text("\n".join(sorted(only)) + "\n")
+        argv += ["-p", "rlvr_select"]
+        env["RLVR_CONFORMANCE_ONLY"] = str(listing)
+    return argv, env
 
 
 def run_shards(arm: str, tests: list[str], seconds: dict[str, float], shards: int) -> dict[str, dict]:
@@ -97,14 +96,8 @@ def run_shards(arm: str, tests: list[str], seconds: dict[str, float], shards: in
         work = shard_work(i)
         log = (work / f"shard-{arm}.log").open("w")
         print(f"  part {i + 1} of {shards}: {len(part)} tests, ~{load[i]:.0f} s on GRPOTrainer (log: {log.name})")
-        args = selecting(work, arm, part)
-        proc = subprocess.Popen(
-            [str(HARNESS / "run.sh"), arm, *args],
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHON": sys.executable, "TRLSUITE_WORK": str(work)},
-        )
+        argv, env = harness(arm, work, part)
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
         runs.append((proc, log, work))
     merged: dict[str, dict] = {}
     for proc, log, work in runs:
