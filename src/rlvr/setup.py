@@ -14,11 +14,13 @@ from typing import Any, Literal
 
 from rlvr.algo.advantages import ESTIMATORS
 from rlvr.config import TrainConfig
+from rlvr.data import verifiers_env
 from rlvr.data.prompts import check_context
 from rlvr.data.stream import default_data
 from rlvr.data.tasks import Sample
 from rlvr.decoding.constrain import from_config as constrainer_for
 from rlvr.episodes import check_environment, environment_class
+from rlvr.errors import ConfigError
 from rlvr.models.device import resolve_device
 from rlvr.models.load import load_model
 from rlvr.rewards import Total
@@ -63,6 +65,17 @@ def check_device(cfg: TrainConfig, engine: Literal["rlvr", "trl"] = "rlvr") -> A
     return device
 
 
+def check_verifiers_rows(cfg: TrainConfig) -> None:
+    """A ``verifiers`` environment with tools named only in ``data.path`` would be scored without its
+    tools: refused, saying the line to write instead."""
+    path = cfg.data.path or ""
+    if path.startswith(verifiers_env.SCHEME) and cfg.env is None and verifiers_env.has_tools(path):
+        raise ConfigError(
+            f"data.path {path!r} is a verifiers environment with tools: its episodes need them; "
+            f"set env.environment: {path} instead (its rows come with it)"
+        )
+
+
 def build(
     cfg: TrainConfig,
     *,
@@ -83,6 +96,7 @@ def build(
     device = check_device(cfg, engine)
     if train_rows is None and eval_rows is None:  # read (and refused) before a model loads
         train_rows, eval_rows = default_data(cfg)
+    check_verifiers_rows(cfg)
     if model is None:
         mcfg = cfg.model if engine == "rlvr" else cfg.model.model_copy(update={"gradient_checkpointing": False})
         model, tokenizer = load_model(mcfg, cfg.run.seed, device if engine == "rlvr" else None)
@@ -99,6 +113,6 @@ def build(
     constrainer = constrainer_for(cfg.decoding, tokenizer, model.get_output_embeddings().weight.shape[0], rewards)
     env_cls = None
     if cfg.env is not None:  # episodes with tools: the environment is built and described once, up front
-        env_cls = environment_class(cfg.env.tools, cfg.env.environment)
+        env_cls = environment_class(cfg.env.tools, cfg.env.environment, cfg.env.server, cfg.env.tool_timeout_s)
         check_environment(env_cls)
     return RunSetup(device, model, tokenizer, train_rows, eval_rows or [], rewards, tags, constrainer, env_cls)

@@ -125,3 +125,23 @@ class RewardBreakdown:
             "weights": dict(self.weights),
             "verdict": self.verdict.to_dict() if self.verdict is not None else None,
         }
+
+
+@dataclass(frozen=True)
+class EnvScore:
+    """An environment's own judgement of an episode (a published environment's rubric, an OpenEnv
+    server's rewards): its components kept apart, as rlvr's own rewards are.
+
+    Attributes:
+        total: the weighted sum of ``components`` (the environment's reward).
+        components: each reward function's value, by name (``format`` for a parser's format reward).
+        weights: each component's weight.
+        passed: the episode counts as solved (``correct``; else ``wrong``).
+        answered: an answer was found at all (False: ``no_answer``, the format's death).
+    """
+
+    total: float
+    components: dict[str, float] = field(default_factory=dict)
+    weights: dict[str, float] = field(default_factory=dict)
+    passed: bool = False
+    answered: bool = True

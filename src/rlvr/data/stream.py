@@ -10,7 +10,9 @@ import random
 from collections.abc import Callable, Iterator
 
 from rlvr.config import TrainConfig
+from rlvr.data import verifiers_env
 from rlvr.data.tasks import TASKS, Sample, addition_eval
+from rlvr.data.verifiers_env import SCHEME as VERIFIERS_SCHEME
 
 
 class DataStream:
@@ -70,6 +72,17 @@ class DataStream:
 def default_data(cfg: TrainConfig) -> tuple[list[Sample] | None, list[Sample]]:
     """``(training rows or None for a synthetic stream, held-out rows)`` for a config."""
     d = cfg.data
+    env_spec = cfg.env.environment if cfg.env is not None else None
+    spec = env_spec if env_spec is not None and env_spec.startswith(VERIFIERS_SCHEME) else d.path
+    if spec is not None and spec.startswith(VERIFIERS_SCHEME):  # a verifiers environment's own rows
+        if d.path is not None and d.path != spec:
+            from rlvr.errors import ConfigError
+
+            raise ConfigError(
+                f"data.path {d.path!r} with env.environment {spec!r}: a verifiers environment's episodes "
+                "read its own rows; leave data.path out (or set it to the same spec)"
+            )
+        return verifiers_env.train_and_held(spec, d.eval_size)
     if d.path is not None:
         from rlvr.data.datasets import load_samples
 

@@ -171,6 +171,7 @@ class Turns:
         self.turn[row] = turn + 1
         if self.turn[row] >= self.max_turns:
             ep.stopped(Cause.TURN_LIMIT, turn, f"{self.max_turns} turns without a final answer")
+            self._judge(row)
             return [], True
         if self.render_result is not None:
             result = self.render_result(out.result, out.call.name if out.call is not None else "")
@@ -184,6 +185,7 @@ class Turns:
                 turn,
                 f"the tool result ({len(result)} tokens) leaves no room in the episode's budget ({room} tokens left)",
             )
+            self._judge(row)
             return [], True
         self.seg_start[row] = len(ids) + len(result)
         return list(result), False
@@ -196,9 +198,11 @@ class Turns:
         seg = ids[self.seg_start[row] :]
         text = self._text(seg)
         ep.answered(text, finish, len(seg))
+        self._judge(row)
+
+    def _judge(self, row: int) -> None:
+        """An environment with its own ``reward`` judges every episode it did not fail: answered, or
+        ended by the policy (turn limit, no room: judged with no answer, as TRL's loop has it)."""
         fn = getattr(self.envs[row], "reward", None)
-        if callable(fn):  # the environment judges its own episodes
-            try:
-                ep.reward = float(fn(text, self.rows[row]))
-            except Exception as e:  # the environment failed to judge: its fault, not the policy's
-                ep.stopped(Cause.TOOL_ERROR, self.turn[row], f"reward raised {type(e).__name__}: {e}")
+        if callable(fn):
+            self.episodes[row].judge(fn, self.rows[row], self.turn[row])

@@ -95,8 +95,21 @@ def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     return copy.deepcopy(schema)
 
 
-def load_environment(spec: str) -> type:
-    """The environment class named ``module:Class`` (a ConfigError naming what is missing)."""
+def load_environment(spec: str, server: str | None = None, timeout_s: float = 10.0) -> type:
+    """The environment class ``spec`` names: ``module:Class``; ``verifiers:<module>[?argument=value]``
+    (a ``verifiers`` tool environment, :mod:`rlvr.episodes.from_verifiers`); ``openenv:<url>``, or
+    ``openenv`` with ``server`` (a command rlvr starts), an OpenEnv environment
+    (:mod:`rlvr.episodes.from_openenv`). A ConfigError names what is missing."""
+    if spec.startswith("verifiers:"):
+        from rlvr.episodes.from_verifiers import environment_class as verifiers_class
+
+        return verifiers_class(spec)
+    if spec.partition("?")[0] == "openenv" or spec.startswith("openenv:"):
+        from rlvr.episodes.from_openenv import environment_class as openenv_class
+
+        return openenv_class(spec, server, timeout_s)
+    if server is not None:
+        raise ConfigError(f"env.server is for OpenEnv environments (env.environment: openenv), not {spec!r}")
     module, _, name = spec.partition(":")
     if not module or not name:
         raise ConfigError(f"env.environment {spec!r}: expected 'module:Class'")
@@ -109,11 +122,13 @@ def load_environment(spec: str) -> type:
     return cls
 
 
-def environment_class(tools: list[str], environment: str | None) -> type:
+def environment_class(
+    tools: list[str], environment: str | None, server: str | None = None, timeout_s: float = 10.0
+) -> type:
     """The environment class an ``env`` config section names: a tool-only one offering the built-in
-    ``tools``, or the user's ``module:Class``."""
+    ``tools``, or the one ``environment`` names (:func:`load_environment`)."""
     if environment is not None:
-        return load_environment(environment)
+        return load_environment(environment, server, timeout_s)
     from rlvr.episodes.tools import toolbox
 
     return toolbox(tools)

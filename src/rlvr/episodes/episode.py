@@ -9,11 +9,12 @@ reads its :meth:`Episode.fault` and :meth:`Episode.ended_by` beside the verdict 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rlvr.diagnostics.causes import ENV_FAULTS, Cause
+from rlvr.types import EnvScore
 
 #: Causes that are the environment's fault by default: the episode leaves its group's baseline and
 #: the loss and is redrawn with a fresh environment (``env.fault_causes`` changes the table).
@@ -92,6 +93,8 @@ class Episode:
         tokens: tokens the policy generated over the whole episode.
         reward: the environment's own reward for the answer (its ``reward(answer, row)``), when it
             has one; None: the task's verifier judges the answer.
+        score: the environment's judgement with its components, when its ``reward`` returns an
+            :class:`~rlvr.types.EnvScore` (a published environment's rubric); ``reward`` is its total.
     """
 
     prompt: str
@@ -101,6 +104,7 @@ class Episode:
     finish: str = "eos"
     tokens: int = 0
     reward: float | None = None
+    score: EnvScore | None = None
 
     def answered(self, text: str, finish: str, tokens: int) -> None:
         """The final turn (no call): its text is the answer the task's verifier judges."""
@@ -145,18 +149,47 @@ class Episode:
             "tokens": self.tokens,
             "tool_calls": len(self.calls()),
             **({"reward": self.reward} if self.reward is not None else {}),
+            **({"env_components": dict(self.score.components)} if self.score is not None else {}),
         }
+
+    def judge(self, fn: Callable[[str, dict[str, Any]], Any], row: dict[str, Any], turn: int) -> None:
+        """The environment judges the answer (its ``reward(answer, row)``: a number, or an
+        :class:`~rlvr.types.EnvScore` with components); a ``reward`` that raises is the environment
+        failing to judge (``tool_error``: its fault, not the policy's), never a 0."""
+        try:
+            got = fn(self.answer, row)
+        except Exception as e:
+            self.stopped(Cause.TOOL_ERROR, turn, f"reward raised {type(e).__name__}: {str(e)[:300]}")
+            return
+        if isinstance(got, EnvScore):
+            self.score, self.reward = got, float(got.total)
+        else:
+            self.reward = float(got)
 
 
 def env_scored(scored: Any, episode: Episode) -> Any:
     """``scored`` (a reward breakdown or a :class:`~rlvr.diagnostics.step.RolloutView`: a dataclass
     with ``components``, ``weights``, ``total``, ``verdict``) with the environment's reward as its
-    accuracy: the total re-weighed, the verdict saying who judged."""
+    accuracy: the total re-weighed, the verdict saying who judged. An environment that judges with
+    components (:attr:`Episode.score`) replaces them all: its components and weights, its total, and
+    a verdict that tells a missing answer (``no_answer``) from a failed one (``wrong``)."""
     import dataclasses
 
     from rlvr.types import Status, Verdict
 
     assert episode.reward is not None
+    if (s := episode.score) is not None:
+        parts = ", ".join(f"{k} {v:g}" for k, v in s.components.items())
+        status = Status.CORRECT if s.passed else Status.WRONG if s.answered else Status.NO_ANSWER
+        verdict = Verdict(
+            status,
+            extracted=episode.answer[-200:] if s.answered else "",
+            reason=f"the environment's rubric: {s.total:g} ({parts})"[:300],
+            details={"components": dict(s.components)},
+        )
+        return dataclasses.replace(
+            scored, components=dict(s.components), weights=dict(s.weights), total=s.total, verdict=verdict
+        )
     comps = {**scored.components, "accuracy": episode.reward}
     total = sum(scored.weights.get(k, 0.0) * v for k, v in comps.items() if v is not None)
     verdict = Verdict(

@@ -20,6 +20,7 @@ from rlvr.verify.instruction import verify_instruction
 from rlvr.verify.math.verifier import DEFAULT_TIMEOUT, verify_math
 from rlvr.verify.mcq import verify_mcq
 from rlvr.verify.reasoning_gym import verify_reasoning_gym
+from rlvr.verify.verifiers_rubric import verify_verifiers
 
 VerifyFn = Callable[..., Verdict]
 
@@ -33,6 +34,7 @@ VERIFIERS.add(
     "mcq", verify_mcq, "multiple_choice", "choice", "gpqa", "mmlu", "mmlu_pro", "mmlu-pro", "aqua", "aqua_rat", "medqa"
 )
 VERIFIERS.add("reasoning_gym", verify_reasoning_gym)
+VERIFIERS.add("verifiers", verify_verifiers)  # a verifiers environment's rows: its own rubric
 
 
 def register_verifier(task: str, fn: VerifyFn) -> None:

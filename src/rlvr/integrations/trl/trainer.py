@@ -582,10 +582,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             )
             judge = getattr(getattr(envs[j], "_rlvr_env", None), "reward", None)
             if callable(judge) and ep.fault(self.fa.env_faults) is None and self._gen is not None:
-                try:
-                    ep.reward = float(judge(ep.answer, self._gen.rows[rows[j]]))
-                except Exception as e:  # the environment failed to judge: its fault, not the policy's
-                    ep.stopped(Cause.TOOL_ERROR, len(ep.turns), f"reward raised {type(e).__name__}: {e}")
+                ep.judge(judge, self._gen.rows[rows[j]], len(ep.turns))
             eps.append(ep)
         return eps
 
