@@ -187,24 +187,22 @@ def test_an_openenv_server_is_an_episode_environment_each_step_a_turn(calculator
     assert bad.events[0].cause is Cause.BAD_ARGUMENTS
 
 
-def test_openenv_faults_are_the_environment_s(tmp_path) -> None:
-    import os
-
+def _served_with(monkeypatch, **env: str) -> str:
+    """The OpenEnv calculator started with ``env`` in its environment (this process's left as it was)."""
     from rlvr.episodes.from_openenv import start_server
 
-    os.environ["CALC_FAIL_RATE"] = "1.0"
-    try:
-        failing = start_server(SERVER)
-    finally:
-        del os.environ["CALC_FAIL_RATE"]
+    with monkeypatch.context() as m:
+        for k, v in env.items():
+            m.setenv(k, v)
+        return start_server(SERVER)
+
+
+def test_openenv_faults_are_the_environment_s(monkeypatch) -> None:
+    failing = _served_with(monkeypatch, CALC_FAIL_RATE="1.0")
     cls = load_environment(f"openenv:{failing}?tool=calculator")
     ep = episode(cls, {"id": "a"}, call_markup("calculator", {"expression": "1+1"}), "2")
     assert ep.cause() is Cause.TOOL_ERROR and "backend failed" in ep.events[0].detail
-    os.environ["CALC_DIE_AFTER"] = "1"
-    try:
-        dying = start_server(SERVER)
-    finally:
-        del os.environ["CALC_DIE_AFTER"]
+    dying = _served_with(monkeypatch, CALC_DIE_AFTER="1")
     cls = load_environment(f"openenv:{dying}?tool=calculator")
     ep = episode(cls, {"id": "b"}, call_markup("calculator", {"expression": "1+1"}), "2")
     assert ep.cause() is Cause.ENV_CRASH  # the server died under the step
