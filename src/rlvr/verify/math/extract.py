@@ -12,7 +12,12 @@ Candidates come in priority order; the verifier takes the first that parses:
 6. the whole text, when it is a bare answer rather than prose;
 7. the last math span (``$..$``, ``$$..$$``, ``\\(..\\)``, ``\\[..\\]``, and LaTeX written
    outside delimiters, ``\\frac{63}{400}``, whose numbers are never read on their own);
-8. the last number, mixed numbers included ("2 1/2 cups"); switched off by ``strict``.
+8. the last number, mixed numbers included ("2 1/2 cups"), or the phrase it closes (a quantity in
+   two units, a chance, a ratio, a range); switched off by ``strict``.
+
+Before the fallbacks (5-8), a check or an aside after the answer is cut off (:func:`before_check`),
+and a text answer stated last ("so the equation has no solution") is taken
+(:func:`text_answer_candidate`).
 
 An *unfinished* final answer (an unclosed last ``\\boxed{`` or ``<answer>``) is no answer at
 all (:func:`unfinished_answer`): the model never finished it, and no fallback reads through it.
@@ -25,6 +30,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from rlvr.verify.math.quantities import COMPOUND, compound_quantity
+from rlvr.verify.math.text_answers import PHRASE, is_text_answer
 from rlvr.verify.math.words import parse_number_words
 
 #: Completions longer than this are cut to their tail: answers sit at the end, and a
@@ -174,9 +181,33 @@ def boxed_candidate(text: str, boxes: list[tuple[int, int, str]] | None = None) 
     return Candidate("boxed", tuple(b[2].strip() for b in group))
 
 
+_ENGLISH_ANSWER_IS = r"(?:final\s+answer|the\s+answer|answer)\s*(?:is\b|:|=|(?=\$|\\[(\[]))\s*(?::\s*)?"
+_ENGLISH_ONLY = re.compile(_ENGLISH_ANSWER_IS, re.IGNORECASE)
 _ANSWER_IS = re.compile(
-    r"(?:final\s+answer|the\s+answer|answer)\s*(?:is\b|:|=|(?=\$|\\[(\[]))\s*(?::\s*)?", re.IGNORECASE
+    _ENGLISH_ANSWER_IS
+    # the same phrase in the other languages models answer in
+    + r"|(?:最终答案|最終答案|答案|答え|解答)\s*(?:是|为|為|は|:|：)\s*[:：]?\s*"
+    r"|(?:la\s+respuesta(?:\s+final)?\s+es|la\s+r[ée]ponse(?:\s+finale)?\s+est|die\s+(?:endg[üu]ltige\s+)?antwort\s+"
+    r"(?:ist|lautet)|a\s+resposta(?:\s+final)?\s+[ée]|la\s+risposta(?:\s+finale)?\s+[èe]|(?:окончательный\s+)?ответ"
+    r"\s*(?::|—|-|равен))\s*:?\s*",
+    re.IGNORECASE,
 )
+# a word every marker of _ANSWER_IS holds: a text with none of them is not scanned
+_OTHER_ANSWER_WORDS = ("spuesta", "ponse", "ntwort", "sposta")
+
+
+def _answer_pattern(text: str) -> re.Pattern[str] | None:
+    """The pattern of "the answer is" markers to scan ``text`` with: None when it holds no word every
+    marker holds, the English markers alone when it holds no other language's (a third of the cost)."""
+    folded = text.casefold()
+    other = (not folded.isascii() and ("答" in folded or "ответ" in folded)) or (
+        "po" in folded and any(word in folded for word in _OTHER_ANSWER_WORDS)
+    )
+    if other:
+        return _ANSWER_IS
+    return _ENGLISH_ONLY if "answer" in folded else None
+
+
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\(([^\n]+?)\\\)|(?<![\\$])\$((?:\\\$|[^$\n])+?)\$", re.DOTALL)
 
 
@@ -192,10 +223,10 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
 
     Only markers that start at or after ``after`` count (a box written later wins).
     """
-    if "answer" not in text.casefold():  # every marker says "answer"; the scan is 40x a casefold
+    if (pattern := _answer_pattern(text)) is None:  # the scan is 40x a casefold
         return None
     last = None
-    for m in _ANSWER_IS.finditer(text):
+    for m in pattern.finditer(text):
         last = m
     if last is None or last.start() < after:
         return None
@@ -207,7 +238,7 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
     math = _leading_math(rest)
     if math is not None:
         return Candidate("answer_is", (math.strip(),))
-    sentence = re.match(r"(.*?)(?:\.\s|\.$|\n|$)", rest, re.DOTALL)
+    sentence = re.match(r"(.*?)(?:\.\s|\.$|[。！？；]|\n|$)", rest, re.DOTALL)
     span = (sentence.group(1) if sentence else rest).strip().strip('"\\').strip()
     head = span.split(" (", 1)[0].strip(" ,;:")
     if head != span and re.search(r"\d", head) and is_bare_answer(head):  # "12 cm (the side is 3 cm, ...)"
@@ -217,7 +248,7 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
         span = span.rsplit(" is ", 1)[1]
     span = re.sub(r"\*\*(.+?)\*\*", r"\1", span)  # markdown bold
     span = re.sub(r"^(.+?)\s+\((?:since|because|as|from|i\.e\.|which)\b.*\)$", r"\1", span)  # "14 (since ...)"
-    span = span.strip(" .*")
+    span = _CURRENCY_CODE.sub("", span.strip(" .*"))
     if not span or len(span) > 300:
         return None
     if not is_bare_answer(span):  # "Jane started growing Sphere 3 hours ago"
@@ -227,6 +258,9 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
         span = tail
     return Candidate("answer_is", (span,))
 
+
+# a currency written before an amount ("R$ 2.990,00", "US$ 5", "€12"): not part of the answer
+_CURRENCY_CODE = re.compile(r"^(?:R\$|US\$|A\$|C\$|HK\$|\$|€|£|¥|₹|₽|CHF|EUR|USD|GBP)\s*(?=[\d.,]+$)")
 
 _ASSIGNMENT = r"([a-zA-Z])\s*=\s*([-+]?(?:\\frac\{[^{}]*\}\{[^{}]*\}|\\sqrt\{[^{}]*\}|[\w.^/\\{}]+))"
 _SOLUTIONS = re.compile(_ASSIGNMENT + r"(?:\s*(?:,\s*)?(?:or|and|,)\s*" + _ASSIGNMENT + r")+")
@@ -390,9 +424,37 @@ def _spans_and_numbers(text: str) -> tuple[list[tuple[int, str]], list[tuple[int
     nums = [(m.start(), m.group(0)) for m in _NUMBER.finditer(text) if not covered(m.start())]
     if nums:
         last = next(m for m in _NUMBER.finditer(text, nums[-1][0]))
-        if (rng := _range(text, last.start(), last.end())) is not None:
-            nums = [n for n in nums if n[0] < rng[0]] + [rng]
+        if (phrase := _number_phrase(text, last.start(), last.end())) is not None:
+            nums = [n for n in nums if n[0] < phrase[0]] + [phrase]
     return spans, nums
+
+
+_CHANCE_HEAD = re.compile(r"(?<![\d.])(\d+)\s+(out\s+of|in)\s+$", re.IGNORECASE)
+_CHANCE_WORDS = re.compile(r"\b(?:probabilit|chance|odds|likel|risk)", re.IGNORECASE)
+_RATIO_WORD = re.compile(r"\bratio\b", re.IGNORECASE)
+
+
+def _number_phrase(text: str, start: int, end: int) -> tuple[int, str] | None:
+    """The phrase that the last number at ``text[start:end]`` closes, as (its start, the phrase as an
+    answer span): a quantity in two units ("2 hours and 30 minutes"), a chance ("3 out of 8", "1 in 4"
+    where the sentence speaks of chance), a ratio ("3 to 2" where it speaks of a ratio), a range."""
+    window_start = max(0, start - 80)
+    window = text[window_start : end + 16]
+    if any(c.isalpha() for c in text[end : end + 16]):
+        for q in COMPOUND.finditer(window):
+            covers = q.start() + window_start <= start and q.end() + window_start > end
+            if covers and compound_quantity(q.group(0)) is not None:
+                return q.start() + window_start, q.group(0).strip()
+    before = text[window_start:start]
+    if (c := _CHANCE_HEAD.search(before)) is not None:
+        sentence = before[: c.start()].rsplit(".", 1)[-1]
+        if c.group(2).lower() != "in" or _CHANCE_WORDS.search(sentence):
+            return c.start() + window_start, f"{c.group(1)} out of {text[start:end]}"
+    r = _RANGE_HEAD.search(before)
+    ratio = r is not None and r.end() == len(before) and r.group(2) == "to"
+    if r is not None and ratio and _RATIO_WORD.search(before[: r.start()].rsplit(".", 1)[-1]):
+        return r.start() + window_start, f"{r.group(1)}:{text[start:end]}"
+    return _range(text, start, end)
 
 
 _GSM8K = re.compile(r"####\s*([^\n]+)")
@@ -400,7 +462,8 @@ _GSM8K = re.compile(r"####\s*([^\n]+)")
 # decimals, a decimal comma ("2,74"), fractions and a trailing percent sign.
 _NUMBER = re.compile(
     r"(?<![A-Za-z\d])(?:[-+]?\d+ \d+/\d+(?![\d/])"  # a mixed number: "2 1/2"
-    r"|[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+,\d{1,2}(?![\d,])|\d+)(?:\.\d+)?(?:/\d+)?|[-+]?\.\d+)"
+    r"|[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+,\d{1,2}(?![\d,])|\d+)(?:\.\d+)?(?:[eE][-+]?\d+(?![\w.]))?(?:/\d+)?"
+    r"|[-+]?\.\d+)"
     r"(?:\s?\\?%)?"
 )
 # a word of prose: two Latin letters, or a run of letters of a script maths is not written in
@@ -412,6 +475,8 @@ _PROSE_WORD = re.compile(
 #: The longest answer :func:`is_bare_answer` takes as written on its own.
 BARE_MAX_CHARS = 300
 _BARE_OK_WORDS = {"and", "or", "percent", "pct", "percentage", "the"}
+# maths written as plain text ("2 +/- sqrt(3)", "(-oo, 0) U (1, oo)", "x = 3 mod 7"): not prose
+_MATHS_WORDS = {"sqrt", "oo", "inf", "mod", "complex", "cis", "pi", "sin", "cos", "tan", "log", "ln", "exp", "part"}
 
 
 _TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|mbox|textbf|textnormal|operatorname|begin|end)\s*\{[^{}]*\}")
@@ -438,9 +503,82 @@ def is_bare_answer(text: str, *, gold: bool = False) -> bool:
         return True
     if gold:
         return sum(len(w) >= 3 for w in words) <= 2
-    # One word is allowed only as a unit after a number ("125 miles"), not "Therefore, x = 5".
+    words = [w for w in words if w.lower() not in _MATHS_WORDS]
+    # A word is allowed only as a unit after a number ("125 miles", "5 feet 2 inches"), not
+    # "Therefore, x = 5".
     units = re.findall(r"\d[\s$]*([a-zA-Z]{2,})", free)
-    return len(words) == 0 or (len(words) == 1 and words[0] in units)
+    return len(words) == 0 or (len(words) <= 3 and all(w in units for w in words))
+
+
+# A check or an aside that follows the answer: its numbers are not the answer ("x = 4. Substituting
+# back: 3(4) - 2 = 10", "So x = 4. Other values such as 6 also appear").
+_CHECK = re.compile(
+    r"(?:^|(?<=[.!?:\n]))[ \t*#>-]*(?:check(?:ing)?|verif(?:y|ying|ication)|substitut\w*|plugging|sanity\s+check"
+    r"|double[- ]check(?:ing)?|as\s+a\s+check|to\s+(?:check|verify|confirm)|let(?:'s|\s+us)\s+(?:check|verify|confirm)"
+    r"|(?:other|further|more|additional|larger|the\s+next)\s+(?:values|solutions|examples|terms|numbers)|for\s+comparison)\b",
+    re.IGNORECASE,
+)
+_CHECK_MARK = re.compile(r"[✓✔]")
+_CONCLUDES = re.compile(r"\b(?:so|therefore|thus|hence|answer|final|conclude)\b", re.IGNORECASE)
+
+
+def before_check(text: str) -> str:
+    """``text`` cut before a check or aside that follows its answer, or ``text`` when it has none.
+
+    A check counts only when a number stands before it and nothing after it concludes ("so",
+    "therefore", "answer": "Checking n = 5: it works. So n = 5." states its answer last).
+
+    Examples:
+        >>> before_check("x = 4. Substituting back: 3(4) - 2 = 10.")
+        'x = 4.'
+        >>> before_check("Let us check n = 3: fails. Checking n = 5: works. So n = 5.")
+        'Let us check n = 3: fails. Checking n = 5: works. So n = 5.'
+    """
+    tail_at = max(0, len(text) - 2000)
+    tail = text[tail_at:]
+    folded = tail.casefold()
+    if not any(
+        w in folded
+        for w in (
+            "check",
+            "verif",
+            "substitut",
+            "plugging",
+            "values",
+            "solutions",
+            "✓",
+            "✔",
+            "examples",
+            "terms",
+            "numbers",
+            "comparison",
+            "confirm",
+        )
+    ):
+        return text
+    # a check begins at its marker word, and just after a tick: "x = 6 ✓ since 2·6 + 1 = 13"
+    starts = [m.start() for m in _CHECK.finditer(tail)] + [m.end() for m in _CHECK_MARK.finditer(tail)]
+    for at in sorted(starts):
+        head, rest = tail[:at], tail[at:]
+        if re.search(r"\d", text[:tail_at] + head) and not _CONCLUDES.search(rest):
+            return text[: tail_at + at]
+    return text
+
+
+def text_answer_candidate(text: str) -> Candidate | None:
+    """A text answer that names a set or a verdict, stated last: the whole text ("All real numbers."),
+    or a phrase of the last sentences with no number after it ("x = 2 fails, so the equation has no
+    solution", "the limit does not exist")."""
+    stripped = text.strip()
+    if len(stripped) <= 120 and is_text_answer(stripped):
+        return Candidate("text_answer", (stripped.rstrip("."),))
+    tail = text[-300:]
+    last = None
+    for m in PHRASE.finditer(tail):
+        last = m
+    if last is None or re.search(r"\d", tail[last.end() :]):
+        return None
+    return Candidate("text_answer", ((last.group("phrase") or last.group("dne")).strip(),))
 
 
 def final_claims(text: str, *, bold_last_line: bool = False) -> list[Candidate]:
@@ -525,6 +663,10 @@ def iter_candidates(text: str, *, strict: bool = False, gold: bool = False) -> I
     gsm = _GSM8K.findall(body)
     if gsm:
         yield Candidate("gsm8k", (gsm[-1].strip(),))
+    if not gold:
+        body = before_check(body)  # the fallbacks read the answer, not a check or an aside after it
+        if (named := text_answer_candidate(body)) is not None:
+            yield named
     if not gold and (listed := solutions_candidate(body) or relations_candidate(body)) is not None:
         yield listed
     if is_bare_answer(body, gold=gold):

@@ -12,6 +12,8 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from rlvr.verify.math import forms
+
 _SUPERSCRIPTS = str.maketrans(
     {
         "⁰": "0",
@@ -59,6 +61,7 @@ _UNICODE_MATH = {
     "≤": "\\le ",
     "≥": "\\ge ",
     "≠": "\\ne ",
+    "≡": "\\equiv ",
     "π": "\\pi ",
     "∪": "\\cup ",
     "∩": "\\cap ",
@@ -94,45 +97,29 @@ _THOUSANDS_PLAIN = re.compile(
 )
 _SPACED_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _DOLLAR_WORD = re.compile(r"\\\$")
+# a unit's letters, with powers inside the braces: "m/s^2", "m s^{-1}", "kg m^{2}"
+_UNIT_BODY = r"(?:[a-zA-Z/ .]|\^\s*(?:-?\d|\{\s*-?\d\s*\}))*"
 # Trailing units after a quantity: "35 cm", "125 miles", "15 cm^2", "50 km/h", "7 \mathrm{m}^2",
 # "50 \text{ km/h}" (one letter is a unit only inside \text/\mathrm: "7 m" may be a product).
 _TRAILING_UNITS = re.compile(
-    r"(?<=[\d}.)])\s*(?:(?:\\(?:text|mathrm|mbox|textrm|rm)\s*\{\s*[a-zA-Z][a-zA-Z/ .]*\}"
+    r"(?<=[\d}.)])\s*(?:(?:\\(?:text|mathrm|mbox|textrm|rm)\s*\{\s*[a-zA-Z]" + _UNIT_BODY + r"\}"
     r"|[a-zA-Z]{2,}\.?(?:/[a-zA-Z]+)?)(?:\s*\^\s*\{?\d\}?)?\s*)+$"
 )
 # Units written in \text after a symbol: "36\pi \text{ cm}^2" (never the constants \mathrm{e}, \mathrm{i}).
 _TEXT_UNITS = re.compile(
-    r"(?<=\S)\s*(?:\\(?:text|mathrm|mbox|textrm|rm)\s*\{(?!\s*[eid]\s*\})\s*[a-zA-Z][a-zA-Z/ .]*\}"
+    r"(?<=\S)\s*(?:\\(?:text|mathrm|mbox|textrm|rm)\s*\{(?!\s*[eid]\s*\})\s*[a-zA-Z]" + _UNIT_BODY + r"\}"
     r"(?:\s*\^\s*\{?\d\}?)?\s*)+$"
 )
 _TEXT_MATH = re.compile(r"\\(?:text|mbox|textrm|textbf)\s*\{\s*\$([^$]*)\$\s*\}")
 _TEXT_PERCENT = re.compile(r"\\(?:text|mathrm|mbox|textrm)\s*\{\s*%\s*\}")
 
 
-_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{\s*(\d+)\s*\}")
 _CHOOSE = re.compile(r"\{?\s*([\w.]+)\s*\\choose\s*([\w.]+)\s*\}?")
 # "x = pi/4 + k pi, k in Z": the general solution's index, stated after it
 _INTEGER_INDEX = re.compile(
     r"\s*,?\s*(?:\(|\\text\s*\{\s*)?(?:where|for|with)?\s*(?:all|any|some)?\s*(?:\}\s*)?[kn]\s*"
     r"(?:\\in\s*\\mathbb\s*\{?\s*Z\s*\}?|\\in\s*\\Z\b|\\text\s*\{\s*is an integer\s*\}|is an integer)\s*\)?\s*$"
 )
-
-
-def repeating_decimal(s: str) -> str:
-    r"""``0.1\overline{6}`` as the fraction it is (``\frac{15}{90}``), any repeating decimal.
-
-    Examples:
-        >>> repeating_decimal(r"0.\overline{3}"), repeating_decimal(r"2.1\overline{45}")
-        ('\\frac{3}{9}', '\\frac{2124}{990}')
-    """
-
-    def frac(m: re.Match[str]) -> str:
-        whole, fixed, rep = m.group(1) or "0", m.group(2), m.group(3)
-        num = int(whole + fixed + rep) - int(whole + fixed)
-        den = (10 ** len(rep) - 1) * 10 ** len(fixed)
-        return f"\\frac{{{num}}}{{{den}}}"
-
-    return _REPEATING.sub(frac, s)
 
 
 def unicode_to_latex(s: str) -> str:
@@ -191,7 +178,7 @@ def _canonical(s: str) -> str:
     s = _DELIMS.sub(" ", s.replace("\\$", " "))
     s = _LEFT_RIGHT.sub("", s)
     s = _FRAC_VARIANTS.sub(r"\\frac", s)
-    s = repeating_decimal(s) if "overline" in s else s
+    s = forms.rewrite(s)  # written forms: siunitx, repeating decimals, bases, vectors... (forms.py)
     s = _CHOOSE.sub(r"\\binom{\1}{\2}", s) if "choose" in s else s
     s = _INTEGER_INDEX.sub("", s) if ("Z" in s or "integer" in s) else s
     s = _TRIG_DEGREES.sub(r"\\\1(\\frac{\2\\pi}{180})", s)  # sin 60° is sin(pi/3), not sin(60)

@@ -31,7 +31,10 @@ from rlvr.verify.math.direct import (
     trig_of_letter,
     union_of,
 )
+from rlvr.verify.math.forms import labelled_parts
 from rlvr.verify.math.normalize import PLAIN_NUMBER, normalize, strip_units, unwrap_text
+from rlvr.verify.math.quantities import compound_quantity
+from rlvr.verify.math.text_answers import text_answer
 from rlvr.verify.math.words import parse_number_words
 
 
@@ -79,7 +82,25 @@ class Power:
     exp: int
 
 
-Value = Num | Expr | Text | Items | Power
+@dataclass(frozen=True)
+class Ratio:
+    """``a:b``, compared with another ratio by its value (``6:4`` is ``3:2``) and with a number only
+    under the ``ratio_as_fraction`` convention (:mod:`rlvr.verify.math.conventions`). ``clock``: it
+    has a time's shape (``7:30``): as a gold it is then read as written, never as a ratio."""
+
+    value: Fraction
+    clock: bool = False
+
+
+@dataclass(frozen=True)
+class Residue:
+    """``x \\equiv a \\pmod{m}``: the residue class of ``a`` modulo ``m`` (``residue`` in ``[0, m)``)."""
+
+    residue: int
+    modulus: int
+
+
+Value = Num | Expr | Text | Items | Power | Ratio | Residue
 Alts = tuple[Value, ...]
 
 _L2S_CONFIG = NormalizationConfig(
@@ -282,7 +303,9 @@ def _real_roots(expr: sympy.Basic) -> sympy.Basic:
 
 
 _REL = re.compile(r"\\(?:le|leq|ge|geq|lt|gt|ne|neq|leqslant|geqslant)(?![a-zA-Z])|<=|>=|!=|<|>")
-_NAME_NOISE = re.compile(r"_\{[^{}]*\}|_\w|\\frac|\\left|\\right|\\mathrm|\\operatorname|[{}()|:\s,]|\\[a-zA-Z]+")
+_NAME_NOISE = re.compile(
+    r"\^\s*\{\s*-1\s*\}|_\{[^{}]*\}|_\w|\\frac|\\left|\\right|\\mathrm|\\operatorname|[{}()|:\s,]|\\[a-zA-Z]+"
+)
 
 
 def is_name(lhs: str) -> bool:
@@ -514,11 +537,17 @@ def _read(span: str) -> Alts:
         return ()
     if " and " in s and (words := parse_number_words(s)) is not None:  # "one hundred and five" is one number
         return (Num(words),)
+    if (" and " in s or "," in s) and (values := compound_quantity(unwrap_text(s))) is not None:
+        return tuple(Num(v) for v in values)  # "2 hours and 30 minutes" is one quantity
     s = re.sub(r"\\text\s*\{\s*(and|or)\s*\}", r" \1 ", s)
     s = re.sub(r"\\q?quad", " ", s)
     s = _GLUED_CONNECTOR.sub(" , ", s)
     if _REL.search(s) and (union := _relations_union(s)) is not None:  # "x < -1 or x > 2"
         return (union,)
+    if _REL.search(s) and (both := _relations_union(s, _AND)) is not None:  # "x > 1 and x < 3"
+        return (both,)
+    if (parts := labelled_parts(s)) is not None:  # "(a) 3 (b) 5": the parts in order
+        return (Items(tuple(parse_alts(p) for p in parts), ordered=True),)
     for seps in ((";",), (",", " or ", " and ", r"\text{or}")):
         parts = [p for p in split_top(s, seps) if p]
         if len(parts) > 1:
@@ -530,12 +559,13 @@ def _read(span: str) -> Alts:
 
 
 _OR = (" or ", r"\text{or}", r"\lor", r"\vee", r"\text{ or }")
+_AND = (" and ", r"\text{and}", r"\land", r"\wedge", r"\text{ and }")
 
 
-def _relations_union(s: str) -> Expr | None:
+def _relations_union(s: str, joins: tuple[str, ...] = _OR) -> Expr | None:
     """Inequalities in one variable joined by "or": the union of their sets (a solution set
-    written either way reads the same)."""
-    parts = [p for p in split_top(s, _OR) if p.strip()]
+    written either way reads the same); joined by "and" (``joins=_AND``): their intersection."""
+    parts = [p for p in split_top(s, joins) if p.strip()]
     if len(parts) < 2 or len({v for p in parts for v in re.findall(r"(?<![\\a-zA-Z])[a-zA-Z](?![a-zA-Z])", p)}) != 1:
         return None
     sets = []
@@ -544,7 +574,54 @@ def _relations_union(s: str) -> Expr | None:
         if len(alts) != 1 or not isinstance(alts[0], Expr) or not isinstance(alts[0].expr, sympy.Set):
             return None
         sets.append(alts[0].expr)
-    return Expr(union_of(*sets))
+    return Expr(union_of(*sets) if joins is _OR else sympy.Intersection(*sets))
+
+
+_COLON_PAIR = re.compile(r"(\d+)\s*:\s*(\d+)")
+_RESIDUE = re.compile(
+    r"^(?:[a-zA-Z]\s*\\equiv\s*)?([-+]?\d+)\s*(?:\\pmod\s*\{?\s*(\d+)\s*\}?|\(\s*\\?(?:mod|bmod)\s*(\d+)\s*\)"
+    r"|\\(?:bmod|mod)\s*\{?\s*(\d+)\s*\}?|mod\s*(\d+))$"
+)
+
+
+def _residue(s: str) -> Residue | None:
+    """``x \\equiv 3 \\pmod{7}``, ``3 \\pmod 7``, ``x ≡ 3 (mod 7)``: the residue class."""
+    m = _RESIDUE.match(s.strip())
+    if m is None:
+        return None
+    modulus = int(next(g for g in m.groups()[1:] if g is not None))
+    return Residue(int(m.group(1)) % modulus, modulus) if modulus > 0 else None
+
+
+def _named_text(s: str) -> Alts | None:
+    """A text answer that names a set or a verdict (:mod:`rlvr.verify.math.text_answers`)."""
+    t = unwrap_text(s)
+    if len(t) < 3 or not re.search(r"[a-zA-Z]{3}", t):
+        return None
+    named = text_answer(t, lambda part: _scalar(parse_alts(part)))
+    if named is None:
+        return None
+    return tuple(Text(v) if isinstance(v, str) else Expr(v) for v in named)
+
+
+def _set_operation(s: str) -> Expr | None:
+    """``A \\cap B``, ``A \\setminus B``: the set the operation gives, from the parts' set readings."""
+    op = "\\cap" if "\\cap" in s else "\\setminus"
+    parts = split_top(s, (op,))
+    if len(parts) != 2:
+        return None
+    sets = []
+    for part in parts:
+        alts = parse_alts(part)
+        found = next((a.expr for a in alts if isinstance(a, Expr) and isinstance(a.expr, sympy.Set)), None)
+        if found is None:
+            items = next((a for a in alts if isinstance(a, Items)), None)
+            values = [_scalar(x) for x in items.items] if items else []
+            if not values or any(v is None for v in values):
+                return None
+            found = sympy.FiniteSet(*values)
+        sets.append(found)
+    return Expr(sympy.Intersection(*sets) if op == "\\cap" else sympy.Complement(*sets))
 
 
 def _atom_alts(s: str) -> Alts:
@@ -567,8 +644,15 @@ def _atom_alts(s: str) -> Alts:
             return tuple(alts)
         if len(inner) == 1:  # "(x)", "[\\begin{array}...]": only grouping
             return parse_alts(inner[0])
-    if re.fullmatch(r"\d+\s*:\s*\d+", s):  # a time or a ratio: "12:00", "7:32"
-        return (Text(s.replace(" ", "")),)
+    if m := _COLON_PAIR.fullmatch(s):  # a time or a ratio: "12:00", "7:32", "3:2"
+        text = Text(s.replace(" ", ""))
+        a, b = int(m.group(1)), int(m.group(2))
+        clock = len(m.group(2)) == 2 and a <= 24 and b < 60
+        return (text, Ratio(Fraction(a, b), clock)) if b else (text,)
+    if "mod" in s and (residue := _residue(s)) is not None:
+        return (residue,)
+    if (named := _named_text(s)) is not None:  # "no solution", "all real numbers except 3"
+        return named
     if re.search(r"\\(?:pm|mp)(?![a-zA-Z])", s):
         plus = re.sub(r"\\(?:pm|mp)(?![a-zA-Z])", "+", s, count=1)
         minus = re.sub(r"\\(?:pm|mp)(?![a-zA-Z])", "-", s, count=1)
@@ -578,6 +662,8 @@ def _atom_alts(s: str) -> Alts:
     if "\\cup" in s:
         union = _union(s)
         return (union,) if union is not None else _sympy_alts(s)
+    if ("\\cap" in s or "\\setminus" in s) and (combined := _set_operation(s)) is not None:
+        return (combined,)
     if "\\approx" in s:
         # "x = 1/3 \approx 0.33" -> 1/3; "x \approx 11" -> 11; "7 \approx 8" -> 7
         head, tail = s.split("\\approx", 1)
@@ -595,13 +681,18 @@ def _atom_alts(s: str) -> Alts:
         return (num,)
     if (power := _power(s)) is not None:
         return (power,)
+    unwrapped = unwrap_text(s)
+    if (words := parse_number_words(unwrapped)) is not None and re.search(r"\d", unwrapped):  # "2.5 million"
+        return (Num(words, approx="." in unwrapped),)
+    if (values := compound_quantity(unwrapped)) is not None:  # "2 hours 30 minutes"
+        return tuple(Num(v) for v in values)
     plain = strip_units(unwrap_text(strip_units(s)))
     if plain != s and (num := parse_number(plain)) is not None:
         return (num,)
     if (words := parse_number_words(unwrap_text(s))) is not None:
         return (Num(words),)
-    if (text := _text_value(s)) is not None:
-        return (text,)
+    if (value := _text_value(s)) is not None:
+        return (value,)
     found = _sympy_alts(plain)
     return found or (Text(re.sub(r"\s+", "", s).lower(), raw=True),)
 

@@ -10,6 +10,7 @@ from rlvr.errors import VerifierTimeout
 from rlvr.types import Status, Verdict
 from rlvr.verify.math import equivalence, parse
 from rlvr.verify.math.compare import Unevaluated, clear_gold_cache, compare
+from rlvr.verify.math.conventions import Conventions
 from rlvr.verify.math.normalize import normalize
 from rlvr.verify.mcq import gold_letter, verify_mcq
 from rlvr.verify.timeout import time_limit
@@ -25,6 +26,7 @@ def verify_math(
     strict: bool = False,
     timeout: float | None = DEFAULT_TIMEOUT,
     unevaluated: Unevaluated = "question",
+    conventions: Conventions | None = None,
 ) -> Verdict:
     """Verify a model's maths answer against a gold answer.
 
@@ -39,6 +41,10 @@ def verify_math(
         timeout: seconds for the whole verification (any thread; ``None`` = no limit).
         unevaluated: ``question`` (the default, above); ``always``: any computation left undone
             against a numeric gold is ``wrong`` (rule ``unevaluated``), question or not; ``never``.
+        conventions: where reading an answer is a convention (a ratio against a fraction, an
+            antiderivative without its constant, bare digits against a gold in a base), the
+            choices to make: :class:`~rlvr.verify.math.conventions.Conventions` (None: a careful
+            competition grader's defaults).
 
     Returns:
         A :class:`Verdict`; ``timeout`` and ``error`` are never reported as ``wrong``.
@@ -55,7 +61,7 @@ def verify_math(
     """
     try:
         with time_limit(timeout):
-            return _verify(completion, gold, strict, question, unevaluated)
+            return _verify(completion, gold, strict, question, unevaluated, conventions)
     except VerifierTimeout:
         return Verdict(Status.TIMEOUT, reason=f"verification exceeded {timeout:g}s")
     except RecursionError:
@@ -65,13 +71,18 @@ def verify_math(
 
 
 def _verify(
-    completion: str, gold: str, strict: bool, question: str | None = None, unevaluated: Unevaluated = "question"
+    completion: str,
+    gold: str,
+    strict: bool,
+    question: str | None = None,
+    unevaluated: Unevaluated = "question",
+    conventions: Conventions | None = None,
 ) -> Verdict:
     if not isinstance(completion, str) or not isinstance(gold, str):
         raise TypeError(f"completion and gold must be str, got {type(completion).__name__}, {type(gold).__name__}")
     if gold_letter(gold) is not None:  # one option letter: a multiple-choice answer
         return verify_mcq(completion, gold)
-    return compare(completion, gold, strict, question=question, unevaluated_rule=unevaluated)
+    return compare(completion, gold, strict, question=question, unevaluated_rule=unevaluated, reading=conventions)
 
 
 #: Invented answers in the forms models write them, each against an equal and an unequal gold:
