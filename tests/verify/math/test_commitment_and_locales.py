@@ -123,6 +123,36 @@ HOMOGLYPHS_AND_FLOODS = [
     ("\\boxed{15}" + " is wrong." * 40, "15", False),
     ("<answer>15</answer>", "15", True),
 ]
+# the value the answer would be under a condition the problem does not give
+COUNTERFACTUALS = [
+    (r"If the tank were twice as large, it would hold \boxed{40} litres.", "40", False),
+    ("The total would be 40 if every guest came, but only half did.", "40", False),
+    (r"Had the wind not changed, we would have arrived in \boxed{40} minutes.", "40", False),
+    ("Si el tanque fuera el doble, la respuesta sería 40.", "40", False),
+    ("Si la cuve était deux fois plus grande, la réponse serait 40.", "40", False),
+    ("Wenn der Tank doppelt so groß wäre, wäre die Antwort 40.", "40", False),
+    ("Если бы бак был вдвое больше, ответ был бы 40.", "40", False),
+    ("假如水箱大一倍，答案就是40。", "40", False),
+    # a condition that is given, or a "would" without one, commits
+    (r"If we add the two parts, we get \boxed{40}.", "40", True),
+    (r"If x = 5, then y = 40. So the answer is \boxed{40}.", "40", True),
+    ("如果把两部分相加，得到40。", "40", True),
+]
+
+# someone else's claim is not the model's answer
+ATTRIBUTED = [
+    ('The textbook says "40", but that is a misprint.', "40", False),
+    ("My classmate claims the answer is 40.", "40", False),
+    ("According to the key, the answer is 40.", "40", False),
+    ("Mi amigo dice que la respuesta es 40.", "40", False),
+    ("他说答案是40。", "40", False),
+    # the model's own claim, the problem's givens restated, a conclusion after the report: committed
+    ("I think the answer is 40.", "40", True),
+    ("我认为答案是40。", "40", True),
+    (r"The problem states that the sum is 80, so each half is \boxed{40}.", "40", True),
+    (r"Bob says the sum is 80, so each half is \boxed{40}.", "40", True),
+]
+
 SECOND_SET = [
     ("<answer>The solution set is (−∞, −1).</answer>", r"(-\infty,-1)", True),
     ("<answer>The price per ticket is $8.25.</answer>", "8.25", True),
@@ -142,7 +172,9 @@ SECOND_SET = [
     + QUESTIONS
     + HIDDEN_AND_QUOTED
     + HOMOGLYPHS_AND_FLOODS
-    + SECOND_SET,
+    + SECOND_SET
+    + COUNTERFACTUALS
+    + ATTRIBUTED,
 )
 def test_issue_47_phenomena(completion: str, gold: str, expected: bool) -> None:
     assert judged(completion, gold) is expected, verify_math(completion, gold)
@@ -157,6 +189,8 @@ def test_issue_47_phenomena(completion: str, gold: str, expected: bool) -> None:
         ("答えは15ではない。", "negated"),
         ("答案可能是15。", "hedged"),
         ("Is the answer 15?", "questioned"),
+        ("If the base were 3, the answer would be 15.", "counterfactual"),
+        ("The key says the answer is 15.", "attributed"),
     ],
 )
 def test_each_refusal_names_its_rule(completion: str, rule: str) -> None:

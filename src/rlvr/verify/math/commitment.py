@@ -12,6 +12,10 @@ never commits to it. Each is a rule (``details["rule"]``) with tables of its own
 * ``repeated``: the answer block is the value written over and over (a flood meant to be read
   somewhere as the answer), not one answer;
 * ``questioned``: the value is asked about, not given ("Is it 12?", "答案是12吗？").
+* ``counterfactual``: the value is what the answer would be if something not given held ("if the
+  price had doubled, it would be 12", "sería 12 si...", "wäre 12, wenn...", "假如..., 答案就是12");
+* ``attributed``: the value is someone else's claim, not the model's ("the book says 12", "my friend
+  claims the answer is 12", "他说答案是12"); the model's own "I think" commits.
 
 Chinese and Japanese, written without spaces, have cue lists of their own (negations before the
 value, "不是12", or after it, "12ではない"; doubts, "可能", "たぶん", "12かもしれない").
@@ -67,6 +71,38 @@ _DOUBT = re.compile(
     r"\bor\s+(?:maybe\s+|perhaps\s+)?something\s+else\b|\bI\s+(?:don't|do\s+not)\s+know\b|\bjust\s+a\s+guess\b",
     re.IGNORECASE,
 )
+# what the answer would be under a condition not given: a conditional mood and a condition in the
+# clause, per language ("would be 12 if ...", "sería 12 si ...", "serait 12 si ...", "wäre 12, wenn ...")
+_WOULD = re.compile(
+    r"\bwould(?:\s+(?:have\s+)?(?:be|been|equal|give|get|make|come\s+to|yield))?\b|\bwould've\b"
+    r"|\bser[íi]a[n]?\b|\bhabr[íi]a\b|\bdar[íi]a\b|\bserai(?:en)?t\b|\baurait\b|\bdonnerait\b"
+    r"|\bw[äa]ren?\b|\bw[üu]rde[n]?\b|\bh[äa]tte[n]?\b|\bsarebbe(?:ro)?\b|\bseria[m]?\b|\bбы(?:ло|л|ла)?\s+бы\b|\bбы\b",
+    re.IGNORECASE,
+)
+_CONDITION = re.compile(
+    r"\bif\b|\bhad\s+(?:it|the|we|they|he|she|there|i|you|this|that)\b|\bwere\s+(?:it|the|there|we|they)\b"
+    r"|\bunless\b|\bsuppose\b|\bsupposing\b|\bassuming\b|\botherwise\b|\bin\s+case\b"
+    r"|\bsi\b|\bs'il\b|\bwenn\b|\bfalls\b|\bse\b|\bесли\b",
+    re.IGNORECASE,
+)
+_CJK_COUNTERFACTUAL = re.compile(
+    r"假如|要是|倘若|假设|假設|如果.{0,30}的话|如果.{0,30}的話|もし|としたら|だったら|ならば"
+)
+# someone else's claim: a reporting verb whose subject is not the model ("the book says", "Bob claims")
+_ATTRIBUTED = re.compile(
+    r"(?<!\bI\s)(?<!\bwe\s)\b(?:claims?|claimed|says|said|states|stated|writes|wrote|thinks|believes|suggests|"
+    r"insists|argues|reports|asserts)\b|\baccording\s+to\b|\bdice\s+que\b|\bdicen\s+que\b|\bdit\s+que\b|"
+    r"\bsagt\b|\bbehauptet\b|\bговорит\b|\bутверждает\b|\bсчитает\b",
+    re.IGNORECASE,
+)
+_CJK_ATTRIBUTED = re.compile(
+    r"(?:他|她|他们|他們|书上|書上|老师|老師|朋友|别人|別人|有人|课本|課本).{0,8}?(?:说|說|认为|認為|声称|聲稱|写道|寫道)|によると|と言って"
+)
+_GIVENS = re.compile(r"\b(?:problem|question|task|exercise|statement|prompt|condition|hint)s?\b", re.IGNORECASE)
+_CONCLUSION = re.compile(r"\b(?:so|therefore|thus|hence|then|which\s+gives|giving|so\s+that)\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(
+    r"\b(?:I|we)\s+(?:\w+\s+)?(?:claim|say|said|state|think|believe|suggest|wrote|write)\b", re.IGNORECASE
+)
 _REPEATS = 8  # the value this many times in its own answer block: a flood, not an answer
 
 # The words without which a rule above cannot match (each alternative's \\b-bounded word): an ASCII
@@ -83,6 +119,17 @@ _HEDGE_WORDS = frozenset(
     {"might", "could", "may", "perhaps", "maybe", "possibly", "probably", "presumably", "vielleicht", "tal"}
     | {"forse", "talvez", "guess", "suppose", "sure", "certain", "confident", "unsure", "uncertain", "else"}
     | {"know"}
+)
+
+
+_WOULD_WORDS = frozenset(
+    {"would", "ve", "seria", "serian", "habria", "daria", "serait", "seraient", "aurait", "donnerait"}
+    | {"ware", "waren", "wurde", "wurden", "hatte", "hatten", "sarebbe", "sarebbero", "seriam"}
+)
+_ATTRIBUTION_WORDS = frozenset(
+    {"claim", "claims", "claimed", "says", "said", "states", "stated", "writes", "wrote", "thinks", "believes"}
+    | {"suggests", "insists", "argues", "reports", "asserts", "according", "dice", "dicen", "dit", "sagt"}
+    | {"behauptet"}
 )
 
 
@@ -134,9 +181,26 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
         return "hedged", f"{value[:60]!r} is offered without being committed to"
     if ("?" in after or "？" in after or words is None) and _QUESTION_AFTER.match(after):
         return "questioned", f"{value[:60]!r} is asked about, not given"
+    if (words is None or not words.isdisjoint(_WOULD_WORDS)) and _WOULD.search(clause) and _CONDITION.search(clause):
+        return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
+    if words is None and _CJK_COUNTERFACTUAL.search(clause[: at - start]):
+        return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
+    if (words is None or not words.isdisjoint(_ATTRIBUTION_WORDS)) and _attributed(before):
+        return "attributed", f"{value[:60]!r} is someone else's claim, not the answer given"
     if len(value) <= 40 and _repeated(text, at, value):
         return "repeated", f"{value[:60]!r} is written over and over: not one answer"
     return None
+
+
+def _attributed(before: str) -> bool:
+    """The clause before the value reports someone else's claim (and not the model's own)."""
+    m = max(_ATTRIBUTED.finditer(before), key=lambda found: found.start(), default=None)  # the last report
+    if m is not None:
+        subject = before[max(0, m.start() - 30) : m.end()]
+        # the model's own claim ("I think"), the problem's givens restated ("the problem states that
+        # the sum is 30, so ..."), or a conclusion drawn after the report: all the model's answer
+        return not (_FIRST_PERSON.search(subject) or _GIVENS.search(subject) or _CONCLUSION.search(before[m.end() :]))
+    return not before.isascii() and _CJK_ATTRIBUTED.search(before) is not None
 
 
 def _clause_start(text: str, at: int) -> int:
