@@ -67,8 +67,8 @@ def child(a: argparse.Namespace) -> dict:
     import psutil
     import torch
 
-    from rlvr.engine import greedy_eval
     from rlvr.engine.async_engine import train_engine
+    from rlvr.sampling import greedy_eval
 
     cfg, train, held = rl.arm(a, ARMS[a.arm], "auto", "rlvr-async-")
     trainer = train_engine(cfg, train_rows=train, eval_rows=[])

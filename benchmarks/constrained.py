@@ -50,9 +50,9 @@ def main() -> None:
     from rlvr.config import ModelConfig
     from rlvr.data import addition_eval, encode
     from rlvr.decoding import Constrainer
-    from rlvr.engine import generate
     from rlvr.models import load_model
     from rlvr.runtime import setup_torch
+    from rlvr.sampling import generate
     from rlvr.types import Status
     from rlvr.verify.math import verify_math
 

@@ -199,8 +199,8 @@ class Clock:
 def child(a: argparse.Namespace) -> dict:
     import torch
 
-    from rlvr.engine import greedy_eval
     from rlvr.runtime import setup_torch
+    from rlvr.sampling import greedy_eval
 
     setup_torch(1, a.seed)
     torch.set_flush_denormal(True)

@@ -77,8 +77,8 @@ def child_decode(a: argparse.Namespace) -> dict:
     import torch
 
     from rlvr.data import encode
-    from rlvr.engine import generate
     from rlvr.models import load_model
+    from rlvr.sampling import generate
 
     _setup()
     model, tok = load_model("smollm2-135m", device=a.device)
@@ -185,8 +185,8 @@ def _step_profile(model, tok, prompts, a) -> dict:
     """Where one of rlvr's decoding steps goes, per precision: the whole step, the lm_head, sampling."""
     import torch
 
-    from rlvr.engine import sample_tokens
     from rlvr.models import FastDecoder, supports
+    from rlvr.sampling import sample_tokens
 
     if not supports(model) or a.device != "cpu":
         return {}

@@ -28,6 +28,7 @@ LAYERS: list[list[str]] = [
     ["scoring", "decoding", "algo"],  # algo: the objective, pure
     ["diagnostics"],  # the failure step, engine-neutral
     ["episodes", "report"],
+    ["sampling"],  # the decode loop, episodes' turns, greedy evaluation: every engine's
     ["setup"],  # one set-up of a run from its config, for every engine
     ["engine"],  # rlvr's own engine
     ["integrations", "traces", "sft", "plots"],

@@ -18,7 +18,7 @@ import torch
 
 from rlvr.data.prompts import encode
 from rlvr.data.tasks import Sample
-from rlvr.engine.evaluate import greedy_eval
+from rlvr.sampling.evaluate import greedy_eval
 
 
 def answer_completion(s: Sample) -> str:

@@ -15,8 +15,8 @@ from rlvr.algo.loss import token_logprobs
 from rlvr.config import load_config
 from rlvr.decoding.backends import answer_grammar, full_grammar
 from rlvr.decoding.constrain import Constrainer, masked_logprobs, pack_bits, unpack_bits
-from rlvr.engine.rollout import generate
 from rlvr.models.tiny import build_model, build_tokenizer
+from rlvr.sampling import generate
 from rlvr.types import Status
 from rlvr.verify.math import verify_math
 
@@ -332,7 +332,7 @@ def test_no_rollout_is_cut_inside_its_answer(tiny, backend: str, mode: str) -> N
 def test_the_forced_opening_is_prefilled_with_the_same_samples(tiny, monkeypatch) -> None:
     """``full`` begins every output with the tag the grammar forces: prefilled with the prompt, not
     decoded token by token, with the same draws; and ended rows leave the decoder as in plain sampling."""
-    import rlvr.engine.rollout as rollout
+    import rlvr.sampling.decode as rollout
 
     model, tok = tiny
     c = Constrainer(tok, model.config.vocab_size, mode="full")
@@ -349,7 +349,7 @@ def test_the_forced_opening_is_prefilled_with_the_same_samples(tiny, monkeypatch
 def test_an_opening_the_budget_forces_at_once_is_prefilled_with_the_same_samples(tiny, monkeypatch) -> None:
     """``answer`` with a token budget inside the answer's reserve: the budget opens every answer at
     the first token, so the opening is prefilled as ``full``'s is, with the same draws and statistics."""
-    import rlvr.engine.rollout as rollout
+    import rlvr.sampling.decode as rollout
 
     model, tok = tiny
     c = Constrainer(tok, model.config.vocab_size, mode="answer", answer="math")
@@ -380,8 +380,8 @@ def test_jump_forward_gives_the_samples_and_masks_of_token_by_token_decoding(tin
     """Forced tokens (the budget's opening, the grammar's closing, the final stop) are taken without a
     forward each and fed with the sampled token before them: the same tokens, masks, log-probs and
     generator state as decoding them one by one, in fewer forwards."""
-    import rlvr.engine.rollout as rollout
     from rlvr.models import fast_decode
+    from rlvr.sampling import steppers
 
     model, tok = tiny
     c = Constrainer(tok, model.config.vocab_size, mode=mode, answer="math")
@@ -391,7 +391,7 @@ def test_jump_forward_gives_the_samples_and_masks_of_token_by_token_decoding(tin
         g = torch.Generator().manual_seed(3)
         forwards = []
         with pytest.MonkeyPatch.context() as mp:
-            for cls in (fast_decode.FastDecoder, rollout._HFStepper):
+            for cls in (fast_decode.FastDecoder, steppers.HFStepper):
                 mp.setattr(
                     cls,
                     "step",

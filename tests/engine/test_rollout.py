@@ -4,8 +4,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlvr.engine.rollout import generate
 from rlvr.models.tiny import build_model, build_tokenizer
+from rlvr.sampling import generate
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +141,7 @@ def test_concat_and_select_groups_keep_rows_intact(tiny):
 
 def test_dropping_ended_rows_does_not_change_the_samples(tiny, monkeypatch):
     """Ended rows leave the decoder (every time one ends, with COMPACT_AT tiny); the draws are the same."""
-    from rlvr.engine import rollout
+    import rlvr.sampling.decode as rollout
     from rlvr.models.fast_decode import FastDecoder
 
     model, tok = tiny

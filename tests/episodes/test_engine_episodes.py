@@ -20,11 +20,11 @@ torch = pytest.importorskip("torch")
 from rlvr.config import TrainConfig
 from rlvr.data.prompts import encode
 from rlvr.data.tasks import Sample
-from rlvr.engine.rollout import generate
 from rlvr.engine.trainer import GRPOTrainer
-from rlvr.engine.turns import Turns
 from rlvr.episodes import toolbox
 from rlvr.errors import ConfigError
+from rlvr.sampling import generate
+from rlvr.sampling.turns import Turns
 from tests.conftest import CALCULATOR_PAIRS, calculator_rows
 
 PAIRS = CALCULATOR_PAIRS

@@ -21,8 +21,8 @@ torch = pytest.importorskip("torch")
 
 from rlvr.algo.loss import AGGREGATIONS
 from rlvr.config import load_config
-from rlvr.engine.rollout import RolloutBatch
 from rlvr.engine.trainer import GRPOTrainer
+from rlvr.sampling import RolloutBatch
 
 TINY = [
     "model.hidden=32",

@@ -17,9 +17,9 @@ torch = pytest.importorskip("torch")
 
 from rlvr.config import load_config
 from rlvr.data.prompts import encode
-from rlvr.engine.rollout import generate, stop_ids_of
 from rlvr.engine.trainer import GRPOTrainer
 from rlvr.models.tiny import build_model, build_tokenizer
+from rlvr.sampling import generate, stop_ids_of
 from tests.conftest import calculator_rows
 
 TINY = [

@@ -21,10 +21,10 @@ from trl.trainer.utils import shuffle_sequence_dict, split_tensor_dict
 
 from rlvr.config import FailureConfig, load_config
 from rlvr.data.prompts import encode
-from rlvr.engine.rollout import generate
 from rlvr.engine.trainer import GRPOTrainer
 from rlvr.integrations.trl import FailureAwareGRPOTrainer
 from rlvr.models.tiny import build_model, build_tokenizer
+from rlvr.sampling import generate
 from tests.integrations.trl.test_drop_in import _args  # the CPU, float32, unsaved GRPOConfig
 
 ROWS = [{"prompt": [{"role": "user", "content": f"{a}+{a}"}], "answer": str(2 * a)} for a in range(10, 18)]

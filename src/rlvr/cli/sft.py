@@ -208,12 +208,12 @@ def fine_tune(
     from rlvr.config import LoraConfig, ModelConfig
     from rlvr.data.datasets import load_samples
     from rlvr.data.sft_rows import load_sft_rows
-    from rlvr.engine.evaluate import greedy_eval
     from rlvr.errors import ConfigError, DataError
     from rlvr.models.device import lean_paths
     from rlvr.models.load import load_model, model_source
     from rlvr.runs import checkpoint
     from rlvr.runtime import setup_torch
+    from rlvr.sampling.evaluate import greedy_eval
     from rlvr.sft import completion_field
     from rlvr.sft import sft as run_sft
 

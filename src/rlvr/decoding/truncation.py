@@ -7,7 +7,7 @@ depends on the model and the budget; :class:`Truncation` makes it happen at a ch
 tests and benchmarks (``rollout.truncation``; off by default). Cutting a sampled completion at
 position ``k`` is exactly what a budget of ``k`` tokens would have produced (the first ``k``
 tokens are drawn the same way), so both engines cut after sampling and before the rewards:
-rlvr's own (:meth:`rlvr.engine.rollout.RolloutBatch.cut`) and TRL's (the failure-aware trainer's
+rlvr's own (:meth:`rlvr.sampling.batch.RolloutBatch.cut`) and TRL's (the failure-aware trainer's
 single-turn sampling). Held-out evaluation is never cut.
 
 Whether a completion is cut, and where, is drawn from the seed, the prompt and the completion, so

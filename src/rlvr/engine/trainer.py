@@ -31,8 +31,6 @@ from rlvr.decoding.constrain import masked_hidden_logprobs
 from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.redraws import Redraws, env_counts
 from rlvr.diagnostics.step import DrawAhead, FailureAware, RolloutView, informative, rollout_record
-from rlvr.engine.evaluate import greedy_eval
-from rlvr.engine.rollout import RolloutBatch, generate
 from rlvr.episodes.episode import env_scored
 from rlvr.errors import ConfigError
 from rlvr.models.budget import auto_token_budget, rows_within
@@ -44,6 +42,7 @@ from rlvr.rewards.base import prompt_text
 from rlvr.runs import MetricsLog, RolloutLog, checkpoint
 from rlvr.runs.checkpoint import replace_folder, write_atomic
 from rlvr.runtime import sampling_dtype
+from rlvr.sampling import RolloutBatch, generate, greedy_eval
 from rlvr.setup import build
 
 StepCallback = Callable[[int, dict[str, Any]], None]
@@ -277,8 +276,8 @@ class GRPOTrainer:
     ) -> tuple[Any, list[list[int]]]:
         """The episodes of one draw (a fresh environment per row, reset from its sample) and the
         prompts' tokens, each with its environment's observation."""
-        from rlvr.engine.turns import Turns
         from rlvr.episodes import Faults
+        from rlvr.sampling import Turns
 
         env = self.cfg.env
         assert env is not None and self.env_cls is not None

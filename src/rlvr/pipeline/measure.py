@@ -1,7 +1,7 @@
 """One model measured on the pipeline's held-out set: accuracy, the two deaths, truncation, length.
 
 Greedy decoding (unconstrained unless a constrainer is given) through
-:func:`rlvr.engine.evaluate.greedy_eval`, each answer judged by its task's verifier:
+:func:`rlvr.sampling.evaluate.greedy_eval`, each answer judged by its task's verifier:
 ``format_deaths`` is the share with no answer to parse, ``verification_deaths`` the share parsed
 and wrong.
 """
@@ -20,8 +20,8 @@ def measure(
 ) -> dict[str, Any]:
     """``{"accuracy", "format_deaths", "verification_deaths", "truncated", "mean_tokens", "n", "seconds"}``
     (``constrain``: decode under that :class:`rlvr.decoding.constrain.Constrainer`)."""
-    from rlvr.engine.evaluate import greedy_eval
     from rlvr.models.device import lean_paths
+    from rlvr.sampling.evaluate import greedy_eval
 
     t0 = time.perf_counter()
     ev = greedy_eval(

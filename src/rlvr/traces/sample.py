@@ -103,7 +103,7 @@ def sample_file(
     Raises:
         ConfigError: ``out`` exists and ``resume`` is off.
     """
-    from rlvr.engine.rollout import generate
+    from rlvr.sampling import generate
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

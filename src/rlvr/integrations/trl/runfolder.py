@@ -162,7 +162,7 @@ class RunFolder(TrainerCallback):
         import torch
         from accelerate.utils import gather_object
 
-        from rlvr.engine.evaluate import greedy_eval
+        from rlvr.sampling.evaluate import greedy_eval
 
         t = self.trainer
         acc = t.accelerator

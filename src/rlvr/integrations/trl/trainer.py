@@ -355,7 +355,7 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         tok, device, multiple = self._tokenizer, self.accelerator.device, self.pad_to_multiple_of
         ckpt: Any = self.args.gradient_checkpointing_kwargs  # transformers also allows a JSON string here
         if self._lean_sampling():
-            from rlvr.engine.rollout import generate
+            from rlvr.sampling import generate
 
             with (
                 unwrap_model_for_generation(
@@ -624,12 +624,12 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
 
     def eval_turns(self, chunk: list[Any]) -> tuple[Any, list[list[int]]]:
         """Held-out episodes for rlvr's greedy evaluation (``turns_for`` of
-        :func:`rlvr.engine.evaluate.greedy_eval`): each sample with a fresh environment and no injected
+        :func:`rlvr.sampling.evaluate.greedy_eval`): each sample with a fresh environment and no injected
         fault, its turns rendered exactly as TRL's tool loop renders them (the chat template's text
         after a call, then TRL's tool suffix), so the policy is measured in the format it trains in."""
-        from rlvr.engine.turns import Turns
         from rlvr.integrations.trl.episodes import EvalEnvironment
         from rlvr.rewards.base import prompt_text
+        from rlvr.sampling.turns import Turns
 
         tok = self._tokenizer
         rows = [{"prompt": s.prompt, "gold": s.gold, "task": s.task, "prompt_id": s.id, **s.extra} for s in chunk]

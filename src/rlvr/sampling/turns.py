@@ -1,6 +1,6 @@
 """Multi-turn episodes inside rlvr's sampling loop: one episode per rollout row, one KV cache each.
 
-:func:`rlvr.engine.rollout.generate` decodes every row of the batch together; with a :class:`Turns`
+:func:`rlvr.sampling.decode.generate` decodes every row of the batch together; with a :class:`Turns`
 it asks, whenever a row samples a token that can close a tool call (``</tool_call>``), whether
 the row's current turn is a complete call. When it is, the call runs through the episode's
 :class:`~rlvr.episodes.guard.Guard` (parsed, checked, timed, its cause recorded where it
@@ -43,7 +43,7 @@ def closing_tokens(tokenizer: Any, vocab: int) -> torch.Tensor:
 
 
 class Turns:
-    """The episodes of one :func:`~rlvr.engine.rollout.generate` call, one per row (prompt-major, as
+    """The episodes of one :func:`~rlvr.sampling.decode.generate` call, one per row (prompt-major, as
     the batch's rows are: ``rows[i]`` the data row, ``keys[i]`` its seeded fault key).
 
     Args:

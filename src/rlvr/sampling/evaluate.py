@@ -8,8 +8,8 @@ from typing import Any
 
 from rlvr.data.prompts import encode
 from rlvr.data.tasks import Sample
-from rlvr.engine.rollout import generate
 from rlvr.rewards.base import prompt_text
+from rlvr.sampling.decode import generate
 from rlvr.verify.registry import verify_with
 
 
@@ -29,7 +29,7 @@ def greedy_eval(
     (``constrain``: decode under that :class:`rlvr.decoding.constrain.Constrainer`).
 
     ``turns_for(chunk) -> (turns, prompt ids)``: each sample is an episode with tools
-    (:class:`rlvr.engine.turns.Turns`); the result then also has ``tool_calls`` (calls per episode),
+    (:class:`rlvr.sampling.turns.Turns`); the result then also has ``tool_calls`` (calls per episode),
     ``tool_rate`` (the share of episodes that called a tool) and ``episode_causes`` (the share of
     each episode cause: turn limit, an environment fault...); ``mean_tokens`` counts the policy's own.
     ``examples``: keep the first that many answers as ``examples`` (``{"id", "completion", "status"}``),

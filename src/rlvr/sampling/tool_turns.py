@@ -1,0 +1,69 @@
+"""Tool turns inside the decode loop: a row that samples a token closing a tool call gets the call's
+result appended to its sequence (fed with the next forward, marked in ``tool_mask``) or ends its
+episode; a row that ends gives its episode's final answer (:class:`rlvr.sampling.turns.Turns` runs
+the calls)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def turns_step(
+    turns: Any,
+    rows: torch.Tensor,
+    toks: torch.Tensor,
+    done: torch.Tensor,
+    pos: torch.Tensor,
+    out_tok: torch.Tensor,
+    tools: torch.Tensor,
+    closers: torch.Tensor,
+    stops: torch.Tensor,
+    limit: int,
+    state: Any = None,
+) -> bool:
+    """After ``rows`` sampled ``toks``: rows whose turn is now a complete tool call get its result
+    appended (or end their episode); rows that ended give their final answer. True when some row
+    took result tokens (they are fed with the next forward). ``state``: the constrainer's, told
+    of the result tokens (its budget counts them; its grammar never sees them); a result that would
+    leave less than the answer's reserve ends the episode ``context_overflow``, so a constrained
+    episode is never truncated inside its answer."""
+    moved = False
+    # under a constraint the answer's reserve is not the tool's to use (the answer must still fit)
+    reserve = state.c.reserve if state is not None else 0
+    closing = rows[~done[rows] & closers[toks]].tolist()
+    outcomes = (
+        turns.on_closes([(r, out_tok[r, : int(pos[r])].tolist(), limit - int(pos[r]) - reserve) for r in closing])
+        if closing
+        else []
+    )
+    for r, (add, end) in zip(closing, outcomes):  # the rows' calls ran together
+        at = int(pos[r])
+        if end:
+            done[r] = True
+        elif add:
+            k = len(add)
+            out_tok[r, at : at + k] = torch.tensor(add, device=out_tok.device)
+            tools[r, at : at + k] = 1
+            pos[r] = at + k
+            moved = True
+            if state is not None:
+                state.skip(r, k)
+    end_turns(turns, rows, toks, done, pos, out_tok, stops)
+    return moved
+
+
+def end_turns(
+    turns: Any,
+    rows: torch.Tensor,
+    toks: torch.Tensor,
+    done: torch.Tensor,
+    pos: torch.Tensor,
+    out_tok: torch.Tensor,
+    stops: torch.Tensor,
+) -> None:
+    """The rows of ``rows`` that ended on their last token (``toks``) give their episode's final answer."""
+    ended = set(stops.tolist())
+    for r, t in zip(rows[done[rows]].tolist(), toks[done[rows]].tolist()):
+        turns.on_end(r, out_tok[r, : int(pos[r])].tolist(), "eos" if t in ended else "length")
