@@ -24,13 +24,18 @@ With ``--engine trl`` the same arms train on TRL's ``GRPOTrainer`` (``FailureAwa
 TRL's own tool loop, rlvr's guards on every row), warmed up on traces in the chat template's turn
 format (the call turn ends with ``<eos>``, as TRL renders it); the last lines then say ``(trl)``.
 
+With ``--environment verifiers`` the same task is a published ``verifiers`` tool environment
+(``benchmarks/envs/vf_products.py``, written in verifiers' API: its dataset, its ``calculator``
+function, its rubric) loaded from one config line; the faults are injected at the same tool
+boundary, and the result file is ``agentic_verifiers*.json``.
+
 With ``--seeds N`` every run trains from N paired seeds on the one warm-up (GRPO's draws and the
 faults' both move with the seed); the lines then give the means, and one more line per rate the
 paired difference rlvr minus reward-0 with its standard error (a claim only beyond 2 SE); the
 results go to ``agentic-<N>seeds.json`` (``agentic_trl-<N>seeds.json``) beside the one-seed file.
 
     .venv/bin/python benchmarks/agentic.py [--engine rlvr|trl] [--steps M] [--rates 0.2 0.5 0.9] [--seeds N]
-        [--keep DIR] [--quick]
+        [--environment calculator|verifiers] [--keep DIR] [--quick]
 """
 
 from __future__ import annotations
@@ -113,11 +118,18 @@ def warm_model(out: Path, steps: int, seed: int = 0, after_call: str = "", keep:
     return res
 
 
-def env_section(rate: float, seed: int = 0) -> str:
-    """The calculator environment with faults at ``rate``, drawn from ``seed`` (7 + the run's seed:
-    seed 0 keeps the draws of the one-seed runs)."""
+#: ``--environment verifiers``: the same task as a published verifiers tool environment (its own
+#: dataset, tool and rubric; rlvr's fault injection at the tool boundary, as for the calculator).
+VERIFIERS_ENV = f"verifiers:{Path(__file__).resolve().parent / 'envs' / 'vf_products.py'}?size=4000&eval_size=200"
+
+
+def env_section(rate: float, seed: int = 0, environment: str = "calculator") -> str:
+    """The calculator environment (rlvr's own, or ``verifiers``: the task's published verifiers
+    environment) with faults at ``rate``, drawn from ``seed`` (7 + the run's seed: seed 0 keeps the
+    draws of the one-seed runs)."""
     faults = "{}" if rate == 0 else f"{{tool_error: {rate / 2:g}, env_timeout: {rate / 4:g}, env_crash: {rate / 4:g}}}"
-    return f"env={{tools: [calculator], max_turns: 2, faults: {faults}, fault_seed: {7 + seed}}}"
+    where = "tools: [calculator]" if environment == "calculator" else f'environment: "{VERIFIERS_ENV}"'
+    return f"env={{{where}, max_turns: 2, faults: {faults}, fault_seed: {7 + seed}}}"
 
 
 def run_config(warm: Path, out: Path, steps: int, every: int, seed: int, env: str, extra: list[str]) -> Any:
@@ -130,12 +142,21 @@ def run_config(warm: Path, out: Path, steps: int, every: int, seed: int, env: st
 
 
 def train(
-    warm: Path, out: Path, steps: int, every: int, rate: float, extra: list[str], seed: int, engine: str = "rlvr"
+    warm: Path,
+    out: Path,
+    steps: int,
+    every: int,
+    rate: float,
+    extra: list[str],
+    seed: int,
+    engine: str = "rlvr",
+    environment: str = "calculator",
 ) -> list[dict]:
     from rlvr.engine import GRPOTrainer
     from rlvr.runs import read_metrics
 
-    cfg = run_config(warm, out, steps, every, seed, env_section(rate, seed), [f"engine={engine}", *extra])
+    env = env_section(rate, seed, environment)
+    cfg = run_config(warm, out, steps, every, seed, env, [f"engine={engine}", *extra])
     t0 = time.perf_counter()
     if engine == "trl":
         from rlvr.integrations.trl import train_trl
@@ -268,6 +289,13 @@ def main() -> None:
     )
     ap.add_argument("--quick", action="store_true", help="0.5 faults only, 30 steps (make bench-check)")
     ap.add_argument("--engine", choices=["rlvr", "trl"], default="rlvr")
+    ap.add_argument(
+        "--environment",
+        choices=["calculator", "verifiers"],
+        default="calculator",
+        help="rlvr's calculator tool, or the same task as a published verifiers environment "
+        "(benchmarks/envs/vf_products.py: its dataset, tool and rubric)",
+    )
     args = ap.parse_args()
     if args.quick:
         args.rates, args.steps, args.eval_every = [0.5], min(args.steps, 30), 10
@@ -303,7 +331,17 @@ def main() -> None:
         )
 
     calls = {
-        (seed, key, arm): (warm, folder(seed, key, arm), steps, args.eval_every, rate, extra, seed, args.engine)
+        (seed, key, arm): (
+            warm,
+            folder(seed, key, arm),
+            steps,
+            args.eval_every,
+            rate,
+            extra,
+            seed,
+            args.engine,
+            args.environment,
+        )
         for seed in seeds
         for key, arm, steps, rate, extra in jobs
     }
@@ -313,7 +351,11 @@ def main() -> None:
         results[key] = {arm: aggregate(runs) for (k, arm), runs in per_seed.items() if k == key}
     ff = results["0"]["fault-free"]
     lines, bars = [], []
-    tag = "agentic" if args.engine == "rlvr" else "agentic (trl)"
+    tag = (
+        "agentic"
+        + ("" if args.engine == "rlvr" else " (trl)")
+        + ("" if args.environment == "calculator" else f" ({args.environment} env)")
+    )
     for rate in args.rates:
         r = results[f"{rate:g}"]
         lines.append(
@@ -338,6 +380,13 @@ def main() -> None:
             lines.append(
                 f"{tag} @{rate:g} faults, rlvr minus reward-0 final over {len(seeds)} paired seeds: "
                 f"{diff:+.3f} +- {se:.3f} SE ({diff / se if se else float('inf'):.1f} SE)"
+            )
+            # and against its own fault-free run (same seed): what the faults cost once kept out
+            gap, gap_se = mean_se([a - b for a, b in zip(r["rlvr"]["finals"], ff["finals"])])
+            r["rlvr"]["minus_fault_free"] = [gap, gap_se]
+            lines.append(
+                f"{tag} @{rate:g} faults, rlvr minus fault-free final over {len(seeds)} paired seeds: "
+                f"{gap:+.3f} +- {gap_se:.3f} SE"
             )
         for arm in r:
             mix = ", ".join(f"{k} {v:.1%}" for k, v in sorted(r[arm]["cause_mix"].items(), key=lambda kv: -kv[1]))
@@ -378,8 +427,22 @@ def main() -> None:
                 quick_decides=False,
             )
         )
+    if len(seeds) > 1:  # with the faults kept out, the run ends where its fault-free run does
+        gap, gap_se = r5["rlvr"]["minus_fault_free"]
+        bars.append(
+            Bar(
+                "rlvr minus fault-free final @0.5, in SE of the paired difference (no worse than -2)",
+                gap / gap_se if gap_se else (0.0 if gap >= 0 else -float("inf")),
+                ">=",
+                -2.0,
+                quick_decides=False,
+            )
+        )
     # Several seeds write a file of their own: a paired-seed run never overwrites the full one-seed run.
-    name = ("agentic" if args.engine == "rlvr" else "agentic_trl") + (f"-{len(seeds)}seeds" if len(seeds) > 1 else "")
+    name = ("agentic" if args.engine == "rlvr" else "agentic_trl") + (
+        "" if args.environment == "calculator" else f"_{args.environment}"
+    )
+    name += f"-{len(seeds)}seeds" if len(seeds) > 1 else ""
     png = (RESULTS / "quick" if args.quick else RESULTS) / f"{name}.png"
     plot(results, args.rates, png, args.engine)
     report(
@@ -391,6 +454,7 @@ def main() -> None:
             "cpu": cpu_report(),
             "plot": png.name,
             "engine": args.engine,
+            "environment": args.environment,
             "seeds": seeds,
             "per_seed": {f"{k}/{arm}": runs for (k, arm), runs in per_seed.items()},
         },

@@ -72,8 +72,16 @@ def _checked(out: Path, components: set[str]) -> list[dict]:
 
 @pytest.mark.parametrize("engine", ["rlvr", "trl"])
 def test_a_verifiers_tool_environment_trains_from_one_line(calculator_policy, tmp_path, engine) -> None:
-    out = _train(calculator_policy, tmp_path, engine, f"{{environment: '{VERIFIERS_ENV}', max_turns: 2}}")
+    log = tmp_path / "rubric.log"
+    env = f"{{environment: '{VERIFIERS_ENV}', max_turns: 2}}"
+    out = _train(calculator_policy, tmp_path, engine, env, extra_env={"VF_RUBRIC_LOG": str(log)})
     recs = _checked(out, {"correct_answer", "used_the_tool"})
+    callers = log.read_text().split()
+    assert "episode" in callers  # the environment judged its episodes
+    if engine == "rlvr":  # ... and rlvr's engine scores a text through the single-turn verifier only for
+        # an episode the environment did not judge (one that ended before it could: no room to answer)
+        unjudged = [r for r in recs if r["cause"] == "context_overflow" and r["episode"]["tool_calls"] == 0]
+        assert callers.count("verifier") <= len(unjudged)
     assert all(r["prompt_id"].startswith("vf_calculator-train-") for r in recs)
     assert any(r["verdict"]["status"] == "correct" for r in recs)  # the policy computes and answers
 

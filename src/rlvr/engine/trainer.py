@@ -44,6 +44,7 @@ from rlvr.runs.checkpoint import replace_folder, write_atomic
 from rlvr.runtime import sampling_dtype
 from rlvr.sampling import RolloutBatch, generate, greedy_eval
 from rlvr.setup import build
+from rlvr.types import RewardBreakdown
 
 StepCallback = Callable[[int, dict[str, Any]], None]
 
@@ -328,15 +329,25 @@ class GRPOTrainer:
         }
         for key in {k for s in rows for k in s.extra}:
             cols[key] = [s.extra.get(key) for s in rows]
-        if self.judge is not None:
+        episodes = batch.episodes if batch.episodes is not None else [None] * len(rows)
+        # an environment that judged its episode whole (its rubric's components) is not scored again
+        rest = [i for i, ep in enumerate(episodes) if ep is None or ep.score is None]
+        if len(rest) < len(rows):
+            cols = {k: [v[i] for i in rest] for k, v in cols.items()}
+        texts = [batch.texts[i] for i in rest]
+        if self.judge is not None and rest:
             questions = [prompt_text(p) for p in cols["prompt"]]
-            cols["verdicts"] = self.judge.verify_many(batch.texts, cols["gold"], questions, cols["task"])
-        breakdowns = self.rewards.breakdown(batch.texts, step=self.step, **cols)
-        if batch.episodes is not None:  # an environment's own reward replaces the verifier's accuracy
-            breakdowns = [
-                env_scored(b, ep) if ep is not None and ep.reward is not None else b
-                for b, ep in zip(breakdowns, batch.episodes)
-            ]
+            cols["verdicts"] = self.judge.verify_many(texts, cols["gold"], questions, cols["task"])
+        scored = iter(self.rewards.breakdown(texts, step=self.step, **cols) if rest else [])
+        breakdowns = [
+            next(scored) if ep is None or ep.score is None else env_scored(RewardBreakdown(None, {}, {}), ep)
+            for ep in episodes
+        ]
+        # an environment's own reward replaces the verifier's accuracy
+        breakdowns = [
+            env_scored(b, ep) if ep is not None and ep.reward is not None and ep.score is None else b
+            for b, ep in zip(breakdowns, episodes)
+        ]
         totals = torch.tensor([b.total if b.total is not None else float("nan") for b in breakdowns])
         return breakdowns, totals
 

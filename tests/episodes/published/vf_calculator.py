@@ -1,9 +1,13 @@
 """A verifiers tool environment written in verifiers' own API (as a hub environment is): products
 to compute with a ``calculator`` tool, judged by a rubric. ``fail_rate`` makes the tool raise on
-purpose (seeded per call); ``reward_fails`` makes a reward function raise."""
+purpose (seeded per call); ``reward_fails`` makes a reward function raise. With ``VF_RUBRIC_LOG`` set,
+each call of the rubric's correctness function appends a line to that file naming its caller: ``episode``
+(the environment judging its episode) or ``verifier`` (rlvr's single-turn verifier scoring a text)."""
 
 from __future__ import annotations
 
+import inspect
+import os
 import random
 
 import verifiers as vf
@@ -34,6 +38,10 @@ def load_environment(fail_rate: float = 0.0, reward_fails: bool = False, seed: i
     parser = vf.Parser()
 
     def correct_answer(completion, answer, **kwargs) -> float:
+        if log := os.environ.get("VF_RUBRIC_LOG"):
+            caller = "verifier" if any(f.function == "verify_verifiers" for f in inspect.stack()) else "episode"
+            with open(log, "a") as f:
+                f.write(caller + "\n")
         if reward_fails:
             raise ValueError("the grader lost its key")
         return 1.0 if answer in (parser.parse_answer(completion) or "") else 0.0
