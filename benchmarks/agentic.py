@@ -27,7 +27,9 @@ format (the call turn ends with ``<eos>``, as TRL renders it); the last lines th
 With ``--environment verifiers`` the same task is a published ``verifiers`` tool environment
 (``benchmarks/envs/vf_products.py``, written in verifiers' API: its dataset, its ``calculator``
 function, its rubric) loaded from one config line; the faults are injected at the same tool
-boundary, and the result file is ``agentic_verifiers*.json``.
+boundary, and the result file is ``agentic_verifiers*.json``. ``--environment openenv`` serves it from
+an OpenEnv server rlvr starts (``benchmarks/envs/openenv_products.py``), whose reward is the product
+computed with the tool (OpenEnv judges steps, not the final answer); ``agentic_openenv*.json``.
 
 With ``--seeds N`` every run trains from N paired seeds on the one warm-up (GRPO's draws and the
 faults' both move with the seed); the lines then give the means, and one more line per rate the
@@ -35,7 +37,7 @@ paired difference rlvr minus reward-0 with its standard error (a claim only beyo
 results go to ``agentic-<N>seeds.json`` (``agentic_trl-<N>seeds.json``) beside the one-seed file.
 
     .venv/bin/python benchmarks/agentic.py [--engine rlvr|trl] [--steps M] [--rates 0.2 0.5 0.9] [--seeds N]
-        [--environment calculator|verifiers] [--keep DIR] [--quick]
+        [--environment calculator|verifiers|openenv] [--keep DIR] [--quick]
 """
 
 from __future__ import annotations
@@ -121,6 +123,9 @@ def warm_model(out: Path, steps: int, seed: int = 0, after_call: str = "", keep:
 #: ``--environment verifiers``: the same task as a published verifiers tool environment (its own
 #: dataset, tool and rubric; rlvr's fault injection at the tool boundary, as for the calculator).
 VERIFIERS_ENV = f"verifiers:{Path(__file__).resolve().parent / 'envs' / 'vf_products.py'}?size=4000&eval_size=200"
+#: ``--environment openenv``: the same task as an OpenEnv server rlvr starts (its reward: the product
+#: computed with the tool; the answer is not what it judges).
+OPENENV_SERVER = f"{sys.executable} {Path(__file__).resolve().parent / 'envs' / 'openenv_products.py'} --port {{port}}"
 
 
 def env_section(rate: float, seed: int = 0, environment: str = "calculator") -> str:
@@ -128,7 +133,11 @@ def env_section(rate: float, seed: int = 0, environment: str = "calculator") -> 
     environment) with faults at ``rate``, drawn from ``seed`` (7 + the run's seed: seed 0 keeps the
     draws of the one-seed runs)."""
     faults = "{}" if rate == 0 else f"{{tool_error: {rate / 2:g}, env_timeout: {rate / 4:g}, env_crash: {rate / 4:g}}}"
-    where = "tools: [calculator]" if environment == "calculator" else f'environment: "{VERIFIERS_ENV}"'
+    where = {
+        "calculator": "tools: [calculator]",
+        "verifiers": f'environment: "{VERIFIERS_ENV}"',
+        "openenv": f'environment: "openenv?tool=calculator", server: "{OPENENV_SERVER}"',
+    }[environment]
     return f"env={{{where}, max_turns: 2, faults: {faults}, fault_seed: {7 + seed}}}"
 
 
@@ -291,10 +300,11 @@ def main() -> None:
     ap.add_argument("--engine", choices=["rlvr", "trl"], default="rlvr")
     ap.add_argument(
         "--environment",
-        choices=["calculator", "verifiers"],
+        choices=["calculator", "verifiers", "openenv"],
         default="calculator",
         help="rlvr's calculator tool, or the same task as a published verifiers environment "
-        "(benchmarks/envs/vf_products.py: its dataset, tool and rubric)",
+        "(benchmarks/envs/vf_products.py: its dataset, tool and rubric) or an OpenEnv server "
+        "(benchmarks/envs/openenv_products.py: its reward is the product computed with the tool)",
     )
     args = ap.parse_args()
     if args.quick:

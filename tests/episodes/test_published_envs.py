@@ -173,10 +173,12 @@ def test_an_openenv_server_is_an_episode_environment_each_step_a_turn(calculator
         row,
         call_markup("calculator", {"expression": "12*35"}),
         call_markup("calculator", {"expression": "12*34"}),
+        call_markup("calculator", {"expression": "1+1"}),
         "408",
     )
     tools = [t.content for t in ep.turns if t.role == "tool"]
-    assert tools[0] == "420" and tools[1].startswith("408") and "episode is over" in tools[1]
+    # the observations as the server wrote them; a call after done is told the episode is over
+    assert tools[0] == "420" and tools[1] == "408" and "episode is over" in tools[2]
     assert ep.prompt.endswith("Use the calculator.")
     env = cls()
     env.reset(row)

@@ -11,8 +11,8 @@ when the run ends. What maps to what:
   joins the prompt;
 * ``step`` -> the policy's one tool, ``step`` (or the name ``?tool=<name>`` gives it), whose
   arguments are the action's fields (described from the server's ``/schema``, checked against it
-  before the call); the observation is the tool's result, and after ``done`` the policy is told to
-  answer;
+  before the call); the observation is the tool's result, as the server wrote it; a call after
+  ``done`` is answered "the episode is over; give your final answer";
 * the rewards ``step`` returned, summed -> the episode's score (component ``env_reward``; the
   episode passes when it is above 0).
 
@@ -155,10 +155,13 @@ def _step_method(action: dict[str, Any], name: str = "step") -> Any:
 
 
 def _text(observation: Any) -> str:
-    """An observation as the policy reads it: its one text field, else its fields as JSON."""
+    """An observation as the policy reads it: its one text field, else its fields as JSON ("" when it
+    has nothing to show: a reset that only starts the episode adds nothing to the prompt)."""
     if not isinstance(observation, dict):
         return str(observation)
     shown = {k: v for k, v in observation.items() if k not in ("done", "reward", "metadata") and v not in (None, "")}
+    if not shown:
+        return ""
     if len(shown) == 1 and isinstance(next(iter(shown.values())), str):
         return str(next(iter(shown.values())))
     return json.dumps(shown, default=str, ensure_ascii=False)
@@ -273,8 +276,9 @@ def environment_class(spec: str, server: str | None = None, timeout_s: float = 1
                 raise got from None
             self.rewards.append(float(result.reward or 0.0))
             self.done = bool(result.done)
-            text = _text(result.observation)
-            return f"{text}\n(the episode is over: give your final answer)" if self.done else text
+            # the observation as the server wrote it (a note appended to it costs the policy's budget: a
+            # call after ``done`` is told the episode is over)
+            return _text(result.observation)
 
         def reward(self, answer: str, row: dict[str, Any]) -> EnvScore:
             total = float(sum(self.rewards))
