@@ -32,7 +32,7 @@ LAYERS: list[list[str]] = [
     ["setup"],  # one set-up of a run from its config, for every engine
     ["engine"],  # rlvr's own engine
     ["integrations", "traces", "sft", "plots"],
-    ["pipeline", "demo"],
+    ["pipeline", "demo", "fine_tune"],
     ["cli"],
     ["__main__", "rlvr"],  # the package's face and entry point
 ]

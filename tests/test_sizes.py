@@ -22,7 +22,7 @@ ALLOWED = {
     "engine/trainer.py:GRPOTrainer": 928,
     "integrations/trl/trainer.py:FailureAwareGRPOTrainer": 891,
     # functions
-    "cli/sft.py:fine_tune": 181,
+    "fine_tune.py:fine_tune": 150,
     "cli/sample.py:sample": 132,
     "config.py:_consistent": 129,
     "models/grouped_forward.py:_per_stream": 121,

@@ -225,3 +225,44 @@ def test_openenv_specs_and_servers_that_cannot_work_are_refused() -> None:
         load_environment("openenv", server=f"{sys.executable} -c 'raise SystemExit(3)'")
     with pytest.raises(ConfigError, match="unknown option"):
         load_environment("openenv:http://127.0.0.1:1?colour=blue")
+
+
+def _gone(url: str, within_s: float = 15.0) -> bool:
+    """Whether the server at ``url`` stops answering within ``within_s``."""
+    import time
+
+    from rlvr.episodes.from_openenv import _healthy
+
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if not _healthy(url):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_a_server_rlvr_started_ends_with_the_run_and_with_a_killed_process() -> None:
+    """Sequential runs in one process leave no server behind (the engines call ``shutdown``), and a run
+    killed by a signal (no exit handler runs) takes its server with it."""
+    import subprocess
+
+    from rlvr.episodes.env import shutdown
+
+    cls = load_environment("openenv?tool=calculator", server=SERVER)
+    assert not _gone(cls.base_url, within_s=0.5)
+    shutdown(cls)
+    assert _gone(cls.base_url)
+    shutdown(cls)  # twice: nothing left to stop
+    starter = (
+        "import sys, time; from rlvr.episodes.from_openenv import start_server; "
+        f"print(start_server({SERVER!r}), flush=True); time.sleep(600)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and not _gone(url, within_s=0.5)
+        proc.kill()  # SIGKILL: no atexit handler runs
+        proc.wait(10)
+        assert _gone(url)
+    finally:
+        proc.kill()

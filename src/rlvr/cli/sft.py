@@ -9,20 +9,13 @@ folder with ``sft.json`` (the settings and the figures; its ``finished`` says th
 
 from __future__ import annotations
 
-import json
-import math
-import random
-import shutil
-from collections.abc import Iterator, Sequence
+import contextlib
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from rlvr.cli.console import abort, console, progress
-from rlvr.data.tasks import Sample
-
-SETTINGS_FILE = "sft.json"
 
 
 def sft(
@@ -91,7 +84,7 @@ def sft(
             batch_size=batch_size or 64,
         )
     assert data is not None
-    return fine_tune(
+    run_fine_tune(
         out,
         model=model,
         data=data,
@@ -113,6 +106,26 @@ def sft(
         target=target,
         seed=seed,
     )
+
+
+def run_fine_tune(out: Path, **settings: Any) -> None:
+    """:func:`rlvr.fine_tune.fine_tune` with a progress bar and its errors as the command's."""
+    from rlvr.errors import ConfigError, DataError
+    from rlvr.fine_tune import fine_tune  # torch and transformers: imported when a run starts
+
+    with contextlib.ExitStack() as stack:
+        bar: list[Any] = []
+
+        def on_progress(done: int, total: int, info: str) -> None:
+            if not bar:  # the bar appears once the run knows its steps
+                shown = stack.enter_context(progress(total))
+                bar.extend([shown, shown.add_task("sft", total=total, completed=done, info="")])
+            bar[0].update(bar[1], completed=done, info=info)
+
+        try:
+            fine_tune(out, say=console.print, on_progress=on_progress, **settings)
+        except (ConfigError, DataError) as e:
+            abort(str(e))
 
 
 def warm_up(
@@ -149,214 +162,3 @@ def warm_up(
     console.print(
         f"sft: {res['steps']} steps, {res['seconds']:.0f} s, held-out greedy accuracy {res['accuracy']:.3f} -> {out}"
     )
-
-
-def split_held_out(rows: Sequence[Sample], share: float, seed: int) -> tuple[list[Sample], list[Sample]]:
-    """``(train rows, held-out prompts)``: whole prompts are held out (every trace of a prompt goes to
-    one side, so no held-out prompt was learnt from), drawn from every prompt with a gold (solved or
-    not: a set of only the solved ones would flatter the model), one row each. Train rows: the kept
-    rows of the other prompts."""
-    ids = sorted({s.id for s in rows if s.extra.get("has_gold")})
-    random.Random(seed).shuffle(ids)
-    held = set(ids[: math.floor(len(ids) * share)])
-    first: dict[str, Sample] = {}
-    for s in rows:
-        if s.id in held:
-            first.setdefault(s.id, s)
-    return [s for s in rows if s.id not in held and s.extra.get("kept", True)], list(first.values())
-
-
-def epochs_of(rows: Sequence[Sample], seed: int) -> Iterator[Sample]:
-    """The rows in a fresh shuffled order each pass, forever (the same for the same seed: resumable)."""
-    rng = random.Random(seed)
-    while True:
-        order = list(rows)
-        rng.shuffle(order)
-        yield from order
-
-
-def _settings(**kw: Any) -> dict[str, Any]:
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items()}
-
-
-def fine_tune(
-    out: Path,
-    *,
-    model: str,
-    data: str,
-    eval_data: str | None,
-    eval_share: float,
-    eval_tokens: int,
-    eval_every: int,
-    steps: int | None,
-    epochs: float,
-    batch_size: int,
-    lr: float | None,
-    max_len: int,
-    lora_r: int | None,
-    dtype: str,
-    device: str,
-    gradient_checkpointing: bool,
-    save_every: int,
-    resume: bool,
-    target: float | None,
-    seed: int,
-) -> None:
-    """Any model on prompt/completion rows (see the module docstring)."""
-    from pydantic import ValidationError
-
-    from rlvr.config import LoraConfig, ModelConfig
-    from rlvr.data.datasets import load_samples
-    from rlvr.data.sft_rows import load_sft_rows
-    from rlvr.errors import ConfigError, DataError
-    from rlvr.models.device import lean_paths
-    from rlvr.models.load import load_model, model_source
-    from rlvr.runs import checkpoint
-    from rlvr.runtime import setup_torch
-    from rlvr.sampling.evaluate import greedy_eval
-    from rlvr.sft import completion_field
-    from rlvr.sft import sft as run_sft
-
-    settings = _settings(
-        model=model,
-        data=data,
-        eval=eval_data,
-        eval_share=eval_share,
-        steps=steps,
-        epochs=epochs,
-        batch_size=batch_size,
-        lr=lr,
-        max_len=max_len,
-        lora_r=lora_r,
-        dtype=dtype,
-        seed=seed,
-    )
-    record = out / SETTINGS_FILE
-    previous = json.loads(record.read_text()) if record.exists() else {}
-    if out.exists() and any(out.iterdir()):
-        if not resume:
-            abort(f"{out} is not empty: pass --resume to continue it, or choose another folder")
-        changed = {
-            k: (previous["settings"].get(k), v)
-            for k, v in settings.items()
-            if previous and previous["settings"].get(k) != v
-        }
-        if changed:
-            abort(
-                f"--resume with other settings than {record}: "
-                + ", ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in changed.items())
-            )
-        if previous.get("finished"):
-            console.print(f"{out}: finished already ({record}); nothing to do")
-            return
-    try:
-        rows = load_sft_rows(data)
-        if eval_data:
-            train_rows, held = [s for s in rows if s.extra["kept"]], load_samples(eval_data)
-        else:
-            train_rows, held = split_held_out(rows, eval_share, seed)
-        if not train_rows:
-            raise DataError(f"{data}: every prompt was held out; lower --eval-share")
-        spec = model_source(model)
-        cfg = ModelConfig(
-            name=spec,
-            dtype=dtype,
-            lora=LoraConfig(r=lora_r, alpha=2 * lora_r) if lora_r else None,
-            gradient_checkpointing=gradient_checkpointing,
-        )
-    except (ConfigError, DataError) as e:
-        abort(str(e))
-    except ValidationError as e:  # e.g. --dtype bfloat16 without --lora-r
-        abort("model settings: " + "; ".join(err["msg"].removeprefix("Value error, ") for err in e.errors()))
-    if lr is None:
-        lr = 3e-3 if spec == "tiny" else (2e-4 if lora_r else 1e-5)
-    steps = steps or max(1, math.ceil(epochs * len(train_rows) / batch_size))
-    setup_torch(1, seed)
-    try:
-        net, tok = load_model(cfg, seed, device=device)
-    except ConfigError as e:
-        abort(str(e))
-    state = None
-    if resume and (ckpt := checkpoint.latest(out)) is not None:
-        state = checkpoint.load(ckpt, map_location="cpu")
-        net.load_state_dict(state.pop("model"), strict=False)
-        console.print(f"resuming from step {state['step']} ({ckpt})")
-    out.mkdir(parents=True, exist_ok=True)
-    figures: dict[str, Any] = {
-        "settings": settings,
-        "train_rows": len(train_rows),
-        "held_out": len(held),
-        "steps": steps,
-        "lr": lr,
-        "finished": False,
-    }
-    record.write_text(json.dumps(figures, indent=1))
-
-    def evaluate() -> dict[str, Any] | None:
-        if not held:
-            return None
-        r = greedy_eval(
-            net, tok, held, max_new_tokens=eval_tokens, fast=lean_paths(None, next(net.parameters()).device)
-        )
-        net.train()
-        return r
-
-    def save(step: int, st: dict[str, Any]) -> None:
-        trained = {
-            k: v for k, v in net.state_dict().items() if not lora_r or "lora_" in k
-        }  # LoRA: only the adapters change
-        checkpoint.save(out, step, {"model": trained, **st}, keep=1)
-
-    before = evaluate() if state is None else previous.get("before")
-    figures["before"] = before
-    record.write_text(json.dumps(figures, indent=1))
-    console.print(
-        f"sft: {model} on {len(train_rows)} rows of {data} for {steps} steps (batch {batch_size}, "
-        f"lr {lr:g}{f', LoRA r={lora_r}' if lora_r else ''}); {len(held)} held-out prompts"
-        + (f", accuracy before {before['accuracy']:.3f}" if before else "")
-    )
-    every = eval_every or (max(1, steps // 20) if target is not None else 0)  # a target needs evaluations
-    with progress(steps) as bar:
-        t = bar.add_task("sft", total=steps, completed=state["step"] if state else 0, info="")
-
-        def on_step(s: int, acc: float, loss: float) -> None:
-            bar.update(t, completed=s, info=f"loss {loss:.3f}" + ("" if math.isnan(acc) else f"  held-out {acc:.3f}"))
-
-        res = run_sft(
-            net,
-            tok,
-            epochs_of(train_rows, seed),
-            steps=steps,
-            batch_size=batch_size,
-            lr=lr,
-            eval_rows=held if every else None,
-            eval_every=every or max(1, steps // 20),
-            eval_tokens=eval_tokens,
-            target_accuracy=target,
-            completion_of=completion_field,
-            warmup_steps=max(1, min(50, steps // 10)),
-            max_len=max_len,
-            on_eval=on_step,
-            state=state,
-            checkpoint=save,
-            checkpoint_every=save_every,
-        )
-        bar.update(t, completed=steps)
-    after = evaluate()
-    if lora_r:
-        net = net.merge_and_unload()  # OUT is a plain from_pretrained folder
-    net.save_pretrained(out)
-    tok.save_pretrained(out)
-    figures.update(
-        before=before,
-        after=after,
-        evals=res["evals"],
-        loss=res["loss"],
-        seconds=res["seconds"],
-        trained_steps=res["steps"],
-        finished=True,
-    )
-    record.write_text(json.dumps(figures, indent=1))
-    shutil.rmtree(out / "checkpoints", ignore_errors=True)
-    acc = f", held-out accuracy {before['accuracy']:.3f} -> {after['accuracy']:.3f}" if before and after else ""
-    console.print(f"sft: {res['steps']} steps, {res['seconds']:.0f} s, final loss {res['loss']:.3f}{acc} -> {out}")

@@ -31,6 +31,7 @@ from rlvr.decoding.constrain import masked_hidden_logprobs
 from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.redraws import Redraws, env_counts
 from rlvr.diagnostics.step import DrawAhead, FailureAware, RolloutView, informative, rollout_record
+from rlvr.episodes.env import shutdown
 from rlvr.episodes.episode import env_scored
 from rlvr.errors import ConfigError
 from rlvr.models.budget import auto_token_budget, rows_within
@@ -109,6 +110,16 @@ def lr_lambda(schedule: str, warmup: int, total: int) -> Callable[[int], float]:
         return 1.0
 
     return f
+
+
+def env_judged(ep: Any, scored: RewardBreakdown | None) -> RewardBreakdown:
+    """A row's breakdown once its environment has had its say: ``scored`` (the rewards'), with the
+    environment's reward as its accuracy; or, for an episode the environment judged whole (its
+    rubric's components: ``scored`` None, never computed), the environment's judgement alone."""
+    if ep is None or ep.reward is None:
+        assert scored is not None
+        return scored
+    return env_scored(scored if scored is not None else RewardBreakdown(None, {}, {}), ep)
 
 
 class GRPOTrainer:
@@ -330,24 +341,14 @@ class GRPOTrainer:
         for key in {k for s in rows for k in s.extra}:
             cols[key] = [s.extra.get(key) for s in rows]
         episodes = batch.episodes if batch.episodes is not None else [None] * len(rows)
-        # an environment that judged its episode whole (its rubric's components) is not scored again
-        rest = [i for i, ep in enumerate(episodes) if ep is None or ep.score is None]
-        if len(rest) < len(rows):
-            cols = {k: [v[i] for i in rest] for k, v in cols.items()}
+        rest = [i for i, ep in enumerate(episodes) if ep is None or ep.score is None]  # not judged whole
+        cols = {k: [v[i] for i in rest] for k, v in cols.items()}
         texts = [batch.texts[i] for i in rest]
         if self.judge is not None and rest:
-            questions = [prompt_text(p) for p in cols["prompt"]]
+            questions = list(map(prompt_text, cols["prompt"]))
             cols["verdicts"] = self.judge.verify_many(texts, cols["gold"], questions, cols["task"])
         scored = iter(self.rewards.breakdown(texts, step=self.step, **cols) if rest else [])
-        breakdowns = [
-            next(scored) if ep is None or ep.score is None else env_scored(RewardBreakdown(None, {}, {}), ep)
-            for ep in episodes
-        ]
-        # an environment's own reward replaces the verifier's accuracy
-        breakdowns = [
-            env_scored(b, ep) if ep is not None and ep.reward is not None and ep.score is None else b
-            for b, ep in zip(breakdowns, episodes)
-        ]
+        breakdowns = [env_judged(ep, next(scored) if ep is None or ep.score is None else None) for ep in episodes]
         totals = torch.tensor([b.total if b.total is not None else float("nan") for b in breakdowns])
         return breakdowns, totals
 
@@ -999,8 +1000,7 @@ class GRPOTrainer:
         result: dict[str, Any] = {"resumed_from": self.step if ckpt is not None else None}
         last_eval: tuple[int, dict[str, Any]] | None = None  # (step, result) of the latest evaluation
         if ckpt is None and self.eval_rows:
-            ev = self.evaluate()
-            result["before"] = ev
+            result["before"] = ev = self.evaluate()
             last_eval = (0, ev)
             log.log(0, _eval_metrics(ev))
             if on_eval:
@@ -1032,6 +1032,7 @@ class GRPOTrainer:
                     log.log(self.step, _eval_metrics(ev))
         finally:
             log.close()
+            shutdown(self.env_cls)  # an OpenEnv server rlvr started ends with the run
             if self._rollout_log is not None:
                 self._rollout_log.close()
                 self._rollout_log = None

@@ -95,6 +95,14 @@ def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     return copy.deepcopy(schema)
 
 
+def shutdown(env_cls: type | None) -> None:
+    """The run is over: let the environment class release what it holds for the whole run (an
+    OpenEnv server rlvr started). Environments that hold nothing have no ``shutdown``."""
+    stop = getattr(env_cls, "shutdown", None) if env_cls is not None else None
+    if callable(stop):
+        stop()
+
+
 def load_environment(spec: str, server: str | None = None, timeout_s: float = 10.0) -> type:
     """The environment class ``spec`` names: ``module:Class``; ``verifiers:<module>[?argument=value]``
     (a ``verifiers`` tool environment, :mod:`rlvr.episodes.from_verifiers`); ``openenv:<url>``, or

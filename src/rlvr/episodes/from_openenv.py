@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import inspect
 import json
 import os
@@ -69,9 +70,32 @@ def _healthy(url: str) -> bool:
         return False
 
 
+#: The servers rlvr started, by URL: how to stop each (:func:`stop_server`).
+_STARTED: dict[str, Any] = {}
+
+
+def _die_with_parent() -> None:
+    """In the server's process, before it runs: ask Linux to end it when the process that started it
+    dies (a run killed by a signal runs no exit handler; its server must not outlive it)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the exit handler and stop_server remain
+        pass
+
+
+def stop_server(url: str) -> None:
+    """Stop the server rlvr started at ``url`` (its whole process group); nothing when there is none."""
+    stop = _STARTED.pop(url, None)
+    if stop is not None:
+        stop()
+
+
 def start_server(command: str, *, wait_s: float = START_S) -> str:
     """Start ``command`` (``{port}`` replaced by a free port) in a session of its own, wait until its
-    ``/health`` answers, and stop it (the whole process group) when this process exits. Returns its URL.
+    ``/health`` answers, and stop it (the whole process group) when the run ends (:func:`stop_server`),
+    when this process exits, or when it is killed (the server is told to end with it). Returns its URL.
 
     Raises:
         ConfigError: the command exits or does not answer within ``wait_s`` (with its output's tail).
@@ -80,8 +104,16 @@ def start_server(command: str, *, wait_s: float = START_S) -> str:
     argv = shlex.split(command.replace("{port}", str(port)))
     url = f"http://127.0.0.1:{port}"
     try:
+        # the death signal is tied to the thread that starts the server: only the main thread lives as
+        # long as the process (a worker thread's end would take the server with it)
+        main = threading.current_thread() is threading.main_thread()
         proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            text=True,
+            preexec_fn=_die_with_parent if main and sys.platform == "linux" else None,
         )
     except OSError as e:
         raise ConfigError(f"env.server {command!r} cannot start: {e}") from None
@@ -98,6 +130,7 @@ def start_server(command: str, *, wait_s: float = START_S) -> str:
                     pass
 
     atexit.register(stop)
+    _STARTED[url] = stop
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -242,6 +275,7 @@ def environment_class(spec: str, server: str | None = None, timeout_s: float = 1
         """One episode of an OpenEnv environment: a session of its own."""
 
         base_url = url
+        shutdown = staticmethod(functools.partial(stop_server, url))  # the run is over: its server too
 
         def __init__(self) -> None:
             self.client: Any = None
@@ -276,9 +310,7 @@ def environment_class(spec: str, server: str | None = None, timeout_s: float = 1
                 raise got from None
             self.rewards.append(float(result.reward or 0.0))
             self.done = bool(result.done)
-            # the observation as the server wrote it (a note appended to it costs the policy's budget: a
-            # call after ``done`` is told the episode is over)
-            return _text(result.observation)
+            return _text(result.observation)  # as written: a note would cost the policy's budget
 
         def reward(self, answer: str, row: dict[str, Any]) -> EnvScore:
             total = float(sum(self.rewards))

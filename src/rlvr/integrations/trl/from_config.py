@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import TrainConfig, dump_config
+from rlvr.decoding.truncation import Truncation
+from rlvr.episodes.env import shutdown
 from rlvr.setup import build
 
 logger = logging.getLogger(__name__)
@@ -187,7 +189,6 @@ def train_trl(
     run = build(cfg, engine="trl")  # the same set-up as rlvr's engine; TRL places the model itself
     device, model, tok, total = run.device, run.model, run.tokenizer, run.rewards
     dataset, held = trl_dataset(cfg, tok, (run.train_rows, run.eval_rows))
-    tags = run.tags
     args = grpo_args(cfg, use_cpu=device.type == "cpu")
     callbacks = []
     if on_log is not None:
@@ -198,8 +199,6 @@ def train_trl(
                 report(state.global_step, dict(kwargs.get("logs") or {}))
 
         callbacks.append(Progress())
-    from rlvr.decoding.truncation import Truncation
-
     episodes: dict[str, Any] = {}
     if cfg.env is not None and run.env_cls is not None:  # rlvr's environment on TRL's tool loop, under rlvr's guards
         from rlvr.episodes import Faults
@@ -227,7 +226,7 @@ def train_trl(
         eval_rows=held,
         eval_every=cfg.run.eval_every,
         log_rollouts=cfg.run.log_rollouts,
-        tags=tags,
+        tags=run.tags,
         truncation=Truncation(cfg.rollout.truncation, cfg.run.seed) if cfg.rollout.truncation else None,
         **episodes,
     )
@@ -252,6 +251,8 @@ def train_trl(
         kept = f"{found} is intact: `rlvr train --resume {out}` continues from it" if found else "no earlier checkpoint"
         why = getattr(e, "strerror", None) or " ".join(str(e).split())[:200]
         raise RunError(f"the TRL run in {out} could not write ({why}); {kept}") from None
+    finally:
+        shutdown(run.env_cls)  # an OpenEnv server rlvr started ends with the run
     trainer.save_model(str(out / "model"))
     if trainer.accelerator.is_main_process:
         tok.save_pretrained(out / "model")
