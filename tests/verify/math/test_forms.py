@@ -27,6 +27,8 @@ UNITS = [
     ("8", r"\boxed{8 \mathrm{~m}^3}", True),
     ("95", r"\boxed{1 \text{ hour } 35 \text{ minutes}}", True),  # the gold in minutes
     (r"\frac{19}{12}", r"\boxed{1 \text{ h } 35 \text{ min}}", True),  # the gold in hours
+    ("80", "The tour lasts 1 hr 20 min.", True),
+    ("13", "The shelf is 1 foot 1 inch long.", True),
     ("96", r"\boxed{1 \text{ hour } 35 \text{ minutes}}", False),
     ("71", "She is 5 feet 11 inches tall.", True),
     ("71", "The answer: 5 ft 11 in", True),
@@ -51,6 +53,7 @@ RATIOS_AND_CHANCES = [
     ("5:3", r"\boxed{\frac{5}{3}}", True),
     (r"\frac{2}{9}", "So the probability is 2 in 9.", True),
     (r"\frac{2}{9}", "The chance is 2 out of 9.", True),
+    (r"\frac{1}{8}", "There is a 1 in 8 chance of rain.", True),
     (r"\frac{2}{9}", "The chance is 2 out of 7.", False),
     ("9:30", r"\boxed{19:60}", False),  # a time as the gold is read as written
     ("9:30", r"\boxed{9:30}", True),
@@ -93,6 +96,9 @@ INTERVALS_AND_SETS = [
     ("[2, 5)", r"\boxed{]2; 5[}", False),
     (r"(-\infty, -1) \cup (4, \infty)", "(-oo, -1) U (4, oo)", True),
     (r"(-\infty, -1) \cup (4, \infty)", "(-oo, -1) U (5, oo)", False),
+    (r"(-\infty, 7)", "(-infinity, 7)", True),
+    (r"\{3, 8\}", r"\boxed{\{3\} \cup \{8\}}", True),
+    (r"\{3, 8\}", r"\boxed{\{3\} \cup \{9\}}", False),
     (r"[3, \infty)", "[3, oo)", True),
     (r"[2, 4]", r"\boxed{[0, 4] \cap [2, 9]}", True),
     (r"[0, 2)", r"\boxed{[0, 4] \setminus [2, 4]}", True),
@@ -131,6 +137,8 @@ COMPLEX = [
     ("5-2i", r"\boxed{5-2j}", True),
     ("5-2i", "complex(5, -2)", True),
     ("5-2i", r"\boxed{5+2j}", False),
+    ("4+7i", r"\boxed{4+7\mathrm{i}}", True),
+    ("11", r"\boxed{4+7\mathrm{i}}", False),  # an upright i is the imaginary unit, never a unit to drop
     ("-3", r"\boxed{3\,\text{cis}(\pi)}", True),
     ("3i", r"\boxed{3 \angle 90^\circ}", True),
     ("3i", r"\boxed{3 \angle 45^\circ}", False),
@@ -163,6 +171,7 @@ LABELS = [
 MULTI_PART = [
     ("4, 9", "(a) 4 (b) 9", True),
     ("4, 9", "Part (a): 4; Part (b): 9", True),
+    ("4, 9", "(i) 4 (ii) 9", True),
     ("4, 9", "(a) 9 (b) 4", False),  # the gold's parts in their order
     ("(4, 9)", "(a) 4 (b) 9", True),
     ("4, 9", "(a) 4 (b) 8", False),

@@ -271,6 +271,9 @@ def equal_values(g: Value, p: Value) -> tuple[bool, Method]:
     if isinstance(g, Items) and isinstance(p, Items):
         return _eq_items(g, p), Method.STRUCTURAL
     for many, one in ((g, p), (p, g)):
+        if isinstance(many, Items) and isinstance(one, Expr) and isinstance(one.expr, sympy.FiniteSet):
+            listed = Items(tuple((Expr(x),) for x in one.expr.args), ordered=False)  # {1} \cup {2} is {1, 2}
+            return _eq_items(many, listed), Method.STRUCTURAL
         if isinstance(many, Items) and not many.ordered:
             # {a, a'} equals b when every listed form is b ("15 39/40, or 639/40")
             return all(equal_alts(x, (one,))[0] for x in many.items), Method.STRUCTURAL

@@ -446,8 +446,8 @@ def _number_phrase(text: str, start: int, end: int) -> tuple[int, str] | None:
             if covers and compound_quantity(q.group(0)) is not None:
                 return q.start() + window_start, q.group(0).strip()
     before = text[window_start:start]
-    if (c := _CHANCE_HEAD.search(before)) is not None:
-        sentence = before[: c.start()].rsplit(".", 1)[-1]
+    if (c := _CHANCE_HEAD.search(before)) is not None:  # the chance may be named after it: "a 1 in 6 chance"
+        sentence = before[: c.start()].rsplit(".", 1)[-1] + text[end : end + 30].split(".", 1)[0]
         if c.group(2).lower() != "in" or _CHANCE_WORDS.search(sentence):
             return c.start() + window_start, f"{c.group(1)} out of {text[start:end]}"
     r = _RANGE_HEAD.search(before)
@@ -476,7 +476,8 @@ _PROSE_WORD = re.compile(
 BARE_MAX_CHARS = 300
 _BARE_OK_WORDS = {"and", "or", "percent", "pct", "percentage", "the"}
 # maths written as plain text ("2 +/- sqrt(3)", "(-oo, 0) U (1, oo)", "x = 3 mod 7"): not prose
-_MATHS_WORDS = {"sqrt", "oo", "inf", "mod", "complex", "cis", "pi", "sin", "cos", "tan", "log", "ln", "exp", "part"}
+_MATHS_WORDS = {"sqrt", "oo", "inf", "infinity", "mod", "complex", "cis", "pi", "sin", "cos", "tan", "log", "ln", "exp"}
+_MATHS_WORDS |= {"part", "ii", "iii", "iv"}  # the labels of a multi-part answer: "(ii) 12"
 
 
 _TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|mbox|textbf|textnormal|operatorname|begin|end)\s*\{[^{}]*\}")

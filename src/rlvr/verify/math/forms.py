@@ -265,6 +265,7 @@ def base_subscript(span: str) -> int | None:
 
 _PLUS_MINUS = re.compile(r"\+\s*/\s*-|\+-(?=\s*[\d\\(a-zA-Z])")
 _OO = re.compile(r"(?<![a-zA-Z\\])oo(?![a-zA-Z])")
+_INF = re.compile(r"(?<![a-zA-Z\\])inf(?:inity)?(?![a-zA-Z])")
 _U = re.compile(r"(?<=[)\]])\s*U\s*(?=[(\[])")
 _SQRT_CALL = re.compile(r"(?<![\\a-zA-Z])sqrt\s*\(([^()]*)\)")
 _SQRT_BARE = re.compile(r"(?<![\\a-zA-Z])sqrt\s*(\d+)")
@@ -288,6 +289,8 @@ def ascii_math(s: str) -> str:
         s = _PLUS_MINUS.sub(r"\\pm", s)
     if "oo" in s:
         s = _OO.sub(r"\\infty", s)
+    if "inf" in s:
+        s = _INF.sub(r"\\infty", s)
     if "U" in s:
         s = _U.sub(r" \\cup ", s)
     if "sqrt" in s:

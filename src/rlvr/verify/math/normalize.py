@@ -102,7 +102,7 @@ _UNIT_BODY = r"(?:[a-zA-Z/ .]|\^\s*(?:-?\d|\{\s*-?\d\s*\}))*"
 # Trailing units after a quantity: "35 cm", "125 miles", "15 cm^2", "50 km/h", "7 \mathrm{m}^2",
 # "50 \text{ km/h}" (one letter is a unit only inside \text/\mathrm: "7 m" may be a product).
 _TRAILING_UNITS = re.compile(
-    r"(?<=[\d}.)])\s*(?:(?:\\(?:text|mathrm|mbox|textrm|rm)\s*\{\s*[a-zA-Z]" + _UNIT_BODY + r"\}"
+    r"(?<=[\d}.)])\s*(?:(?:\\(?:text|mathrm|mbox|textrm|rm)\s*\{(?!\s*[eid]\s*\})\s*[a-zA-Z]" + _UNIT_BODY + r"\}"
     r"|[a-zA-Z]{2,}\.?(?:/[a-zA-Z]+)?)(?:\s*\^\s*\{?\d\}?)?\s*)+$"
 )
 # Units written in \text after a symbol: "36\pi \text{ cm}^2" (never the constants \mathrm{e}, \mathrm{i}).

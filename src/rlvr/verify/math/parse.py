@@ -372,10 +372,23 @@ def _interval(s: str, inner: list[str]) -> Expr | None:
     return Expr(iv) if isinstance(iv, sympy.Interval) else None  # (3, 1) is no interval
 
 
+def _one_set(body: str) -> bool:
+    """Whether the ``\\{...\\}`` around ``body`` are one set's braces (``\\{1\\} \\cup \\{2\\}`` are two sets)."""
+    depth = 0
+    for m in re.finditer(r"\\[{}]", body):
+        depth += 1 if m.group(0) == "\\{" else -1
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 def _union(s: str) -> Expr | None:
     """``A \\cup B``: the union of the parts' set readings."""
     sets = []
-    for part in split_top(s, ("\\cup",)):
+    parts = split_top(s, ("\\cup",))
+    if len(parts) < 2:  # no union at the top (a \\cup inside a bracket): nothing to combine here
+        return None
+    for part in parts:
         alts = parse_alts(part)
         found = next((a.expr for a in alts if isinstance(a, Expr) and isinstance(a.expr, sympy.Set)), None)
         if found is None:
@@ -627,7 +640,7 @@ def _set_operation(s: str) -> Expr | None:
 def _atom_alts(s: str) -> Alts:
     if len(s) >= 2 and s[0] == "{" and _matching_close(s, 0) == len(s) - 1:
         return parse_alts(s[1:-1])  # LaTeX grouping braces
-    if s.startswith("\\{") and s.endswith("\\}"):
+    if s.startswith("\\{") and s.endswith("\\}") and _one_set(s[2:-2]):
         body = s[2:-2].strip()
         parts = [p for p in split_top(body, (",", ";")) if p] if body else []
         return (Items(tuple(parse_alts(p) for p in parts), ordered=False),)
