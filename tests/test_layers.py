@@ -117,10 +117,12 @@ def test_no_circle_of_files_across_folders() -> None:
 
 
 def test_the_verifier_core_imports_without_torch() -> None:
+    """... nor the optional environment libraries (``rlvr[envs]``: verifiers, OpenEnv)."""
     code = (
         "import sys; import rlvr, rlvr.verify, rlvr.rewards, rlvr.config, rlvr.scoring, rlvr.runs, "
         "rlvr.diagnostics.causes, rlvr.registry; "
-        "bad = sorted(m for m in ('torch', 'transformers', 'trl') if m in sys.modules); print(bad); "
+        "bad = sorted(m for m in ('torch', 'transformers', 'trl', 'verifiers', 'openenv') if m in sys.modules); "
+        "print(bad); "
         "sys.exit(1 if bad else 0)"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
