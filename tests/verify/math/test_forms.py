@@ -115,6 +115,7 @@ INTERVALS_AND_SETS = [
 INEQUALITIES = [
     (r"x \ge -3", r"\boxed{x \geqq -3}", True),
     (r"x \le -3", r"\boxed{x \leqslant -3}", True),
+    (r"x \ge -3", "x ⩾ -3", True),
     (r"-2 < x \le 6", r"\boxed{x > -2 \text{ and } x \le 6}", True),
     (r"-2 < x \le 6", "x > -2 and x <= 6", True),
     (r"-2 < x \le 6", "x > -2 and x < 6", False),
@@ -137,6 +138,7 @@ COMPLEX = [
     ("5-2i", r"\boxed{5-2j}", True),
     ("5-2i", "complex(5, -2)", True),
     ("5-2i", r"\boxed{5+2j}", False),
+    ("5-2i", "5 - 2im", True),  # Julia
     ("4+7i", r"\boxed{4+7\mathrm{i}}", True),
     ("11", r"\boxed{4+7\mathrm{i}}", False),  # an upright i is the imaginary unit, never a unit to drop
     ("-3", r"\boxed{3\,\text{cis}(\pi)}", True),
@@ -172,6 +174,8 @@ MULTI_PART = [
     ("4, 9", "(a) 4 (b) 9", True),
     ("4, 9", "Part (a): 4; Part (b): 9", True),
     ("4, 9", "(i) 4 (ii) 9", True),
+    ("4, 9", r"(a) \boxed{4} (b) \boxed{9}", True),  # a box per part: one answer of two parts
+    ("9", r"(a) \boxed{4} (b) \boxed{9}", False),
     ("4, 9", "(a) 9 (b) 4", False),  # the gold's parts in their order
     ("(4, 9)", "(a) 4 (b) 9", True),
     ("4, 9", "(a) 4 (b) 8", False),

@@ -90,8 +90,10 @@ _CJK_COUNTERFACTUAL = re.compile(
 )
 # someone else's claim: a reporting verb whose subject is not the model ("the book says", "Bob claims")
 _ATTRIBUTED = re.compile(
-    r"(?<!\bI\s)(?<!\bwe\s)\b(?:claims?|claimed|says|said|states|stated|writes|wrote|thinks|believes|suggests|"
-    r"insists|argues|reports|asserts)\b|\baccording\s+to\b|\bdice\s+que\b|\bdicen\s+que\b|\bdit\s+que\b|"
+    r"(?<!\bI\s)(?<!\bwe\s)\b(?:claims|claimed|says|said|states|stated|writes|wrote|thinks|believes|suggests|"
+    r"insists|argues|reports|asserts)\b|\baccording\s+to\s+(?:the\s+|my\s+|a\s+|an\s+|some\s+)?(?:answer\s+)?"
+    r"(?:key|solutions?|manual|book|textbook|teacher|tutor|friend|classmate|reference|grader|internet|web|source|"
+    r"someone|others?|website|forum)\b|\bdice\s+que\b|\bdicen\s+que\b|\bdit\s+que\b|"
     r"\bsagt\b|\bbehauptet\b|\bговорит\b|\bутверждает\b|\bсчитает\b",
     re.IGNORECASE,
 )
@@ -99,6 +101,7 @@ _CJK_ATTRIBUTED = re.compile(
     r"(?:他|她|他们|他們|书上|書上|老师|老師|朋友|别人|別人|有人|课本|課本).{0,8}?(?:说|說|认为|認為|声称|聲稱|写道|寫道)|によると|と言って"
 )
 _GIVENS = re.compile(r"\b(?:problem|question|task|exercise|statement|prompt|condition|hint)s?\b", re.IGNORECASE)
+_MUST = re.compile(r"\bmust\b|\bneeds?\s+to\b|\bhas\s+to\b", re.IGNORECASE)
 _CONCLUSION = re.compile(r"\b(?:so|therefore|thus|hence|then|which\s+gives|giving|so\s+that)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(
     r"\b(?:I|we)\s+(?:\w+\s+)?(?:claim|say|said|state|think|believe|suggest|wrote|write)\b", re.IGNORECASE
@@ -181,7 +184,7 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
         return "hedged", f"{value[:60]!r} is offered without being committed to"
     if ("?" in after or "？" in after or words is None) and _QUESTION_AFTER.match(after):
         return "questioned", f"{value[:60]!r} is asked about, not given"
-    if (words is None or not words.isdisjoint(_WOULD_WORDS)) and _WOULD.search(clause) and _CONDITION.search(clause):
+    if (words is None or not words.isdisjoint(_WOULD_WORDS)) and _counterfactual(before, clause):
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
     if words is None and _CJK_COUNTERFACTUAL.search(clause[: at - start]):
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
@@ -190,6 +193,16 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
     if len(value) <= 40 and _repeated(text, at, value):
         return "repeated", f"{value[:60]!r} is written over and over: not one answer"
     return None
+
+
+def _counterfactual(before: str, clause: str) -> bool:
+    """The value stands in a conditional (a "would" before it in its clause, a condition anywhere in the
+    clause) that no conclusion follows before the value ("if he eats c cookies he would get 20c
+    calories, so he must eat 6" concludes: the 6 is given)."""
+    m = max(_WOULD.finditer(before), key=lambda found: found.start(), default=None)
+    if m is None or not _CONDITION.search(clause):
+        return False
+    return not _CONCLUSION.search(before[m.end() :]) and not _MUST.search(before[m.end() :])
 
 
 def _attributed(before: str) -> bool:

@@ -152,7 +152,10 @@ def find_boxes(text: str) -> list[tuple[int, int, str]]:
 
 # What may stand between two boxes that form one list: punctuation, math delimiters,
 # spacing commands and a few connecting words ("and", "or", "for part (a) and").
-_BETWEEN_NOISE = re.compile(r"\\text(?:bf|rm|normal)?\s*\{([^{}]*)\}|\\[()\[\]]|\\q?quad|\\[,;:! ]|\$|[\s,;.&]|\\\\")
+_BETWEEN_NOISE = re.compile(
+    r"\\text(?:bf|rm|normal)?\s*\{([^{}]*)\}|\\[()\[\]]|\\q?quad|\\[,;:! ]|\$|[\s,;.&*]|\\\\"
+    r"|(?:(?<=\s)|^)(?:[Pp]art\s*)?\(?(?:[a-h]|i{1,3}|iv)\)\s*:?"  # a part's label: "(a) \boxed{3} (b) \boxed{5}"
+)
 _CONNECTORS = {"and", "or"}
 
 

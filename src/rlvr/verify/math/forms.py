@@ -270,6 +270,7 @@ _U = re.compile(r"(?<=[)\]])\s*U\s*(?=[(\[])")
 _SQRT_CALL = re.compile(r"(?<![\\a-zA-Z])sqrt\s*\(([^()]*)\)")
 _SQRT_BARE = re.compile(r"(?<![\\a-zA-Z])sqrt\s*(\d+)")
 _PY_COMPLEX = re.compile(r"(?<![\w.])complex\s*\(\s*([-+]?[\d.]+)\s*,\s*([-+]?[\d.]+)\s*\)")
+_JULIA_IM = re.compile(r"(?<=\d)\s*im(?![a-zA-Z])")
 _J_UNIT = re.compile(r"(?<=[\d.)\s+\-])j(?![a-zA-Z])|^j(?![a-zA-Z])")
 _ANGLE_TEXT = re.compile(r"^<\s*([^<>]*,[^<>]*)>$")
 _RELATION_SPELLING = {"geqq": r"\ge", "leqq": r"\le", "geqslant": r"\ge", "leqslant": r"\le"}
@@ -297,6 +298,8 @@ def ascii_math(s: str) -> str:
         s = _SQRT_BARE.sub(r"\\sqrt{\1}", _SQRT_CALL.sub(r"\\sqrt{\1}", s))
     if "complex" in s:
         s = _PY_COMPLEX.sub(lambda m: f"({m.group(1)}{'' if m.group(2)[0] in '+-' else '+'}{m.group(2)}i)", s)
+    if "im" in s and _JULIA_IM.search(s):
+        s = _JULIA_IM.sub("i", s)  # Julia's imaginary unit: 3 + 4im
     if "j" in s and "i" not in s.replace("\\", "") and _J_UNIT.search(s) and not re.search(r"[a-hk-zA-Z]", s):
         s = _J_UNIT.sub("i", s)  # Python's imaginary unit, where no other letter is in the span
     if s.startswith("<") and (m := _ANGLE_TEXT.match(s)):
