@@ -110,9 +110,13 @@ _HELD = (
 )
 
 
-def _at(expr: sympy.Basic, point: dict[Any, Any]) -> sympy.Basic:
-    """``expr`` at ``point``, evaluated."""
-    return expr.xreplace(point) if not expr.has(*_HELD) else expr.subs(point).doit()
+def _at(expr: sympy.Basic, point: dict[Any, Any]) -> sympy.Basic | None:
+    """``expr`` at ``point``, evaluated; None where SymPy fails on it (a root of a huge negative integer
+    sends it factoring, and its factoring raises ValueError on numbers past its reach)."""
+    try:
+        return expr.xreplace(point) if not expr.has(*_HELD) else expr.subs(point).doit()
+    except (ValueError, TypeError, ArithmeticError):
+        return None
 
 
 def _value_at(expr: sympy.Basic, point: dict[Any, Any]) -> complex | None:
@@ -120,7 +124,8 @@ def _value_at(expr: sympy.Basic, point: dict[Any, Any]) -> complex | None:
     polynomial at a rational point: no SymPy rebuild), else ``expr`` evaluated there by SymPy."""
     if (direct := closed_value(expr, point)) is not None:
         return direct
-    return _numeric(_at(expr, point))
+    at = _at(expr, point)
+    return _numeric(at) if at is not None else None
 
 
 def _eq_expr(a: sympy.Basic, b: sympy.Basic, approx: bool) -> tuple[bool, Method]:
