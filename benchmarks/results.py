@@ -223,6 +223,17 @@ def mean_se(xs: list[float]) -> tuple[float, float]:
     return m, (statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0.0)
 
 
+def _die_with_parent() -> None:
+    """In a worker: end with the benchmark that started it (a parent killed by a signal otherwise leaves
+    its workers running, writing into the run folders of the next run)."""
+    import ctypes
+    import signal
+    import sys
+
+    if sys.platform == "linux":
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def side_by_side(
     fn: Callable[..., Any], calls: dict[Any, tuple[Any, ...]], jobs: int, done: Callable[[Any, Any], None]
 ) -> None:
@@ -236,7 +247,8 @@ def side_by_side(
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_die_with_parent) as pool:
         futures = {key: pool.submit(fn, *args) for key, args in calls.items()}
         for key, f in futures.items():
             done(key, f.result())
