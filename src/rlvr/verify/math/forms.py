@@ -341,14 +341,18 @@ _NAMED_POINT = re.compile(r"^[A-Z](?:_\{?\w+\}?|')?\s*(\(.*\))$")
 _NESTED = re.compile(r"^\[\s*\[.*\]\s*\]$")
 
 
+# a term of a sum of unit vectors once each unit is marked "@i": its sign, its coefficient, its unit
+_UNIT_TERM = re.compile(r"([-+]?)\s*([^@+\-]*?)\s*(?:\\cdot|\\times)?\s*@([ijk])")
+
+
 def _unit_vector_tuple(s: str) -> str | None:
     """``a\\mathbf{i} + b\\mathbf{j} + c\\mathbf{k}`` as ``(a, b, c)`` (a missing unit is 0)."""
     marked = _UNIT_VECTOR.sub(lambda m: f"@{m.group(1) or m.group(2) or m.group(3)}", s)
     if "@" not in marked or re.search(r"[ijk](?![a-zA-Z])", re.sub(r"@[ijk]|\\[a-zA-Z]+", "", marked)):
         return None
     coeffs = {"i": "0", "j": "0", "k": "0"}
-    terms = re.findall(r"([-+]?)\s*([^@+\-]*?)\s*(?:\\cdot|\\times)?\s*@([ijk])", marked)
-    rest = re.sub(r"([-+]?)\s*([^@+\-]*?)\s*(?:\\cdot|\\times)?\s*@([ijk])", "", marked).strip()
+    terms = _UNIT_TERM.findall(marked)
+    rest = _UNIT_TERM.sub("", marked).strip()
     if rest or not terms:
         return None
     for sign, coeff, unit in terms:
