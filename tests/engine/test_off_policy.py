@@ -75,7 +75,7 @@ def test_after_a_redraw_only_the_redrawn_rows_are_run_again_to_the_same_log_prob
     b = tr.rollout(samples)
     before, _ = tr.off_policy(b)
     rows = [1, 6, 7]
-    redrawn = b.replace_rows(rows, tr.rollout([samples[i // 4] for i in rows], 1, (31, 1)), tr.tok.pad_token_id)
+    redrawn = b.replace_rows(rows, tr.draws.rollout([samples[i // 4] for i in rows], 1, (31, 1)), tr.tok.pad_token_id)
     runs: list[int] = []
     real = tr.logprobs
     tr.logprobs = lambda batch: runs.append(batch.completion_ids.shape[0]) or real(batch)  # type: ignore[method-assign]

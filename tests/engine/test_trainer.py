@@ -256,10 +256,8 @@ def test_groups_drawn_ahead_are_used_while_fresh_and_dropped_when_stale(tmp_path
 
     def ahead(version: int):
         sample = trainer.data.take(1)[0]
-        trainer.step = version
-        batch = trainer.rollout([sample])
-        bd, tot = trainer.score([sample], batch)
-        return (sample, batch, bd, tot)
+        trainer.step = trainer.draws.step = trainer.draws.version = version
+        return trainer.draws.groups([sample])
 
     trainer.ahead.put(0, ahead(0))  # made at step 0, used at step 3: older than max_staleness
     trainer.step = 3
@@ -288,7 +286,7 @@ def test_a_down_judge_makes_rows_uncertain_which_are_invalid_and_resampled(tmp_p
     )
     trainer = GRPOTrainer(cfg)
     # an untrained model rarely writes an answer: give every rollout one, so each goes to the judge
-    trainer.rollout = _with_answers(trainer.rollout)
+    trainer.draws.rollout = _with_answers(trainer.draws.rollout)
     trainer.train()
     rows = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
     assert rows

@@ -385,7 +385,7 @@ def test_an_environment_observation_joins_the_prompt_and_its_reward_judges(polic
     batch = tr.rollout(rows)
     assert all(ep.prompt.endswith("Use the calculator.") for ep in batch.episodes)
     assert "Use the calculator." in tok.decode(batch.prompt_ids[0])
-    breakdowns, _ = tr.score(rows, batch)
+    breakdowns = tr.draws.breakdowns([r for r in rows for _ in range(batch.group_size)], batch)
     for b, ep in zip(breakdowns, batch.episodes):
         if ep.finish in ("eos", "length"):
             assert b.components["accuracy"] == ep.reward and "environment's reward" in b.verdict.reason

@@ -92,7 +92,7 @@ def test_one_update_never_holds_more_than_one_tile_of_vocabulary_values(tmp_path
         tr = _trainer(tmp_path / mode, f"algo.logprobs={mode}", "model.fast_decode=false")
         cfg = Qwen2Config(**{**tr.model.config.to_dict(), "vocab_size": vocab})
         torch.manual_seed(0)
-        tr.model = tr.sampler = type(tr.model)(cfg)  # the same engine over a 32k-vocabulary model
+        tr.model = tr.fwd.model = tr.draws.policy = type(tr.model)(cfg)  # the same engine over a 32k-vocabulary model
         runs.append(tr)
     full, chunked = runs
     chunked.model.load_state_dict(full.model.state_dict())

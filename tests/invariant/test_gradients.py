@@ -189,7 +189,7 @@ def test_token_budget_split_does_not_change_gradients(tmp_path, loss: str, group
     split.model.load_state_dict(whole.model.state_dict())
     admit = torch.ones(len(b.texts), dtype=torch.bool)
     admit[[2, 7]] = False
-    parts = split._parts(b, admit)
+    parts = split.fwd.parts(b, admit)
     assert len(parts) == (3 if groups else 5) and all(len(rows) * width <= budget for rows, _ in parts)
     assert all((first is not None) == bool(groups) for _, first in parts)
     adv = _advantages(len(b.texts))

@@ -243,6 +243,7 @@ class FailureAware:
         first_causes: Sequence[Cause] | None = None,
         drop_uninformative: bool = False,
         down: bool | None = None,
+        causes: Sequence[Cause] | None = None,
     ) -> Decision:
         """The step's decision over all of its rollouts (gathered from every process first).
 
@@ -251,12 +252,15 @@ class FailureAware:
         binary accuracy does not vary leave the loss (dynamic sampling's filter, for an engine
         that cannot draw replacement groups). ``down``: the engine found the environment down this
         step (:class:`rlvr.diagnostics.redraws.Redraws`): nothing is admitted, the step waits (None: the
-        engine has no environment; ``env/down`` is logged otherwise).
+        engine has no environment; ``env/down`` is logged otherwise). ``causes``: the rows' causes as
+        the engine decided them for this step (:meth:`causes`), not decided again.
         """
         g = self.group_size
         if len(views) % g:
             raise ValueError(f"{len(views)} rollouts do not split into groups of {g}")
-        causes = self.causes(views, step)
+        causes = list(causes) if causes is not None else self.causes(views, step)
+        if len(causes) != len(views):
+            raise ValueError(f"{len(causes)} causes for {len(views)} rollouts")
         totals = torch.tensor(
             [
                 v.total - sum(self.penalties.get(e, 0.0) for e in v.events) if v.total is not None else float("nan")
@@ -303,20 +307,7 @@ class FailureAware:
             admit = admit & ~faulted
             adv = adv.masked_fill(faulted, 0.0)
         else:  # the configured estimator, on the admitted rows
-            values = None
-            if self.weights and all(len(v.values) == len(self.weights) for v in views):
-                values = torch.tensor(
-                    [[float("nan") if x is None else x for x in v.values] for v in views], dtype=torch.float32
-                )
-            inputs = AdvantageInputs(
-                totals,
-                g,
-                admit,
-                self.scale_rewards,
-                values,
-                torch.tensor(self.weights) if values is not None else None,
-            )
-            adv = self.estimator(inputs)
+            adv = self.estimator(self._estimator_inputs(views, totals, admit))
         clip = self.advantage_clip
         clipped = float(((adv.abs() > clip) & admit).sum() / admit.sum().clamp(min=1)) if clip else 0.0
         if clip:
@@ -339,6 +330,19 @@ class FailureAware:
         return Decision(causes, admit, adv, newly, m, scale)
 
     # ------------------------------------------------------------------ pieces
+    def _estimator_inputs(
+        self, views: Sequence[RolloutView], totals: torch.Tensor, admit: torch.Tensor
+    ) -> AdvantageInputs:
+        """What the estimator reads: the totals, and each reward function's value where the engine
+        scores with several (TRL's, for ``normalize_then_sum``)."""
+        values = None
+        if self.weights and all(len(v.values) == len(self.weights) for v in views):
+            values = torch.tensor(
+                [[float("nan") if x is None else x for x in v.values] for v in views], dtype=torch.float32
+            )
+        weights = torch.tensor(self.weights) if values is not None else None
+        return AdvantageInputs(totals, self.group_size, admit, self.scale_rewards, values, weights)
+
     def _observe(self, views: Sequence[RolloutView], first: list[Cause], causes: list[Cause], step: int) -> list[str]:
         if self.quarantine is None:
             return []

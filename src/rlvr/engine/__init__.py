@@ -3,6 +3,7 @@ samples with (the decode loop, episodes, held-out evaluation) is :mod:`rlvr.samp
 engine shares."""
 
 from rlvr.engine.async_engine import AsyncGRPOTrainer, train_engine
-from rlvr.engine.trainer import Drawn, GRPOTrainer
+from rlvr.engine.draws import Drawn, Draws
+from rlvr.engine.trainer import GRPOTrainer
 
-__all__ = ["AsyncGRPOTrainer", "Drawn", "GRPOTrainer", "train_engine"]
+__all__ = ["AsyncGRPOTrainer", "Drawn", "Draws", "GRPOTrainer", "train_engine"]

@@ -2,10 +2,10 @@
 
 Two processes, one torch thread each, joined by a bounded queue of scored steps:
 
-* the **sampler** (a :class:`GRPOTrainer` of its own, same config) draws the rollouts of learner step
-  ``t`` with the weights of version ``t - 1 - rollout.max_lag``, scores them, runs the failure step's
-  redraws (:meth:`GRPOTrainer.draw`)
-  and puts the result on the queue; every rollout carries the policy version that sampled it;
+* the **sampler** (the engine's draw phase, :class:`rlvr.engine.draws.Draws`, over a policy copy: no
+  optimizer, no reference model) draws the rollouts of learner step ``t`` with the weights of version
+  ``t - 1 - rollout.max_lag``, scores them, runs the failure step's redraws and puts the result on the
+  queue; every rollout carries the policy version that sampled it;
 * the **learner** (this process) takes them in order, applies the off-policy correction (behaviour
   log-probs from the sampler; with ``off_policy.proximal: recompute`` the proximal ones recomputed),
   decides, updates (:meth:`GRPOTrainer.learn`), and publishes the trained weights (only the adapters'
@@ -43,10 +43,14 @@ from typing import Any
 
 import torch
 import torch.multiprocessing as mp
+import yaml
 
 from rlvr.config import TrainConfig, dump_config
 from rlvr.data.tasks import Sample
-from rlvr.engine.trainer import Drawn, GRPOTrainer
+from rlvr.engine.draws import Drawn, Draws, failure_step
+from rlvr.engine.trainer import GRPOTrainer
+from rlvr.runtime import setup_torch
+from rlvr.setup import build
 
 _STOP = "stop"
 
@@ -106,16 +110,7 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-class _Sampler(GRPOTrainer):
-    """The sampler's trainer: it draws with the weights of ``version`` and never updates."""
-
-    version = 0
-
-    def _sampling_policy(self) -> tuple[Any, int]:
-        return self.model, self.version
-
-
-def _stopped(control: Any, s: GRPOTrainer) -> bool:
+def _stopped(control: Any, s: Draws) -> bool:
     """Read the learner's messages: True at a stop; a prompt id the learner quarantined is skipped by
     the sampler from now on."""
     while True:
@@ -144,14 +139,11 @@ def sampler_main(
     """The sampler process: draw, score, redraw, hand over, as long as the learner wants steps.
     ``ahead``: the draw-ahead buffer to start from (a resumed run's, as of its last handed-over step)."""
     _die_with_parent()
-    import yaml
-
-    from rlvr.runtime import setup_torch
-
     cfg = TrainConfig.model_validate(yaml.safe_load(config))
     setup_torch(1, cfg.run.seed)
     try:
-        s = _Sampler(cfg, model=model, tokenizer=tokenizer, train_rows=rows, eval_rows=[])
+        run = build(cfg, model=model, tokenizer=tokenizer, train_rows=rows, eval_rows=[])
+        s = Draws(cfg, run, failure_step(cfg, run.tags))
         s.data.skip_to(position)
         s.step = first_step  # seeds the draws as the synchronous engine's step would
         s.ahead.items = list(ahead or [])
@@ -169,7 +161,7 @@ def sampler_main(
                 if _stopped(control, s):
                     return
             idle += time.perf_counter() - t_wait
-            s.version = shared.load_into(s.model, need)
+            s.version = shared.load_into(s.policy, need)
             t0 = time.perf_counter()
             drawn = s.draw()
             took = time.perf_counter() - t0
@@ -317,7 +309,7 @@ class AsyncGRPOTrainer(GRPOTrainer):
         self._shared.publish(self.model, self.step)
         for pid in self.quarantined_now:
             self._control.put(pid)
-        lags = [self.step - 1 - v for v in drawn.batch.versions]
+        lags = [self.step - 1 - v for v in drawn.rows.batch.versions]
         m["time/generate_s"] = took  # the sampler's, overlapped with the learner's previous step
         m["async/learner_idle"] = (t_gen - t0) / max(m["time/step_s"], 1e-9)
         m["async/sampler_idle"] = idle / max(idle + took, 1e-9)

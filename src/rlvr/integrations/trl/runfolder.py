@@ -60,10 +60,7 @@ class RunFolder(TrainerCallback):
         d = gen.decision
         rank = trainer.accelerator.process_index
         replaced = gather_object(
-            [
-                (rank, o["row"], o["attempt"], o["view"], o["cause"], gen.rows[o["row"]], _episode(o.get("episode")))
-                for o in gen.replaced
-            ]
+            [(rank, o.row, o.attempt, o.view, o.cause, gen.rows[o.row], _episode(o.episode)) for o in gen.replaced]
         )
         step = trainer.state.global_step + 1
         if not self.main:

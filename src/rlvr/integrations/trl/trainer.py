@@ -34,7 +34,6 @@ rlvr's engine uses, and the run folder (:mod:`.runfolder`) is the same as rlvr's
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import logging
 import os
@@ -51,15 +50,20 @@ from rlvr.algo.advantages import Scale, scale_of
 from rlvr.config import DecodingConfig, FailureConfig
 from rlvr.decoding.constrain import forced_tokens
 from rlvr.diagnostics.causes import Cause
-from rlvr.diagnostics.redraws import Redraws, env_counts
+from rlvr.diagnostics.redraws import Redraws
 from rlvr.diagnostics.step import Decision, FailureAware, RolloutView
 from rlvr.errors import ConfigError
+from rlvr.integrations.trl.rows import Processes, TRLRows, padded
 from rlvr.integrations.trl.runfolder import STATE_FILE
 from rlvr.integrations.trl.sampler import QuarantineRepeatSampler
 from rlvr.rewards.base import GOLD_COLUMNS, Reward
+from rlvr.sampling.redraw import Replaced, redraw
 from rlvr.types import Status, Verdict
 
 logger = logging.getLogger(__name__)
+#: The per-row entries of TRL's ``_generate`` tuple a redraw replaces: prompt ids, completion ids, tool
+#: mask, messages, log-probs, tool images.
+_PER_ROW = (0, 1, 2, 3, 4, 7)
 #: Columns that let rlvr's verifier judge a row (its gold, or a code task's tests, or constraints).
 VERIFIABLE = (*GOLD_COLUMNS, "tests", "test_spec", "constraints")
 
@@ -71,7 +75,7 @@ class _Generation:
     rows: list[dict[str, Any]]
     bits: list[torch.Tensor | None] = field(default_factory=list)  # per row [T_i, W] sampling masks
     first_causes: list[Cause] | None = None
-    replaced: list[dict[str, Any]] = field(default_factory=list)
+    replaced: list[Replaced] = field(default_factory=list)
     decision: Decision | None = None
     views: list[RolloutView] = field(default_factory=list)  # every process's rows, gathered
     ranks: list[int] = field(default_factory=list)
@@ -80,7 +84,6 @@ class _Generation:
     episodes_all: list[Any] | None = None  # every process's, gathered
     redraws: Redraws | None = None  # this step's redraw rounds (every process agrees on the outage)
     first_all: list[Cause | None] = field(default_factory=list)  # every process's first causes, gathered
-    redrawn: list[int] = field(default_factory=list)  # this process's rows the last round redrew
 
 
 class FailureAwareGRPOTrainer(GRPOTrainer):
@@ -433,25 +436,35 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         multimodal_fields: Any,
         has_tool_images: bool,
     ) -> tuple[list[list[int]], Any, list[torch.Tensor | None]]:
-        """Redraw the rows the failure-aware step names, every process joining each round."""
+        """Redraw the rows the failure-aware step names (the loop every engine shares), every process
+        joining each round."""
         gen = self._gen
         assert gen is not None
         step = self.state.global_step + 1
-        completion_ids, bits = list(completion_ids), list(bits)
-        logprobs = list(logprobs) if logprobs is not None else None
-        for attempt in itertools.count(1):
-            views = self._local_views(gen.rows, completion_ids)
-            bad, causes = self._to_redraw(views, step, attempt)
-            if bad is None:
-                break
-            sub = [prompt_ids[i] for i in bad] or prompt_ids[:1]  # a process with nothing to redraw still joins
-            new_ids, new_lp, new_bits = self._sample(sub, images, multimodal_fields, 1, has_tool_images)
-            for j, i in enumerate(bad):
-                gen.replaced.append({"row": i, "attempt": attempt, "view": views[i], "cause": causes[i]})
-                completion_ids[i], bits[i] = new_ids[j], new_bits[j]
-                if logprobs is not None and new_lp is not None:
-                    logprobs[i] = new_lp[j]
-        return completion_ids, logprobs, bits
+
+        def scored(rows: list[int], ids: list[list[int]], lp: Any, b: list[torch.Tensor | None]) -> TRLRows:
+            views = self._local_views([gen.rows[i] for i in rows], ids)
+            return TRLRows(
+                (list(ids), list(lp) if lp is not None else None, list(b)), views, self.fa.causes(views, step)
+            )
+
+        def again(bad: list[int], attempt: int, width: int) -> TRLRows:
+            sub = padded(bad, width)  # a process with fewer rows to redraw still joins
+            ids, lp, b = self._sample([prompt_ids[i] for i in sub], images, multimodal_fields, 1, has_tool_images)
+            return scored(sub, ids, lp, b)
+
+        rows = scored(list(range(len(completion_ids))), completion_ids, logprobs, bits)
+        rows = self._redraw(gen, rows, again)
+        ids, lp, b = rows.columns
+        return cast(list[list[int]], ids), lp, cast(list[torch.Tensor | None], b)
+
+    def _redraw(self, gen: _Generation, rows: TRLRows, again: Any) -> TRLRows:
+        """``rows`` through the shared redraw loop; the first causes, the redraws' state and the rows
+        they replaced kept in ``gen``."""
+        gen.first_causes = list(rows.causes)  # quarantine judges the first attempt's causes
+        gen.redraws = Redraws.of(self.failure, len(rows.views))
+        rows, gen.replaced = redraw(rows, self.fa, gen.redraws, again, together=Processes(self.accelerator))
+        return rows
 
     # ------------------------------------------------------------------ episodes (TRL's tool loop)
     def _generate(self, prompts: list[Any]) -> tuple[Any, ...]:
@@ -469,14 +482,16 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         self._sync_tool_dicts, self._async_tool_dicts = list(guards), [{} for _ in rows]  # where TRL looks
         out = list(super()._generate(prompts))
         eps = self._read_episodes(out, guards, prompts, rows, first_envs)
-        for attempt in itertools.count(1):
-            views = self._views(
-                gen.rows, out[1], [e.answer for e in eps], out[3], self._call_rewards(gen.rows, out[3], out[1]), eps
-            )
-            bad, causes = self._to_redraw(views, step, attempt, eps)
-            if bad is None:
-                break
-            sub = bad or [0]  # a process with nothing to redraw still joins TRL's gathers
+
+        def scored(sub: list[int], got: Sequence[Any], eps: list[Any], envs: list[Any]) -> TRLRows:
+            data = [gen.rows[i] for i in sub]
+            values = self._call_rewards(data, got[3], got[1])
+            views = self._views(data, got[1], [e.answer for e in eps], got[3], values, eps)
+            columns = tuple(got[k] for k in _PER_ROW) + (envs,)
+            return TRLRows(columns, views, self.fa.causes(views, step), eps)
+
+        def again(bad: list[int], attempt: int, width: int) -> TRLRows:
+            sub = padded(bad, width)  # a process with fewer rows to redraw still joins TRL's gathers
             sub_prompts, envs = self._fresh(gen.rows, sub)
             guards_sub = self._guard_rows(sub, envs, step, attempt)
             saved = (
@@ -493,25 +508,21 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
                     self.environments = list(envs)
                     self._batch_environments = [saved[3][i] for i in sub]
                 self.num_generations = 1  # each redrawn row is its own prompt (vLLM groups by it)
-                new = super()._generate(sub_prompts)
+                new = super(FailureAwareGRPOTrainer, self)._generate(sub_prompts)
             finally:
                 (self._sync_tool_dicts, self._async_tool_dicts, self.environments, batch_envs, self.num_generations) = (
                     saved
                 )
                 if batch_envs is not None:
                     self._batch_environments = batch_envs
-            new_eps = self._read_episodes(list(new), guards_sub, sub_prompts, sub, envs)
-            for j, i in enumerate(bad):
-                gen.replaced.append(
-                    {"row": i, "attempt": attempt, "view": views[i], "cause": causes[i], "episode": eps[i]}
-                )
-                for k in (0, 1, 2, 3, 4, 7):  # prompt ids, completion ids, tool mask, messages, log-probs, images
-                    if out[k] is not None and new[k] is not None:
-                        out[k][i] = new[k][j]
-                eps[i] = new_eps[j]
-                if self.environments is not None:
-                    self.environments[i] = envs[j]
-        gen.episodes = eps
+            return scored(sub, new, self._read_episodes(list(new), guards_sub, sub_prompts, sub, envs), envs)
+
+        drawn = self._redraw(gen, scored(rows, out, eps, first_envs), again)
+        for k, column in zip(_PER_ROW, drawn.columns):
+            out[k] = column
+        if self.environments is not None:
+            self.environments[:] = cast(list[Any], drawn.columns[-1])
+        gen.episodes = drawn.episodes
         return tuple(out)
 
     def _guard_rows(self, rows: list[int], envs: list[Any], step: int, attempt: int) -> list[Any]:
@@ -672,34 +683,6 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             )
             prompts.append(list(ids["input_ids"]))
         return turns, prompts
-
-    def _to_redraw(
-        self, views: list[RolloutView], step: int, attempt: int, episodes: list[Any] | None = None
-    ) -> tuple[list[int] | None, list[Cause]]:
-        """This process's rows to redraw in round ``attempt`` and every row's cause; None when the
-        round is not run (out of tries or budget, the environment down, or no process has a row to
-        redraw: they all agree). The rounds are :class:`~rlvr.diagnostics.redraws.Redraws`', each
-        process spending its share of the budget; the outage is judged on every process's rows."""
-        gen = self._gen
-        assert gen is not None
-        causes = self.fa.causes(views, step)
-        if gen.first_causes is None:  # quarantine judges the first attempt's causes
-            gen.first_causes = list(causes)
-        if gen.redraws is None:
-            gen.redraws = Redraws.of(self.failure, len(causes))
-        drawn = list(range(len(causes))) if attempt == 1 else gen.redrawn  # the rows the last round drew
-        served = [episodes is not None and episodes[i].served() > 0 for i in drawn]
-        counts = torch.tensor(
-            env_counts([causes[i] for i in drawn], served, self.fa.left_out()), device=self.accelerator.device
-        )
-        faulted, answered = (int(x) for x in self.accelerator.gather(counts).view(-1, 2).sum(0))
-        gen.redraws.observe(faulted, answered, attempt - 1)
-        bad = gen.redraws.plan(self.fa.to_resample(causes), attempt)
-        count = torch.tensor([len(bad)], device=self.accelerator.device)
-        if int(self.accelerator.gather(count).max()) == 0:
-            return None, causes
-        gen.redrawn = bad
-        return bad, causes
 
     def _local_views(self, rows: list[dict[str, Any]], completion_ids: list[list[int]]) -> list[RolloutView]:
         """Each row as the failure-aware step sees it, scored by this trainer's reward functions
