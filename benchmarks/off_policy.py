@@ -66,7 +66,8 @@ def child(a: argparse.Namespace) -> dict:
     """One arm, one seed: ``--steps`` GRPO steps, held-out accuracy at the start and the end."""
     import torch
 
-    from rlvr.engine import GRPOTrainer, greedy_eval
+    from rlvr.engine import GRPOTrainer
+    from rlvr.sampling import greedy_eval
 
     cfg, train, held = rl.arm(a, ARMS[a.arm], "model", "rlvr-offpolicy-")
     trainer = GRPOTrainer(cfg, train_rows=train, eval_rows=[])

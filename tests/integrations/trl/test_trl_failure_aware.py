@@ -180,7 +180,7 @@ def test_masks_are_applied_again_in_trl_own_forward_so_the_first_ratio_is_one(
 ) -> None:
     """On both constrained paths: rlvr's own sampling loop where TRL's sampling settings allow it
     (lean decoder, jump-forward), transformers' ``generate`` with the logits processor otherwise."""
-    import rlvr.sampling as rollout
+    import rlvr.integrations.trl.constrained as rollout
     from rlvr.decoding.constrain import unpack_bits
     from rlvr.rewards import build_reward
 
