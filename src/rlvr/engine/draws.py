@@ -53,7 +53,7 @@ class Drawn:
     down: bool | None
     extra_rounds: int
     buffer_stats: tuple[int, int]
-    judge: dict[str, float] = field(default_factory=dict)
+    judge: dict[str, float | None] = field(default_factory=dict)
 
 
 def failure_step(cfg: TrainConfig, tags: tuple[str | None, str], run_dir: Any = None) -> FailureAware:
