@@ -5,8 +5,8 @@ model): the weights that sample (the learner's own model in-process; a copy in t
 sampler, or with ``off_policy.lag``), the prompt stream, the rewards and judge, the episodes'
 environment, the answer grammar and the failure step that names the rows to redraw. A step's
 draw is :meth:`Draws.draw`: the prompts (quarantined ones skipped), their groups sampled and
-scored (:class:`rlvr.sampling.scored.ScoredRows`), dynamic sampling's extra rounds and draw-ahead
-buffer, then the failed rows redrawn by the loop every engine shares (:func:`rlvr.sampling.redraw.redraw`).
+scored (:class:`rlvr.sampling.rows.ScoredRows`), dynamic sampling's extra rounds and draw-ahead
+buffer, then the failed rows redrawn by the loop every engine shares (:func:`rlvr.sampling.rows.redraw`).
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ from rlvr.models.device import lean_paths
 from rlvr.rewards.base import prompt_text
 from rlvr.runtime import sampling_dtype
 from rlvr.sampling import RolloutBatch, Turns, generate
-from rlvr.sampling.redraw import Replaced, redraw
-from rlvr.sampling.scored import ScoredRows
+from rlvr.sampling.rows import Replaced, ScoredRows, redraw
 from rlvr.setup import RunSetup
 from rlvr.types import RewardBreakdown
 from rlvr.verify.judge.judged import JudgeStats, from_config
@@ -240,16 +239,13 @@ class Draws:
         scored = iter(self.rewards.breakdown(texts, step=self.step, **cols) if rest else [])
         return [env_judged(ep, next(scored) if ep is None or ep.score is None else None) for ep in episodes]
 
-    def scored(self, rows: list[Sample], batch: RolloutBatch) -> ScoredRows:
-        """``batch`` (``rows``: the sample of each row) scored, each row's cause decided."""
-        return ScoredRows.of(rows, batch, self.breakdowns(rows, batch), self.fa, self.step + 1, self.pad_id)
-
     def groups(
         self, samples: list[Sample], group_size: int | None = None, draw: tuple[int, int] = (1, 0)
     ) -> ScoredRows:
         """The groups of ``samples`` drawn and scored."""
         b = self.rollout(samples, group_size, draw)
-        return self.scored([s for s in samples for _ in range(b.group_size)], b)
+        rows = [s for s in samples for _ in range(b.group_size)]
+        return ScoredRows.of(rows, b, self.breakdowns(rows, b), self.fa, self.step + 1, self.pad_id)
 
     # ------------------------------------------------------------------ a step's draw
     def _prompts(self) -> list[Sample]:
@@ -258,53 +254,47 @@ class Draws:
             return self.data.take(p)
         return self.data.take(p, skip=lambda s: self.fa.skip(s.id))
 
-    def sample_groups(self) -> tuple[ScoredRows, int, tuple[int, int]]:
-        """This step's groups, scored; with ``failure.dynamic_sampling``, groups whose binary accuracy
-        is the same for every rollout are replaced by freshly sampled groups, at most that many extra
-        rounds (flat groups fill the step if too few informative ones came); informative groups beyond
-        the need are kept for later steps while fresh (:class:`DrawAhead`). Returns the rows, the extra
-        rounds and the buffer's ``(used, stale dropped)``."""
-        p, step = self.cfg.rollout.prompts_per_step, self.step + 1
-        rows = self.groups(self._prompts())
-        if not self.cfg.failure.dynamic_sampling:
-            return rows, 0, (0, 0)
-        g = rows.group_size
-        fresh, dropped = self.ahead.take_fresh(self.step)
-        for earlier in fresh:  # groups drawn ahead on earlier steps come first (the newest first)
-            rows = earlier.recaused(self.fa, step).concat(rows)
-        rounds, out = 0, self.fa.left_out()
-        while rounds < self.cfg.failure.dynamic_sampling and sum(informative(rows.views, g, out)) < p:
-            rounds += 1
-            rows = rows.concat(self.groups(self._prompts(), g, (37, rounds)))
-        keep, later = DrawAhead.pick(informative(rows.views, g, out), p)
-        for k in later:  # informative leftovers: kept for later steps
-            group = rows.select_groups([k])
-            self.ahead.put(min(group.batch.versions), group)
-        return rows.select_groups(keep), rounds, (len(fresh), dropped)
-
     def redraw(self, rows: ScoredRows, redraws: Redraws) -> tuple[ScoredRows, list[Replaced]]:
         """The rows the failure step names redrawn for their prompts, as ``redraws`` allows."""
 
         def again(bad: list[int], attempt: int, _width: int) -> ScoredRows:
-            samples = [rows.samples[i] for i in bad]
-            return self.scored(samples, self.rollout(samples, 1, (31, attempt)))
+            return self.groups([rows.samples[i] for i in bad], 1, (31, attempt))
 
         return redraw(rows, self.fa, redraws, again)
 
     def draw(self) -> Drawn:
-        """A step's rollouts, scored, with the redraws the failure step asks for."""
+        """A step's rollouts, scored, with the redraws the failure step asks for.
+
+        With ``failure.dynamic_sampling``, groups whose binary accuracy is the same for every rollout
+        are replaced by freshly sampled groups, at most that many extra rounds (flat groups fill the
+        step if too few informative ones came); informative groups beyond the need are kept for later
+        steps while fresh (:class:`DrawAhead`)."""
         if self.judge is not None:
             self.judge.stats = JudgeStats()  # per-step judge metrics
-        rows, extra_rounds, buffer_stats = self.sample_groups()
+        p, step, f = self.cfg.rollout.prompts_per_step, self.step + 1, self.cfg.failure
+        rows, rounds, buffered = self.groups(self._prompts()), 0, (0, 0)
+        if f.dynamic_sampling:
+            g, out = rows.group_size, self.fa.left_out()
+            fresh, dropped = self.ahead.take_fresh(self.step)
+            for earlier in fresh:  # groups drawn ahead on earlier steps come first (the newest first)
+                rows = earlier.recaused(self.fa, step).concat(rows)
+            while rounds < f.dynamic_sampling and sum(informative(rows.views, g, out)) < p:
+                rounds += 1
+                rows = rows.concat(self.groups(self._prompts(), g, (37, rounds)))
+            keep, later = DrawAhead.pick(informative(rows.views, g, out), p)
+            for k in later:  # informative leftovers: kept for later steps
+                group = rows.select_groups([k])
+                self.ahead.put(min(group.batch.versions), group)
+            rows, buffered = rows.select_groups(keep), (len(fresh), dropped)
         first = list(rows.causes)  # quarantine judges what the model produced, before any redraw
-        redraws = Redraws.of(self.cfg.failure, len(rows))
+        redraws = Redraws.of(f, len(rows))
         rows, replaced = self.redraw(rows, redraws)
         return Drawn(
             rows,
             first,
             replaced,
             redraws.down if self.env_cls is not None else None,
-            extra_rounds,
-            buffer_stats,
+            rounds,
+            buffered,
             self.judge.stats.metrics() if self.judge is not None else {},
         )

@@ -9,8 +9,7 @@ import torch
 from rlvr.diagnostics.step import Decision, rollout_record
 from rlvr.episodes import tool_metrics
 from rlvr.sampling import RolloutBatch
-from rlvr.sampling.redraw import Replaced
-from rlvr.sampling.scored import ScoredRows
+from rlvr.sampling.rows import Replaced, ScoredRows
 
 
 def eval_metrics(ev: dict[str, Any]) -> dict[str, float]:

@@ -34,7 +34,7 @@ from rlvr.rewards import Total
 from rlvr.runs import MetricsLog, RolloutLog, checkpoint
 from rlvr.runs.checkpoint import replace_folder, write_atomic
 from rlvr.sampling import RolloutBatch, greedy_eval
-from rlvr.sampling.scored import ScoredRows
+from rlvr.sampling.rows import ScoredRows
 from rlvr.setup import build
 
 StepCallback = Callable[[int, dict[str, Any]], None]
@@ -356,14 +356,9 @@ class GRPOTrainer:
     def train_step(self) -> dict[str, Any]:
         """One GRPO step: draw, let the failure-aware step decide, update; returns its metrics."""
         t0 = time.perf_counter()
-        drawn = self.draw()
-        return self.learn(drawn, t0, time.perf_counter())
-
-    def draw(self) -> Drawn:
-        """A step's rollouts, scored, with the redraws the failure step asks for (:class:`Draws`; rlvr's
-        asynchronous engine runs one in its sampler process)."""
         self._ready_to_draw()
-        return self.draws.draw()
+        drawn = self.draws.draw()  # rlvr's asynchronous engine runs this in its sampler process
+        return self.learn(drawn, t0, time.perf_counter())
 
     def learn(self, drawn: Drawn, t0: float, t_gen: float, *, redraw_off_policy: bool = True) -> dict[str, Any]:
         """The learner's half of a step on ``drawn``: the off-policy correction, the failure step's

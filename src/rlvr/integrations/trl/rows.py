@@ -1,4 +1,4 @@
-"""TRL's rows as the shared redraw loop (:func:`rlvr.sampling.redraw.redraw`) reads them.
+"""TRL's rows as the shared redraw loop (:func:`rlvr.sampling.rows.redraw`) reads them.
 
 TRL carries a generation batch as parallel per-row lists (its ``_generate`` tuple: prompt ids,
 completion ids, tool masks, messages, log-probs, images; or, for single-turn rows, completion ids,
@@ -18,7 +18,7 @@ import torch
 
 from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.step import RolloutView
-from rlvr.sampling.redraw import Together
+from rlvr.sampling.rows import Together
 
 
 @dataclass

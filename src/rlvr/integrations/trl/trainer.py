@@ -80,7 +80,7 @@ from rlvr.integrations.trl.views import (
     values_of,
     what_it_tells,
 )
-from rlvr.sampling.redraw import Replaced, redraw
+from rlvr.sampling.rows import Replaced, redraw
 
 logger = logging.getLogger(__name__)
 #: The per-row entries of TRL's ``_generate`` tuple a redraw replaces: prompt ids, completion ids, tool

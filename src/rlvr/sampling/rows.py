@@ -1,21 +1,33 @@
-"""A record per row: each rollout with its prompt, its tokens, how it scored and why it lived or died.
+"""A step's rows, a record per row, and the redraw loop every engine runs over them.
 
 :class:`ScoredRows` is what rlvr's engine carries from the draw to the update: the batch's rows
 (tokens, masks, log-probs, episodes), the sample each row answers, the failure step's view of each
 (verdict, total, components, finish, text, version, the episode's own cause) and its cause. Rows
 are selected, joined and replaced whole (a redraw replaces rows with their scores and causes), so
-the five things a row is never drift apart; a cause is decided when the row is scored, again only
-when the step that trains it changes (a group drawn ahead) or the off-policy correction rejects it.
+what a row is never drifts apart; a cause is decided when the row is scored, again only when the
+step that trains it changes (a group drawn ahead) or the off-policy correction rejects it.
+
+:func:`redraw` is the one redraw loop: the rows :meth:`FailureAware.to_resample` names (``invalid``,
+``off_policy``, the environment's faults, ``truncated`` by option) drawn again for the same prompts
+by the engine's ``draw`` and scored, as many rounds as :class:`~rlvr.diagnostics.redraws.Redraws`
+allows, the originals kept for the log. rlvr's engine (:mod:`rlvr.engine.draws`, in-process or in
+the asynchronous sampler) runs it over :class:`ScoredRows`; the TRL adapter over its own rows
+(:mod:`rlvr.integrations.trl.rows`: single-turn rows and whole tool episodes), every process joining
+every round (:class:`Together`), so sharded models stay in step and the outage is judged on every
+process's rows.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from rlvr.data.tasks import Sample
 from rlvr.diagnostics.causes import Cause
+from rlvr.diagnostics.redraws import Redraws, env_counts
 from rlvr.diagnostics.step import FailureAware, RolloutView
 from rlvr.sampling.batch import RolloutBatch
 from rlvr.types import RewardBreakdown
@@ -135,3 +147,79 @@ class ScoredRows:
         for i, c in zip(hit, fa.causes([views[i] for i in hit], step)):
             causes[i] = c
         return dataclasses.replace(self, views=views, causes=causes)
+
+
+class Rows(Protocol):
+    """What the loop reads of an engine's rows: each row's view and cause, whether the environment
+    answered one of its calls, its episode; and a copy with some rows replaced."""
+
+    views: list[RolloutView]
+    causes: list[Cause]
+
+    def served(self) -> list[bool]: ...
+
+    def episode(self, i: int) -> object | None: ...
+
+    def replace(self: R, rows: Sequence[int], new: R) -> R: ...
+
+
+R = TypeVar("R", bound=Rows)
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """A row a redraw replaced, as it was: its index in the step, the round that replaced it, its
+    view, cause and episode (the run folder logs it, ``replaced``)."""
+
+    row: int
+    attempt: int
+    view: RolloutView
+    cause: Cause
+    episode: object | None = None
+
+
+class Together:
+    """How the processes of one step agree (one process: nothing to agree). An engine whose rows
+    are spread over processes overrides both: every process runs the same rounds."""
+
+    def widest(self, n: int) -> int:
+        """The most rows any process redraws this round (0: the loop ends on every process)."""
+        return n
+
+    def total(self, counts: tuple[int, int]) -> tuple[int, int]:
+        """``(faulted, served)`` summed over the processes."""
+        return counts
+
+
+ALONE = Together()
+
+
+def redraw(
+    rows: R,
+    fa: FailureAware,
+    redraws: Redraws,
+    draw: Callable[[list[int], int, int], R],
+    *,
+    together: Together = ALONE,
+) -> tuple[R, list[Replaced]]:
+    """Redraw ``rows``' failed rows as ``redraws`` allows; returns the rows and those replaced.
+
+    ``draw(bad, attempt, width)``: rows ``bad`` drawn again for their prompts and scored, in
+    order (round ``attempt``, 1-based); ``width >= len(bad)`` is the most any process draws this
+    round (a process may draw that many, padding with rows of its own: only the first ``len(bad)``
+    are read). The first draw's faults count for the outage as round 0.
+    """
+    owned = fa.left_out()
+    redraws.observe(*together.total(env_counts(rows.causes, rows.served(), owned)), 0)
+    replaced: list[Replaced] = []
+    for attempt in itertools.count(1):
+        bad = redraws.plan(fa.to_resample(rows.causes), attempt)
+        width = together.widest(len(bad))
+        if width == 0:
+            break
+        new = draw(bad, attempt, width)
+        n = len(bad)
+        redraws.observe(*together.total(env_counts(new.causes[:n], new.served()[:n], owned)), attempt)
+        replaced += [Replaced(i, attempt, rows.views[i], rows.causes[i], rows.episode(i)) for i in bad]
+        rows = rows.replace(bad, new) if bad else rows
+    return rows, replaced
