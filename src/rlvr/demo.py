@@ -15,6 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import load_config
+from rlvr.data.tasks import addition_eval, addition_train
+from rlvr.engine.trainer import GRPOTrainer
+from rlvr.models.tiny import build_model, build_tokenizer
+from rlvr.plots import plot_run
+from rlvr.report import build_report
+from rlvr.runs import read_metrics
+from rlvr.runtime import setup_torch
+from rlvr.sft import sft
 
 
 def run_demo(
@@ -30,13 +38,6 @@ def run_demo(
     on_step: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run the whole demo into ``out``; returns the accuracies, timings and file paths."""
-    from rlvr.data.tasks import addition_eval, addition_train
-    from rlvr.engine.trainer import GRPOTrainer
-    from rlvr.models.tiny import build_model, build_tokenizer
-    from rlvr.plots import plot_run
-    from rlvr.runs import read_metrics
-    from rlvr.runtime import setup_torch
-    from rlvr.sft import sft
 
     setup_torch(1, seed)
     out.mkdir(parents=True, exist_ok=True)
@@ -75,7 +76,6 @@ def run_demo(
     result = trainer.train(on_step=on_step)
     metrics = read_metrics(out / "grpo")
     png = plot_run(metrics, out / "demo.png", "rlvr demo: GRPO on 2-digit addition (tiny Qwen2, CPU)")
-    from rlvr.report import build_report
 
     report = build_report([out / "grpo"], out / "report.html")
     grpo_s = sum(m.get("time/step_s", 0.0) for m in metrics)

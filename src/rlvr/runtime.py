@@ -15,9 +15,17 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
+import platform
 import random
 import sys
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+import torch
+
+from rlvr.errors import ConfigError
 
 if TYPE_CHECKING:
     import torch
@@ -54,7 +62,6 @@ def keep_freed_memory(trim_threshold: int = 1 << 30) -> bool:
 def setup_torch(threads: int, seed: int) -> None:
     """One thread (two ran 4-40x slower on a shared 2-core box), no denormals, freed memory kept
     for reuse (:mod:`rlvr.runtime`), seeded."""
-    import torch
 
     keep_freed_memory()
     torch.set_num_threads(threads)
@@ -64,7 +71,6 @@ def setup_torch(threads: int, seed: int) -> None:
 
 
 def _cpuinfo() -> str:
-    from pathlib import Path
 
     try:
         return Path("/proc/cpuinfo").read_text(encoding="utf-8")
@@ -82,9 +88,6 @@ def native_bf16() -> bool:
 def matmul_seconds(dtype: torch.dtype, rows: int = 16, inner: int = 576, cols: int = 8192, repeats: int = 3) -> float:
     """Best-of-``repeats`` seconds of one ``[rows, inner] @ [inner, cols]`` product in ``dtype`` (the
     shape of a small model's lm_head over a decoding batch) on this CPU, one thread as set."""
-    import time
-
-    import torch
 
     a = torch.randn(rows, inner).to(dtype)
     b = torch.randn(inner, cols).to(dtype)
@@ -109,9 +112,6 @@ def check_cpu_precision(choices: dict[str, str]) -> None:
     asked = [k for k, v in choices.items() if v in ("bfloat16", "bf16")]
     if not asked or native_bf16():
         return
-    import torch
-
-    from rlvr.errors import ConfigError
 
     f32, bf16 = matmul_seconds(torch.float32), matmul_seconds(torch.bfloat16)
     raise ConfigError(
@@ -129,7 +129,6 @@ def sampling_dtype(choice: str, device: torch.device) -> torch.dtype | None:
     AMX, a GPU that supports it): elsewhere it would be slower, not faster (see
     :func:`check_cpu_precision`, which refuses an explicit ``bfloat16`` there).
     """
-    import torch
 
     if choice == "bfloat16":
         return torch.bfloat16
@@ -143,10 +142,6 @@ def sampling_dtype(choice: str, device: torch.device) -> torch.dtype | None:
 def cpu_report() -> str:
     """The CPU's model name and what torch's kernels can use on it (``AVX512``, ``AVX2``...), for
     the record beside benchmark figures: the same run differs severalfold between machines."""
-    import os
-    import platform
-
-    import torch
 
     name = platform.processor() or platform.machine()
     for line in _cpuinfo().splitlines():

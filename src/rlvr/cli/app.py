@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import typer
 
@@ -64,7 +65,6 @@ app.command("verify-demo")(verify_demo.verify_demo)
 
 def main() -> None:
     """Console-script entry point."""
-    import warnings
 
     # library warnings (e.g. "the format reward is dropped") as one plain line, not a source excerpt
     warnings.formatwarning = lambda message, category, *_a, **_k: f"warning: {message}\n"

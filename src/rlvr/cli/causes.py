@@ -10,6 +10,10 @@ import typer
 from rich.table import Table
 
 from rlvr.cli.console import abort, console, err_console, run_folder
+from rlvr.config import read_yaml
+from rlvr.errors import ConfigError
+from rlvr.report.table import alarm_lines, cause_table, outages, whose_fault, write_samples
+from rlvr.runs import read_metrics, read_rollouts
 
 
 def causes(
@@ -20,14 +24,6 @@ def causes(
 ) -> None:
     """Per task: how each rollout ended (correct / wrong / no_answer / truncated / invalid / stale /
     bad_gold), how the two deaths moved over the run, and the prompts that die most."""
-    from rlvr.report.table import (
-        alarm_lines,
-        cause_table,
-        outages,
-        whose_fault,
-        write_samples,
-    )
-    from rlvr.runs import read_metrics, read_rollouts
 
     given, run_dir = run_dir, run_folder(run_dir)
     try:
@@ -108,8 +104,6 @@ def _by_task(by_task: dict[str, Counter[str]], title: str, width: int) -> list[T
 
 def _env_faults(run_dir: Path) -> frozenset[str] | None:
     """The run's ``failure.env_faults`` from its ``config.yaml`` (None: the defaults)."""
-    from rlvr.config import read_yaml
-    from rlvr.errors import ConfigError
 
     try:
         failure = read_yaml(run_dir / "config.yaml", "run config", "sections").get("failure")

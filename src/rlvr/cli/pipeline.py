@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from rlvr.cli.console import abort, console
+from rlvr.errors import ConfigError, DataError
 
 
 def pipeline(
@@ -17,7 +18,6 @@ def pipeline(
 
     Run it again after a kill or a failure: finished stages are skipped, a stage cut short resumes.
     """
-    from rlvr.errors import ConfigError, DataError
     from rlvr.pipeline import StageFailed, load_pipeline, run_pipeline
     from rlvr.pipeline.report import table
 

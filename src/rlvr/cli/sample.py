@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from rlvr.cli.console import abort, console, err_console, progress
-from rlvr.traces import SampleRun
+from rlvr.config import DecodingConfig
+from rlvr.errors import ConfigError, DataError
+
+if TYPE_CHECKING:  # torch: imported when a run starts, not for --help
+    from rlvr.traces import SampleRun
 
 
 def sample(
@@ -55,10 +59,8 @@ def sample(
     """
     import torch
 
-    from rlvr.config import DecodingConfig
     from rlvr.data.datasets import load_samples
     from rlvr.decoding.constrain import from_config
-    from rlvr.errors import ConfigError, DataError
     from rlvr.models.device import lean_paths
     from rlvr.models.load import load_for_inference
     from rlvr.rewards import Total

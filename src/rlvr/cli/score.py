@@ -9,6 +9,8 @@ import typer
 from rich.table import Table
 
 from rlvr.cli.console import abort, console, err_console
+from rlvr.data.jsonl import count_lines
+from rlvr.errors import ConfigError
 from rlvr.scoring import ScoreSummary
 
 
@@ -53,8 +55,6 @@ def score(
         TimeRemainingColumn,
     )
 
-    from rlvr.data.jsonl import count_lines
-    from rlvr.errors import ConfigError
     from rlvr.rewards import Total
     from rlvr.scoring import score_file
 

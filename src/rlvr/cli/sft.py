@@ -16,6 +16,8 @@ from typing import Annotated, Any
 import typer
 
 from rlvr.cli.console import abort, console, progress
+from rlvr.data.tasks import TASKS, addition_eval
+from rlvr.errors import ConfigError, DataError
 
 
 def sft(
@@ -110,7 +112,6 @@ def sft(
 
 def run_fine_tune(out: Path, **settings: Any) -> None:
     """:func:`rlvr.fine_tune.fine_tune` with a progress bar and its errors as the command's."""
-    from rlvr.errors import ConfigError, DataError
     from rlvr.fine_tune import fine_tune  # torch and transformers: imported when a run starts
 
     with contextlib.ExitStack() as stack:
@@ -132,7 +133,6 @@ def warm_up(
     out: Path, *, task: str, steps: int, lr: float, target: float, max_operand: int, seed: int, batch_size: int
 ) -> None:
     """The built-in tiny model on a synthetic task until ``target`` held-out accuracy."""
-    from rlvr.data.tasks import TASKS, addition_eval
     from rlvr.models.tiny import build_model, build_tokenizer
     from rlvr.runtime import setup_torch
     from rlvr.sft import sft as run_sft

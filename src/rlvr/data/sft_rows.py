@@ -20,7 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlvr.data.datasets import GOLD_FIELDS
+from rlvr.data.datasets import GOLD_FIELDS, resolve
+from rlvr.data.jsonl import BadLine, iter_jsonl
 from rlvr.data.tasks import Sample
 from rlvr.errors import DataError
 
@@ -79,8 +80,6 @@ def load_sft_rows(path: str | Path) -> list[Sample]:
         DataError: a missing file, a malformed line or a row that fits no layout (naming the line);
             a file with no usable row.
     """
-    from rlvr.data.datasets import resolve
-    from rlvr.data.jsonl import BadLine, iter_jsonl
 
     p = resolve(path)
     if not p.is_file():

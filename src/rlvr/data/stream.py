@@ -11,8 +11,10 @@ from collections.abc import Callable, Iterator
 
 from rlvr.config import TrainConfig
 from rlvr.data import verifiers_env
+from rlvr.data.datasets import load_samples
 from rlvr.data.tasks import TASKS, Sample, addition_eval
 from rlvr.data.verifiers_env import SCHEME as VERIFIERS_SCHEME
+from rlvr.errors import ConfigError, DataError
 
 
 class DataStream:
@@ -61,8 +63,6 @@ class DataStream:
             if skip is not None and skip(s):
                 passed += 1
                 if self.rows is not None and passed > 2 * len(self.rows):
-                    from rlvr.errors import DataError
-
                     raise DataError("every training row is quarantined; readmit some with rlvr quarantine")
                 continue
             out.append(s)
@@ -76,24 +76,18 @@ def default_data(cfg: TrainConfig) -> tuple[list[Sample] | None, list[Sample]]:
     spec = env_spec if env_spec is not None and env_spec.startswith(VERIFIERS_SCHEME) else d.path
     if spec is not None and spec.startswith(VERIFIERS_SCHEME):  # a verifiers environment's own rows
         if d.path is not None and d.path != spec:
-            from rlvr.errors import ConfigError
-
             raise ConfigError(
                 f"data.path {d.path!r} with env.environment {spec!r}: a verifiers environment's episodes "
                 "read its own rows; leave data.path out (or set it to the same spec)"
             )
         return verifiers_env.train_and_held(spec, d.eval_size)
     if d.path is not None:
-        from rlvr.data.datasets import load_samples
-
         rows = load_samples(d.path, d.split, system_prompt=d.system_prompt)
         if d.eval_path:
             held = load_samples(d.eval_path, d.eval_split, system_prompt=d.system_prompt)[: d.eval_size]
         else:  # hold out the first rows of the training file
             held, rows = rows[: d.eval_size], rows[d.eval_size :]
         if not rows:
-            from rlvr.errors import DataError
-
             raise DataError(f"{d.path}: no training rows left after holding out {d.eval_size} for evaluation")
         return rows, held
     if d.task == "addition":

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.data.specs import split_spec
+from rlvr.data.tasks import Sample
 from rlvr.errors import ConfigError, DataError
 
 SCHEME = "verifiers:"
@@ -129,7 +130,6 @@ def load_rows(spec: str, split: str = "train") -> list[Any]:
     or ``test``, its eval dataset; an environment without one has no ``test`` rows). A row's gold is
     the JSON its verifier and its episodes read (:func:`gold_fields`): the environment's spec, the
     row's ``answer``, ``info``, ``example_id``, ``task`` and prompt."""
-    from rlvr.data.tasks import Sample
 
     env = load(spec)
     if split not in ("train", "test"):

@@ -9,6 +9,7 @@ advances them by one token each, ``finished`` says a matcher's grammar is comple
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from typing import Any
 
@@ -182,7 +183,6 @@ BACKENDS = {"xgrammar": XGrammarBackend, "llguidance": LLGuidanceBackend}
 
 def make_backend(name: str, tokenizer: Any, vocab: int, spec: GrammarSpec) -> Any:
     """The backend called ``name``; ``auto`` takes xgrammar when it is installed, else llguidance."""
-    import importlib.util
 
     if name == "auto":
         name = next((n for n in BACKENDS if importlib.util.find_spec(n) is not None), "")

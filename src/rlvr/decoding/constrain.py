@@ -45,15 +45,18 @@ How much the masks changed the policy's choices is logged (``decoding/*``).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 import torch
+from torch.utils.checkpoint import checkpoint
 from transformers import LogitsProcessor
 
 from rlvr.decoding.backends import make_backend
 from rlvr.decoding.grammars import AnswerKind, answer_spec, full_spec
+from rlvr.rewards.schedule import Schedule
 
 Mode = Literal["none", "answer", "full"]
 
@@ -571,9 +574,6 @@ def from_config(decoding: Any, tokenizer: Any, vocab_size: int, rewards: Any = N
     d = decoding
     if d.constrain == "none":
         return None
-    import warnings
-
-    from rlvr.rewards.schedule import Schedule
 
     fmt = rewards.rewards.get("format") if rewards is not None else None
     think = getattr(fmt, "think_tag", None) if fmt is not None else None
@@ -656,7 +656,6 @@ def masked_hidden_logprobs(
     """:func:`masked_logprobs` from hidden states: the logits of the masked positions only
     (``logits_of``: a model's head, float32), :data:`MASKED_CHUNK` at a time, each chunk recomputed in
     the backward (``torch.utils.checkpoint``) rather than kept."""
-    from torch.utils.checkpoint import checkpoint
 
     if bits is None:
         return logp

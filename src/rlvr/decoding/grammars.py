@@ -20,6 +20,7 @@ allows only the stop token).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -122,7 +123,6 @@ def output_regex(
         >>> output_regex("text", think_tag=None)
         '<answer>[^<]{0,200}</answer>'
     """
-    import re
 
     answer = {
         "math": MATH_REGEX,

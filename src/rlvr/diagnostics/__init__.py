@@ -6,6 +6,7 @@ itself (:class:`FailureAware` and its pieces, which hold tensors) is loaded when
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from rlvr.diagnostics.causes import ENV_FAULTS, ROLLOUT, SINGLE_TURN, Cause, cause_of, shown
@@ -31,8 +32,6 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:  # the step's names, imported (with torch) on first use
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(f"rlvr.diagnostics.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'rlvr.diagnostics' has no attribute {name!r}")
 

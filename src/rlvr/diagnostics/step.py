@@ -48,6 +48,7 @@ from rlvr.diagnostics.causes import Cause, cause_of, shown
 from rlvr.diagnostics.quarantine import Quarantine
 from rlvr.diagnostics.redraws import ThinAdvice, step_scale, thin_groups
 from rlvr.diagnostics.stats import reward_stats
+from rlvr.rewards.base import prompt_text
 from rlvr.types import Status, Verdict
 
 #: What ``failure.verifier_failures: score`` keeps in with the reward it got: failed verifications
@@ -445,7 +446,6 @@ def rollout_record(
     read it): prompt id, task, prompt, gold, completion, finish, policy version, cause, verdict,
     components, total, advantage, admitted, and what the engine adds (``rank``, ``replaced``...).
     ``sample``: a row with ``prompt``/``gold``/``task`` attributes, instead of passing them."""
-    from rlvr.rewards.base import prompt_text
 
     if sample is not None:
         prompt, gold, task = sample.prompt, sample.gold, sample.task

@@ -28,11 +28,15 @@ the error text: see :class:`rlvr.episodes.tools.PythonTool`.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from rlvr.episodes.from_openenv import environment_class as openenv_class
+from rlvr.episodes.from_verifiers import environment_class as verifiers_class
+from rlvr.episodes.tools import toolbox
 from rlvr.errors import ConfigError
 
 _RESERVED = {"reset", "reward", "close"}
@@ -71,7 +75,6 @@ def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
         ConfigError: the tool cannot be described (no docstring, an argument without a type or
             without a line in ``Args:``), naming the tool and what to add.
     """
-    import copy
 
     from transformers.utils import get_json_schema
 
@@ -109,12 +112,8 @@ def load_environment(spec: str, server: str | None = None, timeout_s: float = 10
     ``openenv`` with ``server`` (a command rlvr starts), an OpenEnv environment
     (:mod:`rlvr.episodes.from_openenv`). A ConfigError names what is missing."""
     if spec.startswith("verifiers:"):
-        from rlvr.episodes.from_verifiers import environment_class as verifiers_class
-
         return verifiers_class(spec)
     if spec.partition("?")[0] == "openenv" or spec.startswith("openenv:"):
-        from rlvr.episodes.from_openenv import environment_class as openenv_class
-
         return openenv_class(spec, server, timeout_s)
     if server is not None:
         raise ConfigError(f"env.server is for OpenEnv environments (env.environment: openenv), not {spec!r}")
@@ -137,7 +136,6 @@ def environment_class(
     ``tools``, or the one ``environment`` names (:func:`load_environment`)."""
     if environment is not None:
         return load_environment(environment, server, timeout_s)
-    from rlvr.episodes.tools import toolbox
 
     return toolbox(tools)
 

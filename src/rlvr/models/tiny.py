@@ -16,6 +16,8 @@ from __future__ import annotations
 import string
 from typing import TYPE_CHECKING, Literal
 
+import torch
+
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
@@ -100,7 +102,6 @@ def build_model(
     seed: int = 0,
 ) -> PreTrainedModel:
     """A randomly initialised causal LM sized for CPU tests (538k parameters by default)."""
-    import torch
     from transformers import (
         AutoModelForCausalLM,
         GenerationConfig,

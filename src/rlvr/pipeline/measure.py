@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlvr.data.tasks import Sample
+from rlvr.models.device import lean_paths
+from rlvr.sampling.evaluate import greedy_eval
 
 
 def measure(
@@ -20,8 +22,6 @@ def measure(
 ) -> dict[str, Any]:
     """``{"accuracy", "format_deaths", "verification_deaths", "truncated", "mean_tokens", "n", "seconds"}``
     (``constrain``: decode under that :class:`rlvr.decoding.constrain.Constrainer`)."""
-    from rlvr.models.device import lean_paths
-    from rlvr.sampling.evaluate import greedy_eval
 
     t0 = time.perf_counter()
     ev = greedy_eval(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
 COLUMNS = ("accuracy", "format_deaths", "verification_deaths", "truncated", "mean_tokens")
 
 
@@ -24,7 +26,6 @@ def rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def table(records: list[dict[str, Any]], title: str) -> Any:
-    from rich.table import Table
 
     t = Table(title=title)
     constrained = any("constrained_accuracy" in r for r in rows(records))

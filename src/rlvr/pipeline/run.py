@@ -12,9 +12,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rlvr.config import DecodingConfig, load_config
+from rlvr.data.datasets import load_samples
+from rlvr.data.jsonl import complete_rows
+from rlvr.decoding.constrain import from_config
 from rlvr.errors import RlvrError
+from rlvr.models.load import load_for_inference
 from rlvr.pipeline.config import PipelineConfig
+from rlvr.pipeline.measure import measure
+from rlvr.pipeline.report import plot, rows
 from rlvr.pipeline.stages import TRACES, command, finished, mark_finished, produced_model, stage_dir
+from rlvr.traces import summarize
 
 
 class StageFailed(RlvrError):
@@ -26,14 +34,12 @@ def start_model(cfg: PipelineConfig) -> str:
     first = cfg.stages[0]
     if first.model is not None:
         return first.model
-    from rlvr.config import load_config
 
     return load_config(first.config, list(first.set)).model.name
 
 
 def held_out(cfg: PipelineConfig) -> list[Any]:
     """The pipeline's held-out set (``eval.data``, its first ``eval.size`` rows)."""
-    from rlvr.data.datasets import load_samples
 
     held = load_samples(cfg.eval.data)
     return held[: cfg.eval.size] if cfg.eval.size else held
@@ -41,15 +47,10 @@ def held_out(cfg: PipelineConfig) -> list[Any]:
 
 def measure_model(spec: str, cfg: PipelineConfig, held: list[Any]) -> dict[str, Any]:
     """``spec`` on the held-out set ``held`` (:mod:`rlvr.pipeline.measure`)."""
-    from rlvr.models.load import load_for_inference
-    from rlvr.pipeline.measure import measure
 
     model, tok, _ = load_for_inference(spec)
     out = measure(model, tok, held, max_new_tokens=cfg.eval.max_new_tokens)
     if cfg.eval.constrain != "none":
-        from rlvr.config import DecodingConfig
-        from rlvr.decoding.constrain import from_config
-
         cons = from_config(
             DecodingConfig(constrain=cfg.eval.constrain, answer=cfg.eval.answer),
             tok,
@@ -61,8 +62,6 @@ def measure_model(spec: str, cfg: PipelineConfig, held: list[Any]) -> dict[str, 
 
 def sampled(traces: Path, k: int | None) -> dict[str, Any]:
     """pass@1, pass@K and kept rows of a sample stage's traces (all tasks together)."""
-    from rlvr.data.jsonl import complete_rows
-    from rlvr.traces import summarize
 
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in complete_rows(traces):
@@ -129,7 +128,6 @@ def run_pipeline(
             record["sampled"] = sampled(stage_dir(cfg, stage) / TRACES, stage.args.get("per_prompt"))
         mark_finished(cfg, stage, record)
         records.append(record)
-    from rlvr.pipeline.report import plot, rows
 
     (out / "report.json").write_text(json.dumps({"stages": rows(records), "eval": cfg.eval.model_dump()}, indent=1))
     plot(records, out / "pipeline.png")

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rlvr.config import load_config
 from rlvr.pipeline.config import PipelineConfig, Stage
 
 MARKER = "stage.json"
@@ -55,8 +56,6 @@ def grpo_overrides(cfg: PipelineConfig, stage: Stage) -> list[str]:
     if stage.model is not None:
         out.append(f"model.name={model_of(cfg, stage.model)}")
     if stage.weights is not None:
-        from rlvr.config import load_config
-
         options = load_config(stage.config, list(stage.set)).rewards.options
         out.append(f"rewards.weights={json.dumps(stage.weights)}")
         out.append(f"rewards.options={json.dumps({k: v for k, v in options.items() if k in stage.weights})}")

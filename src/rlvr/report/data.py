@@ -16,7 +16,7 @@ from typing import Any
 
 from rlvr.data.jsonl import read_log
 from rlvr.diagnostics.causes import Cause, shown
-from rlvr.report.table import FAILED, CauseTable, alarm_lines, cause_table
+from rlvr.report.table import FAILED, CauseTable, alarm_lines, cause_table, outages
 
 Series = tuple[list[int], list[float]]
 
@@ -164,7 +164,6 @@ def cold_start_switches(run: RunData) -> list[int]:
 
 def env_outages(run: RunData) -> list[tuple[int, int]]:
     """The stretches of steps the environment was down (``env/down``)."""
-    from rlvr.report.table import outages
 
     return outages(run.steps)
 

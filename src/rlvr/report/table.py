@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlvr.diagnostics.causes import Cause
+from rlvr.diagnostics.alarms import SHARE_THRESHOLD
+from rlvr.diagnostics.causes import ENV_FAULTS, ROLLOUT, Cause
 
 FAILED = (Cause.WRONG, Cause.NO_ANSWER, Cause.TRUNCATED, Cause.INVALID, Cause.STALE, Cause.OFF_POLICY, Cause.BAD_GOLD)
 
@@ -34,7 +35,6 @@ class CauseTable:
 def whose_fault(counts: dict[str, int], env_faults: frozenset[str] | None = None) -> dict[str, dict[str, int]]:
     """The episode causes among ``counts`` split by owner: ``{"environment": {...}, "policy": {...}}``
     (empty dicts for a run without episodes). ``env_faults``: the run's ``failure.env_faults``."""
-    from rlvr.diagnostics.causes import ENV_FAULTS, ROLLOUT
 
     env = env_faults if env_faults is not None else frozenset(c.value for c in ENV_FAULTS)
     single = {c.value for c in ROLLOUT}
@@ -65,7 +65,6 @@ def outages(metrics: list[dict[str, Any]]) -> list[tuple[int, int]]:
 
 def alarm_lines(metrics: list[dict[str, Any]]) -> list[tuple[str, int, int | None, float]]:
     """``(alarm, steps on which it fired, first such step, peak value)`` from a run's metrics."""
-    from rlvr.diagnostics.alarms import SHARE_THRESHOLD
 
     out = []
     for name, limit in (

@@ -18,11 +18,16 @@ from rlvr.rewards.base import (
     Scored,
     build_reward,
     column,
+    completion_text,
+    gold_column,
     register,
 )
 from rlvr.rewards.schedule import Schedule
+from rlvr.rewards.verdicts import row_verdicts
 from rlvr.types import RewardBreakdown, Status, Verdict
-from rlvr.verify.math.verifier import DEFAULT_TIMEOUT
+from rlvr.verify.batch import run_batch
+from rlvr.verify.math.verifier import DEFAULT_TIMEOUT, warm_up
+from rlvr.verify.outage import Outage
 
 #: Seed 001's total: ``alpha * r_format + beta * r_answer``.
 DEFAULT_WEIGHTS = {"format": 0.1, "accuracy": 1.0}
@@ -115,7 +120,6 @@ class Total(Reward):
     @classmethod
     def from_config(cls, rewards: Any, **kwargs: Any) -> Total:
         """The total a config's ``rewards`` section names (weights, options, an injected outage)."""
-        from rlvr.verify.outage import Outage
 
         outage = (
             Outage(rewards.outage, rewards.outage_seed, rewards.bad_gold)
@@ -131,15 +135,12 @@ class Total(Reward):
     def _verdicts(self, texts: list[str], columns: Mapping[str, Any]) -> list[Verdict] | None:
         if self._verify_with is None:
             return None
-        from rlvr.rewards.verdicts import row_verdicts
 
         strict, gold_field, task, prefer = self._verify_with
         verdicts = row_verdicts(
             texts, columns, gold_field=gold_field, strict=strict, timeout=self.timeout, task=task, prefer=prefer
         )
         if self.outage is not None and column(columns, "verdicts", len(texts)) is None:
-            from rlvr.rewards.base import gold_column
-
             verdicts = self.outage.apply(verdicts, texts, gold_column(columns, len(texts), gold_field, prefer))
         return verdicts
 
@@ -161,8 +162,6 @@ class Total(Reward):
         self, texts: list[str], columns: Mapping[str, Any]
     ) -> tuple[list[Verdict], list[dict[str, Any]]]:
         """Whole rows (verdict and components) scored in worker processes with hard time limits."""
-        from rlvr.verify.batch import run_batch
-        from rlvr.verify.math.verifier import warm_up
 
         n = len(texts)
         per_row = {
@@ -196,7 +195,6 @@ class Total(Reward):
         self, completions: Sequence[Any], *, step: int | None = None, **columns: Any
     ) -> list[RewardBreakdown]:
         """Every component, the weights in force and the verdict, per row."""
-        from rlvr.rewards.base import completion_text
 
         texts = [completion_text(c) for c in completions]
         return self._breakdowns(texts, columns, step)

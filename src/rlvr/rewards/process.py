@@ -32,7 +32,7 @@ from rlvr.rewards.base import Reward, Scored, column, gold_column, register
 from rlvr.rewards.verdicts import row_verdicts
 from rlvr.types import Status
 from rlvr.verify.arith import try_evaluate
-from rlvr.verify.math.verifier import DEFAULT_TIMEOUT
+from rlvr.verify.math.verifier import DEFAULT_TIMEOUT, verify_math
 
 _ANNOTATION = re.compile(r"<<[^<>]*>>")
 _NUM = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
@@ -127,7 +127,6 @@ def completion_results(text: str) -> tuple[list[Result], list[str]]:
 
 def _symbolic_match(step: str, text: str) -> bool:
     """A LaTeX equation in the reference step that the completion states equivalently."""
-    from rlvr.verify.math.verifier import verify_math
 
     ref_eqs = [next(g for g in m.groups() if g) for m in _LATEX_EQ.finditer(step)]
     if not ref_eqs:

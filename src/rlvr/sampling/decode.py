@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from rlvr.models.fast_decode import FastDecoder, supports
 from rlvr.sampling.batch import FinishReason, RolloutBatch
 from rlvr.sampling.draws import PositionDraws, sample_tokens
 from rlvr.sampling.grammar import GrammarRows
@@ -53,7 +54,6 @@ def _prefill(
 ) -> tuple[Any, torch.Tensor]:
     """The stepper for ``model`` and the logits after the prompts: the lean decoder prefills each
     group's prompt once and writes its cache to the G rows; any other model runs its own forward."""
-    from rlvr.models.fast_decode import FastDecoder, supports  # the lean decoder: torch kernels
 
     stepper: Any
     if fast and supports(model, lora=True):

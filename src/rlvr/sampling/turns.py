@@ -25,6 +25,7 @@ tokenizer's end-of-sequence or any other special token into the policy's sequenc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -155,7 +156,6 @@ class Turns:
 
         if len(calls) <= 1:
             return [one(r, m) for r, m in calls]
-        from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(min(len(calls), 16), thread_name_prefix="rlvr-calls") as pool:
             return list(pool.map(lambda c: one(*c), calls))

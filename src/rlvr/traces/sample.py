@@ -23,11 +23,13 @@ from typing import Any, Literal
 
 import torch
 
+from rlvr.data.jsonl import complete_rows
 from rlvr.data.prompts import encode
 from rlvr.data.tasks import Sample
 from rlvr.diagnostics.causes import cause_of
 from rlvr.errors import ConfigError
 from rlvr.rewards import Total
+from rlvr.sampling import generate
 from rlvr.traces.filters import KeepRules, keep_flags
 from rlvr.traces.summary import TaskSummary, summarize
 
@@ -73,7 +75,6 @@ def _prepare(out: Path, resume: bool) -> set[str]:
         marker.unlink(missing_ok=True)
         return set()
     done = set(marker.read_text(encoding="utf-8").split("\n")) - {""} if marker.exists() else set()
-    from rlvr.data.jsonl import complete_rows
 
     rows = complete_rows(out)
     keep = [r for r in rows if r.get("prompt_id") in done]
@@ -103,7 +104,6 @@ def sample_file(
     Raises:
         ConfigError: ``out`` exists and ``resume`` is off.
     """
-    from rlvr.sampling import generate
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from rlvr.data.reasoning_gym import create
 from rlvr.errors import VerifierTimeout
 from rlvr.types import Method, Status, Verdict
 from rlvr.verify.timeout import time_limit
@@ -20,7 +21,6 @@ from rlvr.verify.timeout import time_limit
 
 @lru_cache(maxsize=64)
 def _dataset(name: str, options: str) -> Any:
-    from rlvr.data.reasoning_gym import create
 
     return create(name, {**json.loads(options), "size": 1})  # the scorer reads the config, not the entries
 

@@ -13,11 +13,12 @@ from typing import Any
 from rlvr.errors import ConfigError
 from rlvr.registry import Registry
 from rlvr.types import Status, Verdict
+from rlvr.verify.batch import run_batch
 from rlvr.verify.code.spec import parse_spec
 from rlvr.verify.code.verifier import DEFAULT_CODE_TIMEOUT, verify_code
 from rlvr.verify.countdown import verify_countdown
 from rlvr.verify.instruction import verify_instruction
-from rlvr.verify.math.verifier import DEFAULT_TIMEOUT, verify_math
+from rlvr.verify.math.verifier import DEFAULT_TIMEOUT, verify_math, warm_up
 from rlvr.verify.mcq import verify_mcq
 from rlvr.verify.reasoning_gym import verify_reasoning_gym
 from rlvr.verify.verifiers_rubric import verify_verifiers
@@ -129,7 +130,6 @@ def verify_many(
 
     Unknown tasks raise :class:`ConfigError` before any work starts.
     """
-    from rlvr.verify.batch import run_batch
 
     tasks = list(tasks) if tasks is not None else [None] * len(completions)
     if not len(completions) == len(golds) == len(tasks):
@@ -137,8 +137,6 @@ def verify_many(
     for t in set(tasks):
         get_verifier(t)
     if jobs > 0:
-        from rlvr.verify.math.verifier import warm_up
-
         warm_up()
     return run_batch(
         _verify_item,

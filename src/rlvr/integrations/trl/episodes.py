@@ -28,8 +28,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rlvr.diagnostics.causes import Cause
+from rlvr.episodes.env import tool_schema, tools_of
 from rlvr.episodes.episode import ENVIRONMENT_FAULTS, Episode, Event, ToolCall, Turn
 from rlvr.episodes.guard import CALL_END, Faults, Guard, Outcome, find_call
+from rlvr.episodes.tools import EnvCrash
 from rlvr.errors import ConfigError
 
 
@@ -90,7 +92,6 @@ def guard_factories(factory: Any) -> Any:
 def check_tools(tools: Iterable[Callable[..., Any]], where: str = "tools") -> None:
     """Every tool can be described to the policy (a ConfigError naming it and the fix, before any
     process starts)."""
-    from rlvr.episodes.env import tool_schema
 
     for fn in tools:
         if not callable(fn):
@@ -186,8 +187,6 @@ class EvalEnvironment:
                 **({k: v for k, v in row.items() if k != "environment"} if t._multi_environment else row)
             )
             if (why := dead_reason(self.env)) is not None:
-                from rlvr.episodes.tools import EnvCrash
-
                 raise EnvCrash(why)
         loop = getattr(t, "async_loop", None)
         self.tools = {n: _sync(f, loop) for n, f in row_tools(t._standalone_tools, self.env).items()}
@@ -201,7 +200,6 @@ def trl_environment(cls: type) -> type:
     joined to the prompt after a blank line, as on rlvr's engine; the tools are methods of the class
     with the rlvr tools' signatures and docstrings (TRL's schemas); ``reward`` is not a TRL tool,
     :class:`~rlvr.integrations.trl.FailureAwareGRPOTrainer` asks it to judge the answer."""
-    from rlvr.episodes.env import tools_of
 
     names = list(tools_of(cls()))
 

@@ -15,9 +15,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from datasets import Dataset
+from transformers import TrainerCallback, TrainerState
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+from trl import GRPOConfig
+
 from rlvr.config import TrainConfig, dump_config
+from rlvr.data.prompts import encode, render
+from rlvr.data.stream import DataStream, default_data
 from rlvr.decoding.truncation import Truncation
+from rlvr.episodes import Faults
 from rlvr.episodes.env import shutdown
+from rlvr.errors import ConfigError, RunError
+from rlvr.integrations.trl.episodes import trl_environment
+from rlvr.integrations.trl.runfolder import checkpoint_step, last_complete_checkpoint
+from rlvr.integrations.trl.trainer import FailureAwareGRPOTrainer
+from rlvr.runs.checkpoint import disk_refused
 from rlvr.setup import build
 
 logger = logging.getLogger(__name__)
@@ -25,7 +38,6 @@ logger = logging.getLogger(__name__)
 
 def grpo_args(cfg: TrainConfig, *, use_cpu: bool) -> Any:
     """TRL's ``GRPOConfig`` for an rlvr config (``trl.args`` may add or override any field)."""
-    from trl import GRPOConfig
 
     r, a, o, run = cfg.rollout, cfg.algo, cfg.optim, cfg.run
     per_process = r.prompts_per_step * r.group_size // run.processes
@@ -116,10 +128,6 @@ def trl_dataset(
     """The training rows as a ``datasets.Dataset`` (chat prompts kept as messages when the tokenizer
     has a template, else rendered as rlvr renders them) and the held-out rows. ``data``: ``(training
     rows or None for a synthetic stream, held-out rows)`` as the set-up built them (default: the config's)."""
-    from datasets import Dataset
-
-    from rlvr.data.prompts import render
-    from rlvr.data.stream import DataStream, default_data
 
     rows, held = data if data is not None else default_data(cfg)
     if rows is None:  # a synthetic stream: the rows the run will use, in its order
@@ -147,7 +155,6 @@ def _template_drops_bos(tokenizer: Any) -> bool:
     <bos>: a model trained on one would see prompts it never saw on the other (the tiny models saved
     before their template wrote <bos> are such). Those prompts go to TRL rendered as text, which TRL
     tokenizes with the tokenizer's specials, as rlvr does."""
-    from rlvr.data.prompts import encode
 
     probe = [{"role": "user", "content": "1+1"}]
     ids = tokenizer.apply_chat_template(probe, tokenize=True, add_generation_prompt=True, return_dict=True)
@@ -159,7 +166,6 @@ def _finish_trained(trainer: Any, ckpt: str) -> None:
     loop would train one step more (it checks ``max_steps`` only after a step), so the checkpoint's
     weights and state are loaded and the end of training runs as it would have (the final
     evaluation, the logs closed)."""
-    from transformers import TrainerState
 
     trainer._load_from_checkpoint(ckpt)
     trainer.state = TrainerState.load_from_json(str(Path(ckpt) / "trainer_state.json"))
@@ -170,12 +176,6 @@ def train_trl(
     cfg: TrainConfig, *, resume: bool = False, on_log: Callable[[int, dict[str, Any]], None] | None = None
 ) -> dict[str, Any]:
     """Train ``cfg`` on TRL (see the module docstring); returns the held-out accuracy before/after."""
-    from transformers import TrainerCallback
-
-    from rlvr.errors import ConfigError, RunError
-    from rlvr.integrations.trl.runfolder import checkpoint_step, last_complete_checkpoint
-    from rlvr.integrations.trl.trainer import FailureAwareGRPOTrainer
-    from rlvr.runs.checkpoint import disk_refused
 
     out = Path(cfg.run.out_dir)
     ckpt = None
@@ -201,9 +201,6 @@ def train_trl(
         callbacks.append(Progress())
     episodes: dict[str, Any] = {}
     if cfg.env is not None and run.env_cls is not None:  # rlvr's environment on TRL's tool loop, under rlvr's guards
-        from rlvr.episodes import Faults
-        from rlvr.integrations.trl.episodes import trl_environment
-
         env = cfg.env
         rates = {str(k): v for k, v in env.faults.items()}
         episodes = {
@@ -230,7 +227,6 @@ def train_trl(
         truncation=Truncation(cfg.rollout.truncation, cfg.run.seed) if cfg.rollout.truncation else None,
         **episodes,
     )
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     for cb in (PrinterCallback, ProgressCallback):  # rlvr's CLI shows its own progress; the run folder has the rest
         trainer.remove_callback(cb)

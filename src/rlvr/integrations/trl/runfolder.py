@@ -14,11 +14,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+import torch
+from accelerate.utils import gather_object
 from transformers import TrainerCallback
 
 from rlvr.diagnostics.step import rollout_record
 from rlvr.rewards.base import GOLD_COLUMNS
 from rlvr.runs import MetricsLog, RolloutLog
+from rlvr.sampling.evaluate import greedy_eval
 
 #: TRL's log names -> the names rlvr's engine logs the same quantity under (the report reads these).
 ALIASES = {
@@ -55,7 +58,6 @@ class RunFolder(TrainerCallback):
     # ------------------------------------------------------------------ what the trainer hands over
     def record_generation(self, trainer: Any, gen: Any, out: dict[str, Any]) -> None:
         """Called on every process after each generation batch (the gathers need all of them)."""
-        from accelerate.utils import gather_object
 
         d = gen.decision
         rank = trainer.accelerator.process_index
@@ -156,10 +158,6 @@ class RunFolder(TrainerCallback):
 
     def _evaluate(self, step: int) -> dict[str, Any]:
         """Greedy held-out accuracy on every process's share of the rows, summed over processes."""
-        import torch
-        from accelerate.utils import gather_object
-
-        from rlvr.sampling.evaluate import greedy_eval
 
         t = self.trainer
         acc = t.accelerator

@@ -17,6 +17,7 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
+from rlvr.errors import ConfigError
 from rlvr.integrations.verl.rows import EPISODE_KEY, finish_of, score_row
 from rlvr.integrations.verl.settings import check_row, settings_of
 from rlvr.rewards import Total
@@ -44,8 +45,6 @@ class RlvrRewardManager(RewardManagerBase):
         super().__init__(config, tokenizer, compute_score)
         custom = config.get("reward", {}).get("custom_reward_function", {}) if hasattr(config, "get") else {}
         if custom and custom.get("path"):
-            from rlvr.errors import ConfigError
-
             raise ConfigError(
                 "reward.reward_manager.name=rlvr scores with rlvr's rewards (the rlvr.rewards section); "
                 f"reward.custom_reward_function.path={custom.get('path')!r} would go unused: drop it"

@@ -44,6 +44,7 @@ from rlvr.diagnostics.step import FailureAware, RolloutView, rollout_record
 from rlvr.errors import ConfigError
 from rlvr.integrations.verl.batch import Row, decide_rows, view_of
 from rlvr.integrations.verl.settings import VerlSettings, prompt_key, settings_of
+from rlvr.runs import MetricsLog, RolloutLog
 
 _FIELDS = ["extra_fields", "extra_info", "response_mask", "data_source", "reward_model"]
 
@@ -274,7 +275,6 @@ class RlvrReplayBuffer(ReplayBuffer):
     def _log(self, step: int, rows: list[Row], data: Any, d: Any, replaced: list[Any]) -> None:
         if self.run_dir is None:
             return
-        from rlvr.runs import MetricsLog, RolloutLog
 
         if self._logs is None:
             self.run_dir.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ What it adds to ``PPOTrainerSync``, each through a method verl's v1 trainer expo
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import OrderedDict
 from typing import Any
 
@@ -30,6 +31,7 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from rlvr.diagnostics.late_rejection import masked_rows
+from rlvr.errors import DataError
 from rlvr.integrations.verl import advantage
 from rlvr.integrations.verl.replay import RlvrReplayBuffer, prompt_id_of
 from rlvr.integrations.verl.settings import check_config, check_row
@@ -106,7 +108,6 @@ class RlvrTrainer(PPOTrainerSync):
             batch = super()._fetch_one_gen_batch()
             if not rb.fa.skip(_prompt_id(batch)):
                 return self._remember(sent, batch)
-        from rlvr.errors import DataError
 
         raise DataError("every training prompt is quarantined; readmit some with rlvr quarantine RUN_DIR --readmit")
 
@@ -128,7 +129,6 @@ def _masks(batch: Any) -> dict[str, Any]:
 
 def _again(batch: Any, rb: RlvrReplayBuffer, uid: str) -> Any:
     """``batch`` (one prompt) under a fresh uid: a new group of the same prompt."""
-    import uuid
 
     from verl.utils import tensordict_utils as tu
 

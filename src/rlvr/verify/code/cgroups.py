@@ -29,6 +29,7 @@ import signal
 import threading
 import time
 from functools import lru_cache
+from multiprocessing import util
 from pathlib import Path
 from typing import Literal
 
@@ -295,7 +296,6 @@ def _drop_pool_at_worker_exit() -> None:
     """A multiprocessing worker ends through ``os._exit`` (no ``atexit``) after running its
     finalizers: the pool is dropped there (registered once the process takes a group, after
     multiprocessing has cleared the finalizers a fork inherited)."""
-    from multiprocessing import util
 
     util.Finalize(None, _drop_pool, exitpriority=0)
 

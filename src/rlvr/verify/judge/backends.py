@@ -10,6 +10,10 @@ import os
 import threading
 from typing import Any, Protocol
 
+import torch
+
+from rlvr.models.load import load_model
+
 
 class JudgeBackend(Protocol):
     """Sends chat messages to a judge model and returns its reply text."""
@@ -91,14 +95,11 @@ class TransformersJudge:
 
     def __init__(self, model: Any, tokenizer: Any = None, *, max_new_tokens: int = 128, device: Any = None) -> None:
         if isinstance(model, str):
-            from rlvr.models.load import load_model
-
             model, tokenizer = load_model(model, device=device)
         self.model, self.tokenizer, self.max_new_tokens = model, tokenizer, max_new_tokens
         self._lock = threading.Lock()  # generate() is not re-entrant on one model
 
     def __call__(self, messages: list[dict[str, str]], *, timeout: float) -> str:
-        import torch
         from transformers import MaxTimeCriteria, StoppingCriteriaList
 
         with self._lock:

@@ -24,6 +24,7 @@ to measure how often it agrees with the rules (the rule verdict stands).
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import threading
@@ -35,8 +36,9 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlvr.errors import ConfigError
 from rlvr.types import Method, Status, Verdict
-from rlvr.verify.judge.backends import JudgeBackend
+from rlvr.verify.judge.backends import HTTPJudge, JudgeBackend, TransformersJudge
 from rlvr.verify.judge.reply import (
     JudgeReply,
     ReplyError,
@@ -44,6 +46,7 @@ from rlvr.verify.judge.reply import (
     judge_messages,
     parse_reply,
 )
+from rlvr.verify.registry import verify_many
 from rlvr.verify.tags import last_answer_block
 
 _WORDS = re.compile(r"(?<!\\)\b[A-Za-z]{3,}\b")
@@ -187,7 +190,6 @@ class JudgedVerifier:
         tasks: Sequence[str | None] | None = None,
     ) -> list[Verdict]:
         """Verify rows: rules for all, the judge for the undecidable ones, in input order."""
-        from rlvr.verify.registry import verify_many
 
         n = len(completions)
         questions = list(questions) if questions is not None else [""] * n
@@ -352,15 +354,10 @@ class JudgedVerifier:
 
 def from_config(cfg: Any, *, seed: int = 0, device: Any = None) -> JudgedVerifier:
     """A :class:`JudgedVerifier` from a :class:`rlvr.config.JudgeConfig` (a local judge on ``device``)."""
-    import os
-
-    from rlvr.verify.judge.backends import HTTPJudge, TransformersJudge
 
     if cfg.backend == "local":
         model = cfg.model or os.environ.get("RLVR_JUDGE_MODEL")
         if not model:
-            from rlvr.errors import ConfigError
-
             raise ConfigError("judge.backend local needs judge.model (a model name or folder)")
         backend: Any = TransformersJudge(model, device=device)
     else:

@@ -23,6 +23,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from rlvr.verify.math import verify_math
+
 SYSTEM_PROMPT = (
     "You grade answers. Compare the candidate's final answer with the reference answer for the question. "
     "Reply with one JSON object and nothing else: "
@@ -122,8 +124,6 @@ def _same_answer(a: str, b: str) -> bool:
     if _norm(a) == _norm(b):
         return True
     try:  # numerically or symbolically equal spellings (0.5 vs 1/2) are the same answer
-        from rlvr.verify.math import verify_math
-
         return verify_math(f"\\boxed{{{a}}}", b, strict=True, timeout=2).correct
     except Exception:
         return False
