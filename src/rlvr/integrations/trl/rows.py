@@ -62,6 +62,18 @@ class TRLRows:
         return TRLRows(tuple(columns), views, causes, episodes)
 
 
+@dataclass(frozen=True)
+class GatheredRow:
+    """One row of a generation batch as every process holds it after the gather: the process that
+    drew it, its view, its cause before any redraw, TRL's data row, its episode (None without tools)."""
+
+    rank: int
+    view: RolloutView
+    first_cause: Cause | None
+    row: dict[str, Any]
+    episode: Any = None
+
+
 class Processes(Together):
     """Every process of a TRL run agrees on each round (``accelerator``: TRL's)."""
 

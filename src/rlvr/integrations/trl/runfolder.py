@@ -61,9 +61,7 @@ class RunFolder(TrainerCallback):
 
         d = gen.decision
         rank = trainer.accelerator.process_index
-        replaced = gather_object(
-            [(rank, o.row, o.attempt, o.view, o.cause, gen.rows[o.row], _episode(o.episode)) for o in gen.replaced]
-        )
+        replaced = gather_object([(rank, o, gen.rows[o.row]) for o in gen.replaced])
         step = trainer.state.global_step + 1
         if not self.main:
             return
@@ -90,17 +88,17 @@ class RunFolder(TrainerCallback):
             ]
             recs += [
                 rollout_record(
-                    v,
-                    c,
+                    o.view,
+                    o.cause,
                     prompt=r.get("prompt"),
                     gold=_gold(r),
                     task=r.get("task"),
                     rank=rk,
                     replaced=True,
-                    attempt=att,
-                    **ep,
+                    attempt=o.attempt,
+                    **_episode(o.episode),
                 )
-                for rk, _row, att, v, c, r, ep in replaced
+                for rk, o, r in replaced
             ]
             self.rollouts.log(step, recs)
 

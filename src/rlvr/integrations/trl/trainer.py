@@ -60,7 +60,7 @@ from rlvr.integrations.trl.constrained import (
     stack_bits,
     vllm_structured_output,
 )
-from rlvr.integrations.trl.rows import Processes, TRLRows, padded
+from rlvr.integrations.trl.rows import GatheredRow, Processes, TRLRows, padded
 from rlvr.integrations.trl.runfolder import STATE_FILE, RunFolder
 from rlvr.integrations.trl.sampler import QuarantineRepeatSampler
 from rlvr.integrations.trl.tool_loop import (
@@ -426,17 +426,17 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         texts = self.processing_class.batch_decode(completion_ids_list, skip_special_tokens=True)
         eps = gen.episodes
         views = row_views(self, inputs, completion_ids_list, texts, completions, values, eps)
-        gathered = gather_object(
+        gathered: list[GatheredRow] = gather_object(
             [
-                (rank, v, gen.first_causes[i] if gen.first_causes else None, r, eps[i] if eps is not None else None)
+                GatheredRow(rank, v, gen.first_causes[i] if gen.first_causes else None, r, eps[i] if eps else None)
                 for i, (v, r) in enumerate(zip(views, inputs))
             ]
         )
-        gen.views = [g[1] for g in gathered]
-        gen.ranks = [g[0] for g in gathered]
-        gen.rows_all = [g[3] for g in gathered]
-        gen.episodes_all = [g[4] for g in gathered] if eps is not None else None
-        gen.first_all = [g[2] for g in gathered]
+        gen.views = [g.view for g in gathered]
+        gen.ranks = [g.rank for g in gathered]
+        gen.rows_all = [g.row for g in gathered]
+        gen.episodes_all = [g.episode for g in gathered] if eps is not None else None
+        gen.first_all = [g.first_cause for g in gathered]
         if not self._masks_rows():  # else after TRL's vLLM correction has masked its rows
             self._decide(gen)
         return rewards_per_func
