@@ -19,7 +19,7 @@ CLASS_LINES = 400
 #: ``"path:name": lines`` of the units over budget today; each may shrink, none may grow.
 ALLOWED = {
     # classes: the two trainers (each once carried a redraw loop of its own; under 500 lines since issue 55)
-    "engine/trainer.py:GRPOTrainer": 473,
+    "engine/trainer.py:GRPOTrainer": 466,
     "integrations/trl/trainer.py:FailureAwareGRPOTrainer": 431,
     # functions
     "fine_tune.py:fine_tune": 150,
@@ -37,7 +37,6 @@ ALLOWED = {
     "cli/sft.py:sft": 88,
     "episodes/from_openenv.py:environment_class": 87,
     "verify/code/sandbox.py:start": 86,
-    "engine/trainer.py:update": 81,
 }
 
 

@@ -241,12 +241,10 @@ class GRPOTrainer:
         if fused is not None and a.num_iterations != 1:
             raise ValueError("a fused proximal needs one optimizer step per batch (algo.num_iterations: 1)")
         stats: list[Any] = []
-        grad_norm = 0.0
-        lr = self.sched.get_last_lr()[0]
+        grad_norm, steps, lr = 0.0, 0, self.sched.get_last_lr()[0]
         trained = self.trained_tokens(batch, admit)
         # the training forward before any update, on the rows it runs: the sampler/trainer gap
         probe = torch.full(batch.completion_ids.shape, float("nan"), device=self.device)
-        steps = 0
         for it in range(a.num_iterations):
             got = self.backward(
                 batch,
