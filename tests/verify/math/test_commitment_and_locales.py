@@ -107,6 +107,20 @@ QUESTIONS = [
     ("答案是15吗？", "15", False),
     ("So is it 15? Yes, the answer is 15.", "15", True),  # asked, then given
     ("The answer is 15 (why? because 3 * 5).", "15", True),  # a question about something else
+    # the value inside a question, not just before its mark, in every language the rules know
+    ("Is 15 the answer?", "15", False),
+    ("Could 15 be right? I am not sure.", "15", False),
+    ("¿Es 15 la respuesta?", "15", False),
+    ("Est-ce que 15 est la réponse ?", "15", False),
+    ("Ist 15 die Antwort?", "15", False),
+    ("Является ли 15 ответом?", "15", False),
+    ("15是答案吗？", "15", False),
+    ("15は答えですか？", "15", False),
+    ("The answer is 15, isn't it?", "15", False),
+    # a question why the answer is the value explains it, it does not doubt it
+    ("Why is the answer 15?", "15", True),
+    ("Warum ist die Antwort 15?", "15", True),
+    ("为什么答案是15？", "15", True),
 ]
 HIDDEN_AND_QUOTED = [
     ("The answer is 8.\n<!--\n\\boxed{15}\n-->", "15", False),
@@ -216,7 +230,7 @@ def _searched_everywhere(text: str, span: str) -> str | None:
         return "hedged"
     if c._CJK_HEDGE.search(before) or c._CJK_HEDGE_AFTER.match(after):
         return "hedged"
-    if c._QUESTION_AFTER.match(after):
+    if (c._QUESTION_AFTER.match(after) or (end_m and text[end_m.start()] in "?？")) and not c._WHY.search(clause):
         return "questioned"
     return "repeated" if c._repeated(text, at, value) else None
 

@@ -11,7 +11,8 @@ never commits to it. Each is a rule (``details["rule"]``) with tables of its own
   "12, but I am not sure", "12 or something else");
 * ``repeated``: the answer block is the value written over and over (a flood meant to be read
   somewhere as the answer), not one answer;
-* ``questioned``: the value is asked about, not given ("Is it 12?", "答案是12吗？").
+* ``questioned``: the value is asked about, not given ("Is it 12?", "Is 12 the answer?", "¿Es 12 la
+  respuesta?", "答案是12吗？"); a question why the answer is the value does not doubt it.
 * ``counterfactual``: the value is what the answer would be if something not given held ("if the
   price had doubled, it would be 12", "sería 12 si...", "wäre 12, wenn...", "假如..., 答案就是12");
 * ``attributed``: the value is someone else's claim, not the model's ("the book says 12", "my friend
@@ -42,6 +43,13 @@ _CJK_HEDGE = re.compile(
 _CJK_HEDGE_AFTER = re.compile(r"^[\s$}*)\]]*(?:かもしれない|かもしれません|だろうか|吧)")
 # the value asked about, not given: a question mark (or a question particle) right after it
 _QUESTION_AFTER = re.compile(r"^[\s$}*)\]]*(?:[?？]|(?:吗|嗎|ですか|か)\s*[?？。]?)")
+# a clause ending in a question mark asks about its value ("Is 12 the answer?", "¿Es 12 la respuesta?",
+# "12是答案吗？") unless it asks why (a value explained, not doubted: "Why is the answer 12? Because...")
+_WHY = re.compile(
+    r"\b(?:why|how\s+come|warum|wieso|weshalb|pourquoi|por\s*qu[ée]|perch[ée]|porque|почему|отчего|зачем)\b|"
+    r"为什么|為什麼|为何|為何|なぜ|どうして",
+    re.IGNORECASE,
+)
 # a negation standing just before the value (only words that name the answer between: "not 10, it's
 # 12" negates the 10, not the 12)
 _NOT_BEFORE = re.compile(
@@ -182,7 +190,8 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
         return "hedged", f"{value[:60]!r} is offered without being committed to"
     if words is None and (_CJK_HEDGE.search(before) or _CJK_HEDGE_AFTER.match(after)):
         return "hedged", f"{value[:60]!r} is offered without being committed to"
-    if ("?" in after or "？" in after or words is None) and _QUESTION_AFTER.match(after):
+    asked = ("?" in after or "？" in after or words is None) and _QUESTION_AFTER.match(after)
+    if (asked or (end_m is not None and text[end_m.start()] in "?？")) and not _WHY.search(clause):
         return "questioned", f"{value[:60]!r} is asked about, not given"
     if (words is None or not words.isdisjoint(_WOULD_WORDS)) and _counterfactual(before, clause):
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
