@@ -5,6 +5,8 @@ the grammar becomes vLLM's structured output. Called by :class:`FailureAwareGRPO
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, cast
 
 import torch
@@ -84,27 +86,33 @@ def lean_sampling(trainer: Any) -> bool:
     )
 
 
+@contextlib.contextmanager
+def _unwrapped(trainer: Any) -> Iterator[Any]:
+    """TRL's model as it generates (gathered under ZeRO-3, full parameters under FSDP), no gradient."""
+    ckpt: Any = trainer.args.gradient_checkpointing_kwargs  # transformers also allows a JSON string here
+    with (
+        unwrap_model_for_generation(
+            trainer.model_wrapped,
+            trainer.accelerator,
+            gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+            generation_kwargs=trainer.generation_kwargs,
+            gradient_checkpointing_kwargs=ckpt,
+        ) as unwrapped,
+        torch.no_grad(),
+        trainer._dist.summon_full_params(trainer.model_wrapped, recurse=False),
+    ):
+        yield unwrapped
+
+
 def constrained_generate(
     trainer: Any, prompt_ids: list[list[int]]
 ) -> tuple[list[list[int]], None, list[torch.Tensor | None]]:
     """Constrained sampling of TRL's rows; each row's masks are kept (one packed row per token).
-    rlvr's sampling loop when :meth:`_lean_sampling`, else TRL's transformers ``generate`` with
+    rlvr's sampling loop when :func:`lean_sampling`, else TRL's transformers ``generate`` with
     rlvr's grammar as a logits processor."""
-
     tok, device, multiple = trainer._tokenizer, trainer.accelerator.device, trainer.pad_to_multiple_of
-    ckpt: Any = trainer.args.gradient_checkpointing_kwargs  # transformers also allows a JSON string here
     if lean_sampling(trainer):
-        with (
-            unwrap_model_for_generation(
-                trainer.model_wrapped,
-                trainer.accelerator,
-                gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
-                generation_kwargs=trainer.generation_kwargs,
-                gradient_checkpointing_kwargs=ckpt,
-            ) as unwrapped,
-            torch.no_grad(),
-            trainer._dist.summon_full_params(trainer.model_wrapped, recurse=False),
-        ):
+        with _unwrapped(trainer) as unwrapped:
             # the global RNG, as generate() draws from: TRL's seeding makes it reproducible
             b = generate(
                 unwrapped,
@@ -131,17 +139,7 @@ def constrained_generate(
     inputs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
     assert trainer.constrainer is not None  # constrained generation only runs with one
     proc = GrammarLogitsProcessor(trainer.constrainer, len(prompt_ids), trainer.max_completion_length)
-    with (
-        unwrap_model_for_generation(
-            trainer.model_wrapped,
-            trainer.accelerator,
-            gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
-            generation_kwargs=trainer.generation_kwargs,
-            gradient_checkpointing_kwargs=ckpt,
-        ) as unwrapped,
-        torch.no_grad(),
-        trainer._dist.summon_full_params(trainer.model_wrapped, recurse=False),
-    ):
+    with _unwrapped(trainer) as unwrapped:
         out = unwrapped.generate(
             **inputs, generation_config=trainer.generation_config, logits_processor=LogitsProcessorList([proc])
         )
