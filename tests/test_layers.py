@@ -120,7 +120,7 @@ def test_the_verifier_core_imports_without_torch() -> None:
     """... nor the optional environment libraries (``rlvr[envs]``: verifiers, OpenEnv)."""
     code = (
         "import sys; import rlvr, rlvr.verify, rlvr.rewards, rlvr.config, rlvr.scoring, rlvr.runs, "
-        "rlvr.diagnostics.causes, rlvr.registry; "
+        "rlvr.diagnostics.causes, rlvr.registry, rlvr.verify.judge.judged; "
         "bad = sorted(m for m in ('torch', 'transformers', 'trl', 'verifiers', 'openenv') if m in sys.modules); "
         "print(bad); "
         "sys.exit(1 if bad else 0)"

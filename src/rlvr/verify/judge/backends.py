@@ -10,10 +10,6 @@ import os
 import threading
 from typing import Any, Protocol
 
-import torch
-
-from rlvr.models.load import load_model
-
 
 class JudgeBackend(Protocol):
     """Sends chat messages to a judge model and returns its reply text."""
@@ -95,11 +91,15 @@ class TransformersJudge:
 
     def __init__(self, model: Any, tokenizer: Any = None, *, max_new_tokens: int = 128, device: Any = None) -> None:
         if isinstance(model, str):
+            # a local judge only: the HTTP judge (and the verifier that asks it) loads without torch
+            from rlvr.models.load import load_model  # noqa: PLC0415
+
             model, tokenizer = load_model(model, device=device)
         self.model, self.tokenizer, self.max_new_tokens = model, tokenizer, max_new_tokens
         self._lock = threading.Lock()  # generate() is not re-entrant on one model
 
     def __call__(self, messages: list[dict[str, str]], *, timeout: float) -> str:
+        import torch  # noqa: PLC0415  (a local judge only, as above)
         from transformers import MaxTimeCriteria, StoppingCriteriaList
 
         with self._lock:
