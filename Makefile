@@ -141,26 +141,28 @@ bench-soak: $(STAMP)
 bench-off-policy: $(STAMP)
 	$(BIN)/python benchmarks/off_policy.py --seeds 3 --steps 30 --jobs 2
 
+# a benchmark that fails to run is named in the summary (not only missing from it)
+QUICK_FAILED = benchmarks/results/quick/failed.txt
 bench-check: $(STAMP) $(VERL_STAMP)
-	@rm -f benchmarks/results/quick/*.json
-	-$(BIN)/python benchmarks/verifier.py --quick > /dev/null
-	-$(BIN)/python benchmarks/score.py --quick > /dev/null
-	-$(BIN)/python benchmarks/code_verify.py --quick --against $(BENCH_BASELINE_CODE) > /dev/null 2>&1
-	-$(BIN)/python benchmarks/constrained.py --quick > /dev/null 2>&1
-	-$(BIN)/python benchmarks/trainer_vs_trl.py --quick > /dev/null 2>&1
-	-$(BIN)/python benchmarks/failure_aware.py --quick > /dev/null 2>&1
-	-$(BIN)/python benchmarks/failure_aware.py --quick --engine trl > /dev/null 2>&1
-	-$(BIN)/python benchmarks/real_model.py --quick > /dev/null 2>&1
-	-$(BIN)/python benchmarks/sample.py --quick > /dev/null 2>&1
-	-$(BIN)/python benchmarks/agentic.py --quick --jobs 2 > /dev/null 2>&1
-	-$(BIN)/python benchmarks/agentic.py --quick --jobs 2 --engine trl > /dev/null 2>&1
-	-$(BIN)/python benchmarks/real_learning.py --quick > /dev/null 2>&1
-	-$(BIN)/python benchmarks/failure_step.py --quick --jobs 2 > /dev/null 2>&1
-	-$(BIN)/python benchmarks/off_policy.py --quick > /dev/null 2>&1
-	-$(BIN)/python benchmarks/agentic_heavy.py --quick > /dev/null 2>&1
-	-$(BIN)/python benchmarks/async_engine.py --quick > /dev/null 2>&1
-	-$(BIN)/python benchmarks/soak.py --quick > /dev/null 2>&1
-	-$(VERL_VENV)/bin/python benchmarks/verl_reward.py --quick > /dev/null 2>&1
+	@rm -f benchmarks/results/quick/*.json $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/verifier.py --quick > /dev/null || echo "benchmarks/verifier.py --quick" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/score.py --quick > /dev/null || echo "benchmarks/score.py --quick" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/code_verify.py --quick --against $(BENCH_BASELINE_CODE) > /dev/null 2>&1 || echo "benchmarks/code_verify.py --quick --against $(BENCH_BASELINE_CODE)" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/constrained.py --quick > /dev/null 2>&1 || echo "benchmarks/constrained.py --quick" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/trainer_vs_trl.py --quick > /dev/null 2>&1 || echo "benchmarks/trainer_vs_trl.py --quick" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/failure_aware.py --quick > /dev/null 2>&1 || echo "benchmarks/failure_aware.py --quick" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/failure_aware.py --quick --engine trl > /dev/null 2>&1 || echo "benchmarks/failure_aware.py --quick --engine trl" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/real_model.py --quick > /dev/null 2>&1 || echo "benchmarks/real_model.py --quick" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/sample.py --quick > /dev/null 2>&1 || echo "benchmarks/sample.py --quick" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/agentic.py --quick --jobs 2 > /dev/null 2>&1 || echo "benchmarks/agentic.py --quick --jobs 2" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/agentic.py --quick --jobs 2 --engine trl > /dev/null 2>&1 || echo "benchmarks/agentic.py --quick --jobs 2 --engine trl" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/real_learning.py --quick > /dev/null 2>&1 || echo "benchmarks/real_learning.py --quick" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/failure_step.py --quick --jobs 2 > /dev/null 2>&1 || echo "benchmarks/failure_step.py --quick --jobs 2" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/off_policy.py --quick > /dev/null 2>&1 || echo "benchmarks/off_policy.py --quick" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/agentic_heavy.py --quick > /dev/null 2>&1 || echo "benchmarks/agentic_heavy.py --quick" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/async_engine.py --quick > /dev/null 2>&1 || echo "benchmarks/async_engine.py --quick" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/soak.py --quick > /dev/null 2>&1 || echo "benchmarks/soak.py --quick" >> $(QUICK_FAILED)
+	-$(VERL_VENV)/bin/python benchmarks/verl_reward.py --quick > /dev/null 2>&1 || echo "benchmarks/verl_reward.py --quick" >> $(QUICK_FAILED)
 	@$(BIN)/python benchmarks/results.py --summary benchmarks/results/quick
 
 clean:

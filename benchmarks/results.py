@@ -167,7 +167,11 @@ def summary(folder: Path) -> int:
             bar = Bar(b["name"], b["value"], b["op"], b["target"], b.get("unit", ""), b.get("quick_decides", True))
             failed += bar.judged(quick) and not bar.met
             print(bar.line(rec["benchmark"], quick) + f"  [{rec['commit']}]")
-    print(f"{failed} bar(s) not met" if failed else "every bar met")
+    broken = (folder / "failed.txt").read_text().split("\n") if (folder / "failed.txt").exists() else []
+    for cmd in filter(None, broken):
+        print(f"FAILED TO RUN: {cmd} (run it alone to see why)")
+        failed += 1
+    print(f"{failed} bar(s) not met or benchmark(s) not run" if failed else "every bar met")
     return failed
 
 

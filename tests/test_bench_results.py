@@ -34,3 +34,13 @@ def test_a_bar_quick_mode_cannot_decide_is_a_figure_there_and_judged_in_the_full
         (tmp_path / "b.json").write_text(json.dumps(rec))
         assert summary(tmp_path) == failed  # the speed bar fails in both modes; the figure only in full
     assert "FIGURE" in capsys.readouterr().out
+
+
+def test_a_benchmark_that_failed_to_run_is_named_and_counted(tmp_path, capsys) -> None:
+    rec = {"benchmark": "b", "quick": True, "commit": "c", "bars": []}
+    (tmp_path / "b.json").write_text(json.dumps(rec))
+    assert summary(tmp_path) == 0
+    (tmp_path / "failed.txt").write_text("benchmarks/off_policy.py --quick\nbenchmarks/soak.py --quick\n")
+    assert summary(tmp_path) == 2
+    out = capsys.readouterr().out
+    assert "FAILED TO RUN: benchmarks/off_policy.py --quick" in out and "FAILED TO RUN: benchmarks/soak.py" in out
