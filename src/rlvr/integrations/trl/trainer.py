@@ -12,8 +12,11 @@ It overrides the few methods TRL exposes, translating TRL's data into
   transformers path through rlvr's sampling loop, lean decoder and jump-forward, when TRL's
   sampling settings are ones it has, else ``generate`` with rlvr's logits processor), then the
   rows the step names (invalid, and truncated by option) redrawn for the same prompt, before any
-  old-log-prob or reference forward is spent on them; every process joins every round, so sharded
-  models (FSDP, ZeRO-3) stay in step;
+  old-log-prob or reference forward is spent on them, by the redraw loop every engine shares
+  (:func:`rlvr.sampling.rows.redraw` over :class:`.rows.TRLRows`); every process joins every round,
+  so sharded models (FSDP, ZeRO-3) stay in step;
+* ``_generate`` (with tools): each row's tools under a guard, each row read back as an episode, the
+  failed episodes redrawn whole by the same loop; ``_get_tool_suffix_ids``: a tool result is text;
 * ``_calculate_rewards``: TRL's rewards, then each row's cause from its verdict (rlvr's rewards pass
   theirs through; a row that a user reward scored ``None`` is ``invalid``), gathered from every
   process: the decision (cold start, admission, advantages, quarantine) is made on the whole
@@ -27,8 +30,11 @@ It overrides the few methods TRL exposes, translating TRL's data into
 * ``_save_checkpoint`` / ``_load_optimizer_and_scheduler``: the failure state travels with TRL's
   checkpoints.
 
-TRL's own logging (console, TensorBoard, W&B) keeps working; rlvr's metrics join it under the names
-rlvr's engine uses, and the run folder (:mod:`.runfolder`) is the same as rlvr's engine writes.
+The class only wires; what its overrides run lives in :mod:`.constrained` (the grammar),
+:mod:`.tool_loop` (TRL's tool loop under guards), :mod:`.views` (each row as the failure step sees
+it) and :mod:`.rows`. TRL's own logging (console, TensorBoard, W&B) keeps working; rlvr's metrics
+join it under the names rlvr's engine uses, and the run folder (:mod:`.runfolder`) is the same as
+rlvr's engine writes.
 """
 
 from __future__ import annotations
