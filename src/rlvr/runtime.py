@@ -21,14 +21,10 @@ import random
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 
 from rlvr.errors import ConfigError
-
-if TYPE_CHECKING:
-    import torch
 
 M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter numbers (malloc.h)
 M_MMAP_THRESHOLD = -3

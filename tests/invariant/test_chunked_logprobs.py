@@ -19,7 +19,7 @@ def _pair(tmp_path, *extra: str):
     full = _trainer(tmp_path / "full", "algo.logprobs=full", *extra)
     chunked = _trainer(tmp_path / "chunked", "algo.logprobs=chunked", *extra)
     chunked.model.load_state_dict(full.model.state_dict())
-    assert chunked.chunked and not full.chunked
+    assert chunked.fwd.chunked and not full.fwd.chunked
     return full, chunked
 
 

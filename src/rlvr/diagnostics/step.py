@@ -440,12 +440,15 @@ def rollout_record(
     task: str | None = None,
     advantage: float = 0.0,
     admitted: bool = False,
+    episode: Any = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """One line of ``rollouts.jsonl``, the same for every engine (``rlvr causes`` and ``rlvr report``
     read it): prompt id, task, prompt, gold, completion, finish, policy version, cause, verdict,
     components, total, advantage, admitted, and what the engine adds (``rank``, ``replaced``...).
-    ``sample``: a row with ``prompt``/``gold``/``task`` attributes, instead of passing them."""
+    ``sample``: a row with ``prompt``/``gold``/``task`` attributes, instead of passing them;
+    ``episode``: the rollout's :class:`rlvr.episodes.Episode`, or its record as another process sent it
+    (its turns and events go in the line)."""
 
     if sample is not None:
         prompt, gold, task = sample.prompt, sample.gold, sample.task
@@ -465,6 +468,7 @@ def rollout_record(
         "advantage": advantage,
         "admitted": admitted,
         **extra,
+        **({"episode": episode.record() if hasattr(episode, "record") else episode} if episode is not None else {}),
     }
 
 

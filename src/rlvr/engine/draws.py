@@ -11,7 +11,6 @@ buffer, then the failed rows redrawn by the loop every engine shares (:func:`rlv
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +27,7 @@ from rlvr.diagnostics.step import DrawAhead, FailureAware, informative
 from rlvr.episodes import Faults
 from rlvr.episodes.episode import env_scored
 from rlvr.errors import ConfigError
-from rlvr.models.device import lean_paths
+from rlvr.models.device import lean_paths, matmul_precision
 from rlvr.rewards.base import prompt_text
 from rlvr.runtime import sampling_dtype
 from rlvr.sampling import RolloutBatch, Turns, generate
@@ -128,9 +127,7 @@ class Draws:
 
     def autocast(self) -> Any:
         """The precision the policy's matrix products run in (``model.autocast``)."""
-        if self.cfg.model.autocast == "bf16":
-            return torch.autocast(next(self.policy.parameters()).device.type, dtype=torch.bfloat16)
-        return contextlib.nullcontext()
+        return matmul_precision(self.policy, self.cfg.model.autocast)
 
     def rollout(
         self, samples: list[Sample], group_size: int | None = None, draw: tuple[int, int] = (1, 0)

@@ -10,7 +10,6 @@ fit; micro-batches are ``algo.micro_batch`` rows, or as many as ``algo.token_bud
 
 from __future__ import annotations
 
-import contextlib
 from functools import cached_property
 from typing import Any
 
@@ -20,6 +19,7 @@ from rlvr.algo.loss import token_logprobs
 from rlvr.config import TrainConfig
 from rlvr.decoding.constrain import masked_hidden_logprobs, masked_logprobs
 from rlvr.models.budget import auto_token_budget, rows_within
+from rlvr.models.device import matmul_precision
 from rlvr.models.fast_decode import supports
 from rlvr.models.grouped_forward import completion_hidden, completion_logits
 from rlvr.models.logprobs import chunked_logprobs, decoder_hidden, head_logits
@@ -49,9 +49,7 @@ class Forward:
 
     def autocast(self) -> Any:
         """The precision of the policy's matrix products (``model.autocast``)."""
-        if self.cfg.model.autocast == "bf16":
-            return torch.autocast(next(self.model.parameters()).device.type, dtype=torch.bfloat16)
-        return contextlib.nullcontext()
+        return matmul_precision(self.model, self.cfg.model.autocast)
 
     def token_logprobs(self, logits: torch.Tensor, completion: torch.Tensor, bits: torch.Tensor | None) -> torch.Tensor:
         """Log-probs of the sampled tokens; positions sampled under a constraint mask get it again."""

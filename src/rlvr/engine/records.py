@@ -23,11 +23,6 @@ def eval_metrics(ev: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def _episode(ep: Any) -> dict[str, Any]:
-    """An episode's turns and events, where the rollout is one."""
-    return {"episode": ep.record()} if ep is not None else {}
-
-
 def rollout_lines(rows: ScoredRows, d: Decision, replaced: list[Replaced]) -> list[dict[str, Any]]:
     """``rollouts.jsonl`` lines: every rollout of the step, then the originals the redraws replaced."""
     kept = [
@@ -37,7 +32,7 @@ def rollout_lines(rows: ScoredRows, d: Decision, replaced: list[Replaced]) -> li
             rows.samples[i],
             advantage=float(d.advantages[i]),
             admitted=bool(d.admit[i]),
-            **_episode(rows.episode(i)),
+            episode=rows.episode(i),
         )
         for i, v in enumerate(rows.views)
     ]
@@ -50,7 +45,7 @@ def rollout_lines(rows: ScoredRows, d: Decision, replaced: list[Replaced]) -> li
             admitted=False,
             replaced=True,
             attempt=o.attempt,
-            **_episode(o.episode),
+            episode=o.episode,
         )
         for o in replaced
     ]

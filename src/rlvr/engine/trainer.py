@@ -24,7 +24,7 @@ from rlvr.config import TrainConfig, dump_config
 from rlvr.data.tasks import Sample
 from rlvr.decoding.constrain import forced_tokens
 from rlvr.diagnostics.redraws import Redraws
-from rlvr.engine.draws import Drawn, Draws, env_judged, failure_step
+from rlvr.engine.draws import Drawn, Draws, failure_step
 from rlvr.engine.forward import Forward
 from rlvr.engine.records import engine_metrics, eval_metrics, rollout_lines
 from rlvr.episodes.env import shutdown
@@ -38,7 +38,7 @@ from rlvr.sampling.rows import ScoredRows
 from rlvr.setup import build
 
 StepCallback = Callable[[int, dict[str, Any]], None]
-__all__ = ["Drawn", "GRPOTrainer", "StepCallback", "env_judged", "lr_lambda"]
+__all__ = ["GRPOTrainer", "StepCallback", "lr_lambda"]
 
 
 def lr_lambda(schedule: str, warmup: int, total: int) -> Callable[[int], float]:
@@ -112,7 +112,6 @@ class GRPOTrainer:
             self._keep_version()
         self.data, self.ahead, self.rollout_dtype = self.draws.data, self.draws.ahead, self.draws.dtype
         self.fwd = Forward(cfg, model, self.device, self.fast, self.opt)
-        self.chunked = self.fwd.chunked
         self.quarantined_now: list[str] = []  # prompts the last step quarantined
 
     # ------------------------------------------------------------------ pieces

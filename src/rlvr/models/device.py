@@ -9,15 +9,14 @@ model's own forward (SDPA attention, one fused kernel per op) is the better defa
 
 from __future__ import annotations
 
+import contextlib
 import re
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Any
 
 import torch
 
 from rlvr.errors import ConfigError
-
-if TYPE_CHECKING:
-    import torch
 
 DEVICE_PATTERN = r"^(auto|cpu|mps|cuda(:\d+)?)$"
 DTYPES = ("float32", "bfloat16")
@@ -53,6 +52,13 @@ def torch_dtype(name: str) -> torch.dtype:
     if name not in DTYPES:
         raise ConfigError(f"model.dtype {name!r}: expected one of {', '.join(DTYPES)}")
     return getattr(torch, name)
+
+
+def matmul_precision(model: Any, autocast: str) -> AbstractContextManager[Any]:
+    """Where ``model``'s matrix products run in bfloat16 (``model.autocast: bf16``); a no-op otherwise."""
+    if autocast == "bf16":
+        return torch.autocast(next(model.parameters()).device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def lean_paths(fast: bool | None, device: torch.device) -> bool:

@@ -23,7 +23,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from rlvr.data.tasks import Sample
 from rlvr.diagnostics.causes import Cause
@@ -31,6 +31,12 @@ from rlvr.diagnostics.redraws import Redraws, env_counts
 from rlvr.diagnostics.step import FailureAware, RolloutView
 from rlvr.sampling.batch import RolloutBatch
 from rlvr.types import RewardBreakdown
+
+
+def served(episodes: Sequence[Any]) -> list[bool]:
+    """Per row: did the environment answer one of its episode's calls (False for a single-turn row,
+    whose episode is None)."""
+    return [ep is not None and ep.served() > 0 for ep in episodes]
 
 
 def views_of(
@@ -99,9 +105,7 @@ class ScoredRows:
         return self.batch.episodes[i] if self.batch.episodes is not None else None
 
     def served(self) -> list[bool]:
-        """Per row: did the environment answer one of its episode's calls (False for single-turn rows)."""
-        eps = self.batch.episodes or [None] * len(self)
-        return [ep is not None and ep.served() > 0 for ep in eps]
+        return served(self.batch.episodes or [None] * len(self))
 
     def select_groups(self, groups: Sequence[int]) -> ScoredRows:
         """These groups alone, in that order."""

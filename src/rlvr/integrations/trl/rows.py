@@ -18,7 +18,7 @@ import torch
 
 from rlvr.diagnostics.causes import Cause
 from rlvr.diagnostics.step import RolloutView
-from rlvr.sampling.rows import Together
+from rlvr.sampling.rows import Together, served
 
 
 @dataclass
@@ -38,8 +38,7 @@ class TRLRows:
     episodes: list[Any] | None = None
 
     def served(self) -> list[bool]:
-        """Per row: did the environment answer one of its episode's calls."""
-        return [ep is not None and ep.served() > 0 for ep in (self.episodes or [None] * len(self.views))]
+        return served(self.episodes or [None] * len(self.views))
 
     def episode(self, i: int) -> object | None:
         return self.episodes[i] if self.episodes is not None else None

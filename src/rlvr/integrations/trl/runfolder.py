@@ -33,11 +33,6 @@ ALIASES = {
 }
 
 
-def _episode(ep: Any) -> dict[str, Any]:
-    """An episode's turns and events for its rollout line (nothing for a single-turn rollout)."""
-    return {"episode": ep.record()} if ep is not None else {}
-
-
 def _gold(row: dict[str, Any]) -> Any:
     return next((row[c] for c in (*GOLD_COLUMNS, "tests", "constraints") if row.get(c) is not None), None)
 
@@ -82,7 +77,7 @@ class RunFolder(TrainerCallback):
                     advantage=float(d.advantages[i]),
                     admitted=bool(d.admit[i]),
                     rank=gen.ranks[i],
-                    **_episode(ep),
+                    episode=ep,
                 )
                 for i, (v, r, ep) in enumerate(zip(gen.views, gen.rows_all, eps))
             ]
@@ -96,7 +91,7 @@ class RunFolder(TrainerCallback):
                     rank=rk,
                     replaced=True,
                     attempt=o.attempt,
-                    **_episode(o.episode),
+                    episode=o.episode,
                 )
                 for rk, o, r in replaced
             ]

@@ -72,7 +72,7 @@ class RowsDecision:
                 advantage=float(a),
                 admitted=bool(ok),
                 key=r.key,
-                **({"episode": ep} if (ep := _episode(r.info)) is not None else {}),
+                episode=_episode(r.info),
             )
             for r, v, c, a, ok, g, t in zip(
                 self.rows,
