@@ -245,7 +245,7 @@ def test_trainer_drops_the_constant_format_reward_and_logs_the_masks(tmp_path) -
     samples = trainer.data.take(2)
     b = trainer.rollout(samples)
     logits = completion_logits(trainer.model, b.prompt_ids[::4], b.prompt_mask[::4], b.completion_ids, 4)
-    logp = trainer.fwd.token_logprobs(logits, b.completion_ids, b.bitmask)
+    logp = trainer.learner.fwd.token_logprobs(logits, b.completion_ids, b.bitmask)
     kept = b.completion_mask.bool()
     log_ratio = (logp - b.logprobs)[kept]
     assert float(log_ratio.abs().max()) < 1e-2 and float(log_ratio.abs().mean()) < 1e-3

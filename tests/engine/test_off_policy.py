@@ -38,7 +38,7 @@ def test_recomputed_proximal_of_an_on_policy_batch_is_the_samplers(tmp_path) -> 
     noise), so recompute and bypass train the same and nothing is rejected at a tight band."""
     tr = _trainer(tmp_path, "off_policy.proximal=recompute", "off_policy.geometric_band=[0.999, 1.001]")
     b = tr.rollout(tr.data.take(3))
-    proximal, corr = tr.off_policy(b)
+    proximal, corr = tr.learner.off_policy(b)
     assert proximal is not None and corr is not None
     mask = b.completion_mask.bool()
     assert float((proximal - b.logprobs).abs()[mask].max()) < 1e-4
@@ -73,15 +73,15 @@ def test_after_a_redraw_only_the_redrawn_rows_are_run_again_to_the_same_log_prob
     tr = _trainer(tmp_path, "off_policy.proximal=recompute", "off_policy.geometric_band=[0.9, 1.1]")
     samples = tr.data.take(3)
     b = tr.rollout(samples)
-    before, _ = tr.off_policy(b)
+    before, _ = tr.learner.off_policy(b)
     rows = [1, 6, 7]
     redrawn = b.replace_rows(rows, tr.draws.rollout([samples[i // 4] for i in rows], 1, (31, 1)), tr.tok.pad_token_id)
     runs: list[int] = []
-    real = tr.logprobs
-    tr.logprobs = lambda batch: runs.append(batch.completion_ids.shape[0]) or real(batch)  # type: ignore[method-assign]
+    real = tr.learner.logprobs
+    tr.learner.logprobs = lambda batch: runs.append(batch.completion_ids.shape[0]) or real(batch)  # type: ignore[method-assign]
     assert before is not None
-    spliced, corr = tr.off_policy(redrawn, known=(before, rows))
-    full, corr_full = tr.off_policy(redrawn)
+    spliced, corr = tr.learner.off_policy(redrawn, known=(before, rows))
+    full, corr_full = tr.learner.off_policy(redrawn)
     assert runs == [3, 12]  # the redrawn rows, then (for the comparison) the whole batch
     assert spliced is not None and full is not None and corr is not None and corr_full is not None
     mask = redrawn.completion_mask.bool()
@@ -92,8 +92,8 @@ def test_after_a_redraw_only_the_redrawn_rows_are_run_again_to_the_same_log_prob
 def test_a_lagged_sampler_hands_over_rollouts_of_older_versions(tmp_path) -> None:
     tr = _trainer(tmp_path, "off_policy.lag=2", "failure.max_staleness=2", "off_policy.proximal=recompute")
     seen: list[list[int]] = []
-    real_update = tr.update
-    tr.update = lambda batch, adv, admit, **kw: (
+    real_update = tr.learner.update
+    tr.learner.update = lambda batch, adv, admit, **kw: (
         seen.append(sorted(set(batch.versions)))
         or real_update(  # type: ignore[method-assign]
             batch, adv, admit, **kw

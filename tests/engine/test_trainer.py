@@ -246,8 +246,8 @@ def test_groups_drawn_ahead_are_used_while_fresh_and_dropped_when_stale(tmp_path
     )
     trainer = GRPOTrainer(cfg)
     seen: list[list[int]] = []
-    real_update = trainer.update
-    trainer.update = lambda batch, adv, admit, **kw: (
+    real_update = trainer.learner.update
+    trainer.learner.update = lambda batch, adv, admit, **kw: (
         seen.append(list(batch.versions))
         or real_update(  # type: ignore[method-assign]
             batch, adv, admit, **kw

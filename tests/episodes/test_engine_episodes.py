@@ -287,10 +287,10 @@ def test_tool_tokens_carry_no_gradient(policy, tmp_path) -> None:
     assert batch.tool_mask is not None and batch.tool_mask.sum() > 0
     adv = torch.linspace(-1, 1, batch.completion_ids.shape[0])
     admit = torch.ones_like(adv, dtype=torch.bool)
-    tr.update(batch, adv, admit)
+    tr.learner.update(batch, adv, admit)
     poisoned = copy.copy(batch)
     poisoned.logprobs = batch.logprobs.masked_fill(batch.tool_mask.bool(), -5.0)
-    twin.update(poisoned, adv, admit)
+    twin.learner.update(poisoned, adv, admit)
     moved = False
     for (k, v), w in zip(tr.model.state_dict().items(), twin.model.state_dict().values()):
         assert torch.equal(v, w), k
@@ -382,13 +382,13 @@ def test_an_environment_observation_joins_the_prompt_and_its_reward_judges(polic
         eval_rows=[],
     )
     rows = _rows()[:2]
-    batch = tr.rollout(rows)
+    scored = tr.draws.groups(rows)
+    batch = scored.batch
     assert all(ep.prompt.endswith("Use the calculator.") for ep in batch.episodes)
     assert "Use the calculator." in tok.decode(batch.prompt_ids[0])
-    breakdowns = tr.draws.breakdowns([r for r in rows for _ in range(batch.group_size)], batch)
-    for b, ep in zip(breakdowns, batch.episodes):
+    for view, ep in zip(scored.views, batch.episodes):
         if ep.finish in ("eos", "length"):
-            assert b.components["accuracy"] == ep.reward and "environment's reward" in b.verdict.reason
+            assert view.components["accuracy"] == ep.reward and "environment's reward" in view.verdict.reason
 
 
 def _ids(tok, text: str) -> list[int]:

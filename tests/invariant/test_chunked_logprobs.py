@@ -19,7 +19,7 @@ def _pair(tmp_path, *extra: str):
     full = _trainer(tmp_path / "full", "algo.logprobs=full", *extra)
     chunked = _trainer(tmp_path / "chunked", "algo.logprobs=chunked", *extra)
     chunked.model.load_state_dict(full.model.state_dict())
-    assert chunked.fwd.chunked and not full.fwd.chunked
+    assert chunked.learner.fwd.chunked and not full.learner.fwd.chunked
     return full, chunked
 
 
@@ -33,7 +33,7 @@ def test_chunked_logprobs_give_the_full_paths_gradients(tmp_path, loss: str, ext
     adv = _advantages(len(b.texts))
     admit = torch.ones(len(b.texts), dtype=torch.bool)
     admit[[1, 6]] = False
-    torch.testing.assert_close(full.logprobs(b), chunked.logprobs(b), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(full.learner.logprobs(b), chunked.learner.logprobs(b), atol=1e-5, rtol=1e-5)
     assert_same(grads(full, b, adv, admit), grads(chunked, b, adv, admit))
 
 
@@ -54,8 +54,8 @@ def test_chunked_logprobs_keep_the_grammar_masks(tmp_path) -> None:
     masked = dataclasses.replace(b, bitmask=bits)
     adv = _advantages(n)
     admit = torch.ones(n, dtype=torch.bool)
-    lp_full, lp_chunked = full.logprobs(masked), chunked.logprobs(masked)
-    assert not torch.allclose(lp_full, full.logprobs(b))  # the masks changed the log-probs
+    lp_full, lp_chunked = full.learner.logprobs(masked), chunked.learner.logprobs(masked)
+    assert not torch.allclose(lp_full, full.learner.logprobs(b))  # the masks changed the log-probs
     torch.testing.assert_close(lp_full, lp_chunked, atol=1e-5, rtol=1e-5)
     assert_same(grads(full, masked, adv, admit), grads(chunked, masked, adv, admit))
 
@@ -74,7 +74,7 @@ def _peak_single_allocation(trainer, batch, adv, admit) -> int:
 
     trainer.model.zero_grad(set_to_none=True)
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        trainer.backward(batch, adv, admit)
+        trainer.learner.backward(batch, adv, admit)
     trainer.model.zero_grad(set_to_none=True)
     return max(e.cpu_memory_usage for e in prof.events() if e.cpu_memory_usage > 0)
 
@@ -92,7 +92,8 @@ def test_one_update_never_holds_more_than_one_tile_of_vocabulary_values(tmp_path
         tr = _trainer(tmp_path / mode, f"algo.logprobs={mode}", "model.fast_decode=false")
         cfg = Qwen2Config(**{**tr.model.config.to_dict(), "vocab_size": vocab})
         torch.manual_seed(0)
-        tr.model = tr.fwd.model = tr.draws.policy = type(tr.model)(cfg)  # the same engine over a 32k-vocabulary model
+        # the same engine over a 32k-vocabulary model
+        tr.model = tr.learner.model = tr.learner.fwd.model = tr.draws.policy = type(tr.model)(cfg)
         runs.append(tr)
     full, chunked = runs
     chunked.model.load_state_dict(full.model.state_dict())

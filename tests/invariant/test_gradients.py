@@ -1,7 +1,7 @@
 """What reaches the gradient on rlvr's engine: set-ups that must give the same loss and gradients.
 
 Each test builds two set-ups that the docs promise are equivalent and compares the gradients the
-engine accumulates (:meth:`rlvr.engine.trainer.GRPOTrainer.backward`, the pass ``update`` steps on),
+engine accumulates (:meth:`rlvr.engine.learner.Learner.backward`, the pass ``update`` steps on),
 for every registered loss aggregation:
 
 * rows the failure step excluded equal rows that were never in the batch (also whole groups left
@@ -60,7 +60,7 @@ def _advantages(n: int, seed: int = 1) -> torch.Tensor:
 def grads(trainer: GRPOTrainer, batch: RolloutBatch, adv: torch.Tensor, admit: torch.Tensor) -> dict[str, torch.Tensor]:
     """The gradient one pass of the engine's update accumulates, per parameter."""
     trainer.model.zero_grad(set_to_none=True)
-    trainer.backward(batch, adv, admit)
+    trainer.learner.backward(batch, adv, admit)
     out = {
         n: (p.grad.clone() if p.grad is not None else torch.zeros_like(p))
         for n, p in trainer.model.named_parameters()
@@ -189,7 +189,7 @@ def test_token_budget_split_does_not_change_gradients(tmp_path, loss: str, group
     split.model.load_state_dict(whole.model.state_dict())
     admit = torch.ones(len(b.texts), dtype=torch.bool)
     admit[[2, 7]] = False
-    parts = split.fwd.parts(b, admit)
+    parts = split.learner.fwd.parts(b, admit)
     assert len(parts) == (3 if groups else 5) and all(len(rows) * width <= budget for rows, _ in parts)
     assert all((first is not None) == bool(groups) for _, first in parts)
     adv = _advantages(len(b.texts))

@@ -1,7 +1,7 @@
 """The sampler's log-probs are the training forward's, in float32, on every kind of row.
 
 rlvr's engine uses the log-probs it recorded while sampling as the old policy's; they must be what
-the loss's own forward (:meth:`rlvr.engine.trainer.GRPOTrainer.logprobs`, the shared-prompt path and
+the loss's own forward (:meth:`rlvr.engine.learner.Learner.logprobs`, the shared-prompt path and
 the model's own) computes for every trained token: plain rows, rows that end on a stop id other than
 the tokenizer's eos (one that is also the pad id), rows sampled under a grammar (the masks applied
 again), and episodes whose tool results sit between the policy's turns.
@@ -44,9 +44,9 @@ def _trainer(tmp_path, *extra: str, model=None, tok=None) -> GRPOTrainer:
 def _gap(trainer: GRPOTrainer, b) -> float:
     """The largest |training - sampling| log-prob over the tokens the loss trains."""
     admit = torch.ones(b.completion_ids.shape[0], dtype=torch.bool)
-    trained = trainer.trained_tokens(b, admit).bool()
+    trained = trainer.learner.trained_tokens(b, admit).bool()
     assert bool(trained.any())
-    return float((trainer.logprobs(b) - b.logprobs)[trained].abs().max())
+    return float((trainer.learner.logprobs(b) - b.logprobs)[trained].abs().max())
 
 
 @pytest.mark.parametrize("micro_batch", [None, 2], ids=["shared-prompt forward", "model's own forward"])

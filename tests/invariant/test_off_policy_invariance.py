@@ -21,7 +21,7 @@ from tests.invariant.test_gradients import LOSSES, _advantages, _batch, _trainer
 
 def _grads_with(trainer, batch, adv, admit, **kw) -> dict[str, torch.Tensor]:
     trainer.model.zero_grad(set_to_none=True)
-    trainer.backward(batch, adv, admit, **kw)
+    trainer.learner.backward(batch, adv, admit, **kw)
     out = {n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
     trainer.model.zero_grad(set_to_none=True)
     return out
@@ -40,7 +40,7 @@ def test_recomputed_proximal_of_an_on_policy_batch_trains_as_bypass(tmp_path, lo
     tr = _trainer(tmp_path, f"algo.loss={loss}", "off_policy.proximal=recompute")
     torch.manual_seed(0)
     b = tr.rollout(tr.data.take(tr.cfg.rollout.prompts_per_step))  # sampled by this very policy, float32
-    proximal, corr = tr.off_policy(b)
+    proximal, corr = tr.learner.off_policy(b)
     assert proximal is not None and corr is not None
     adv, admit = _advantages(len(b.texts)), torch.ones(len(b.texts), dtype=torch.bool)
     assert_same(grads(tr, b, adv, admit), _grads_with(tr, b, adv, admit, old=proximal, weights=corr.weights))
@@ -83,9 +83,9 @@ def test_the_fused_proximal_trains_as_the_recomputed_one(tmp_path, loss: str, se
     tr = _trainer(tmp_path, f"algo.loss={loss}", "off_policy.proximal=recompute", *settings)
     b = _batch(tr)  # behaviour log-probs 0.1 away from the model's: weights above and below the cap
     adv, admit = _advantages(len(b.texts)), torch.ones(len(b.texts), dtype=torch.bool)
-    fused = tr.fused_proximal()
+    fused = tr.learner.fused_proximal()
     assert fused is not None
-    proximal, corr = tr.off_policy(b)
+    proximal, corr = tr.learner.off_policy(b)
     assert corr is not None and bool((corr.weights[b.completion_mask.bool()] != 1).any())
     assert_same(
         _grads_with(tr, b, adv, admit, old=proximal, weights=corr.weights),
@@ -96,9 +96,9 @@ def test_the_fused_proximal_trains_as_the_recomputed_one(tmp_path, loss: str, se
 def test_a_fused_step_runs_no_forward_of_its_own_and_reports_the_correction(tmp_path, monkeypatch) -> None:
     tr = _trainer(tmp_path, "off_policy.proximal=recompute", "off_policy.token_cap=1.05")
     b = _batch(tr)
-    monkeypatch.setattr(tr, "logprobs", lambda *a, **k: pytest.fail("the fused proximal ran its own forward"))
+    monkeypatch.setattr(tr.learner, "logprobs", lambda *a, **k: pytest.fail("the fused proximal ran its own forward"))
     adv, admit = _advantages(len(b.texts)), torch.ones(len(b.texts), dtype=torch.bool)
-    m = tr.update(b, adv, admit, fused=tr.fused_proximal())
+    m = tr.learner.update(b, adv, admit, fused=tr.learner.fused_proximal())
     assert m["train/optimizer_steps"] == 1.0
     assert 0 < m["offpolicy/token_truncated"] < 1 and m["offpolicy/weight_max"] == pytest.approx(1.05)
 
@@ -117,7 +117,7 @@ def test_a_fused_step_runs_no_forward_of_its_own_and_reports_the_correction(tmp_
 def test_the_proximal_is_fused_only_where_it_is_exact(tmp_path, setting: str) -> None:
     cap = [] if "bypass" in setting else ["off_policy.token_cap=2.0"]
     tr = _trainer(tmp_path, "off_policy.proximal=recompute", *cap, setting)
-    assert tr.fused_proximal() is None
+    assert tr.learner.fused_proximal() is None
     if "lora" in setting:  # the same adapters without dropout: fused
         plain = _trainer(tmp_path / "no-dropout", "off_policy.proximal=recompute", *cap, "model.lora={}")
-        assert plain.fused_proximal() is not None
+        assert plain.learner.fused_proximal() is not None

@@ -125,18 +125,18 @@ def test_engines_agree_on_loss_and_gradients(tmp_path, loss: str, scale: float) 
     batch = generate(
         engine.model, tok, prompts, group_size=4, max_new_tokens=12, generator=torch.Generator().manual_seed(3)
     )
-    batch = type(batch)(**{**vars(batch), "logprobs": engine.logprobs(batch)})  # the current policy's: ratio 1
+    batch = type(batch)(**{**vars(batch), "logprobs": engine.learner.logprobs(batch)})  # the current policy's: ratio 1
     adv = torch.randn(8, generator=torch.Generator().manual_seed(2))
     admit = torch.ones(8, dtype=torch.bool)
     admit[[2, 5]] = False
     engine.model.zero_grad(set_to_none=True)
-    engine.backward(batch, adv, admit)
+    engine.learner.backward(batch, adv, admit)
     full = _grads(engine.model)
     engine.model.zero_grad(set_to_none=True)
-    engine.backward(batch, adv, admit, scale=scale)
+    engine.learner.backward(batch, adv, admit, scale=scale)
     ours = _grads(engine.model)
     _assert_same({k: g * scale for k, g in full.items()}, ours)
-    trained = engine.trained_tokens(batch, admit)
+    trained = engine.learner.trained_tokens(batch, admit)
     inputs = {
         "prompt_ids": batch.prompt_ids,
         "prompt_mask": batch.prompt_mask,

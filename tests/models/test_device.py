@@ -68,7 +68,7 @@ def test_a_bfloat16_lora_step_on_cpu_trains_the_float32_adapters(tmp_path, bf16_
         ],
     )
     frozen = {p.dtype for p in trainer.model.parameters() if not p.requires_grad}
-    assert frozen == {torch.bfloat16} and trainer.ref is not None
+    assert frozen == {torch.bfloat16} and trainer.learner.ref is not None
     assert m["completions/mean_length"] > 0 and torch.isfinite(torch.tensor(m["loss/policy"]))
     moved = [n for n, p in trainer.model.named_parameters() if not torch.equal(p.detach(), before[n])]
     assert moved and all("lora_" in n for n in moved)

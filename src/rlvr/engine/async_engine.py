@@ -8,7 +8,7 @@ Two processes, one torch thread each, joined by a bounded queue of scored steps:
   queue; every rollout carries the policy version that sampled it;
 * the **learner** (this process) takes them in order, applies the off-policy correction (behaviour
   log-probs from the sampler; with ``off_policy.proximal: recompute`` the proximal ones recomputed),
-  decides, updates (:meth:`GRPOTrainer.learn`), and publishes the trained weights (only the adapters'
+  decides, updates (:meth:`rlvr.engine.learner.Learner.learn`), and publishes the trained weights (only the adapters'
   tensors with LoRA) through shared memory; the sampler picks them up at its next step boundary.
 
 **Staleness is bounded, corrected and counted.** The sampler draws the rollouts of learner step ``t``
@@ -303,7 +303,7 @@ class AsyncGRPOTrainer(GRPOTrainer):
         handed = self._next()
         drawn, version, took, idle = handed.drawn, handed.version, handed.took, handed.idle
         t_gen = time.perf_counter()
-        m = self.learn(drawn, t0, t_gen, redraw_off_policy=False)
+        m = self.stepped(drawn, self.learner.learn(drawn, self.step + 1), t0, t_gen)
         self.data.position = handed.position  # where the trained steps end
         assert self._shared is not None
         self._shared.publish(self.model, self.step)

@@ -11,6 +11,7 @@ buffer, then the failed rows redrawn by the loop every engine shares (:func:`rlv
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -214,10 +215,14 @@ class Draws:
             prompts.append(encode(self.tok, joined))
         return turns, prompts
 
-    # ------------------------------------------------------------------ scoring
-    def breakdowns(self, rows: list[Sample], batch: RolloutBatch) -> list[RewardBreakdown]:
-        """Every row's :class:`RewardBreakdown` (``rows``: the sample of each row); an episode its
-        environment judged whole is not scored by the rewards."""
+    # ------------------------------------------------------------------ drawn and scored
+    def groups(
+        self, samples: list[Sample], group_size: int | None = None, draw: tuple[int, int] = (1, 0)
+    ) -> ScoredRows:
+        """The groups of ``samples`` drawn and scored: every row's :class:`RewardBreakdown` (an episode
+        its environment judged whole is not scored by the rewards), its view and its cause."""
+        batch = self.rollout(samples, group_size, draw)
+        rows = [s for s in samples for _ in range(batch.group_size)]
         cols: dict[str, list[Any]] = {
             "gold": [s.gold for s in rows],
             "task": [s.task for s in rows],
@@ -234,15 +239,8 @@ class Draws:
             questions = list(map(prompt_text, cols["prompt"]))
             cols["verdicts"] = self.judge.verify_many(texts, cols["gold"], questions, cols["task"])
         scored = iter(self.rewards.breakdown(texts, step=self.step, **cols) if rest else [])
-        return [env_judged(ep, next(scored) if ep is None or ep.score is None else None) for ep in episodes]
-
-    def groups(
-        self, samples: list[Sample], group_size: int | None = None, draw: tuple[int, int] = (1, 0)
-    ) -> ScoredRows:
-        """The groups of ``samples`` drawn and scored."""
-        b = self.rollout(samples, group_size, draw)
-        rows = [s for s in samples for _ in range(b.group_size)]
-        return ScoredRows.of(rows, b, self.breakdowns(rows, b), self.fa, self.step + 1, self.pad_id)
+        breakdowns = [env_judged(ep, next(scored) if ep is None or ep.score is None else None) for ep in episodes]
+        return ScoredRows.of(rows, batch, breakdowns, self.fa, self.step + 1, self.pad_id)
 
     # ------------------------------------------------------------------ a step's draw
     def _prompts(self) -> list[Sample]:
@@ -251,13 +249,14 @@ class Draws:
             return self.data.take(p)
         return self.data.take(p, skip=lambda s: self.fa.skip(s.id))
 
+    def again(self, samples: list[Sample]) -> Callable[[list[int], int, int], ScoredRows]:
+        """How :func:`~rlvr.sampling.rows.redraw` draws replacements for rows answering ``samples``:
+        one fresh rollout per named row, for its prompt, with the redraw round's own seed."""
+        return lambda bad, attempt, _width: self.groups([samples[i] for i in bad], 1, (31, attempt))
+
     def redraw(self, rows: ScoredRows, redraws: Redraws) -> tuple[ScoredRows, list[Replaced]]:
         """The rows the failure step names redrawn for their prompts, as ``redraws`` allows."""
-
-        def again(bad: list[int], attempt: int, _width: int) -> ScoredRows:
-            return self.groups([rows.samples[i] for i in bad], 1, (31, attempt))
-
-        return redraw(rows, self.fa, redraws, again)
+        return redraw(rows, self.fa, redraws, self.again(rows.samples))
 
     def draw(self) -> Drawn:
         """A step's rollouts, scored, with the redraws the failure step asks for.
@@ -285,7 +284,7 @@ class Draws:
             rows, buffered = rows.select_groups(keep), (len(fresh), dropped)
         first = list(rows.causes)  # quarantine judges what the model produced, before any redraw
         redraws = Redraws.of(f, len(rows))
-        rows, replaced = self.redraw(rows, redraws)
+        rows, replaced = redraw(rows, self.fa, redraws, self.again(rows.samples))  # the loop every engine shares
         return Drawn(
             rows,
             first,
