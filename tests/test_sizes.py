@@ -22,7 +22,7 @@ ALLOWED = {
     "integrations/trl/trainer.py:FailureAwareGRPOTrainer": 431,
     # functions
     "fine_tune.py:fine_tune": 150,
-    "cli/sample.py:sample": 132,
+    "cli/sample.py:sample": 117,
     "config.py:_consistent": 129,
     "models/grouped_forward.py:_per_stream": 121,
     "integrations/trl/episodes.py:episode_of": 106,

@@ -117,3 +117,15 @@ def test_synthetic_task_prompts(warm_tiny: Path, tmp_path: Path, spec: str) -> N
     assert r.exit_code == 0, r.output
     rows = _rows(out)
     assert len(rows) == 12 and all(int(r["gold"]) <= 18 for r in rows)
+
+
+def test_the_trace_rewards_refuse_the_last_number_fallback_when_strict_and_weigh_only_accuracy() -> None:
+    from rlvr.traces import trace_rewards
+
+    loose, strict = trace_rewards(strict=False), trace_rewards(strict=True, think=True, language=True)
+    text = "I added them and got 7"
+    (lb,) = loose.breakdown([text], gold=["7"], task=["math"])
+    (sb,) = strict.breakdown([text], gold=["7"], task=["math"])
+    assert lb.verdict.status == "correct" and sb.verdict.status == "no_answer"
+    assert sb.weights == {"accuracy": 1.0, "format": 0.0, "language_consistency": 0.0}
+    assert "language_consistency" in sb.components and sb.total == sb.components["accuracy"]

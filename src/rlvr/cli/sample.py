@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.table import Table
 
 from rlvr.cli.console import abort, console, err_console, progress
-from rlvr.config import DecodingConfig
 from rlvr.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # torch: imported when a run starts, not for --help
@@ -23,7 +22,9 @@ def sample(
     ],
     out: Annotated[Path, typer.Option(help="Output JSONL: one row per completion.")],
     per_prompt: Annotated[int, typer.Option("--per-prompt", "-k", min=1, help="Completions per prompt (K).")] = 8,
-    keep: Annotated[str, typer.Option(help="all: write every row (with `kept`); correct: only the kept.")] = "all",
+    keep: Annotated[
+        Literal["all", "correct"], typer.Option(help="all: write every row (with `kept`); correct: only the kept.")
+    ] = "all",
     max_kept: Annotated[int | None, typer.Option(min=1, help="At most this many kept per prompt.")] = None,
     shortest_first: Annotated[bool, typer.Option(help="Under --max-kept, keep the shortest.")] = True,
     dedup: Annotated[bool, typer.Option(help="Drop exact duplicate completions.")] = True,
@@ -38,9 +39,9 @@ def sample(
     temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
     top_p: Annotated[float, typer.Option(min=0.0, max=1.0)] = 1.0,
     max_new_tokens: Annotated[int, typer.Option(min=1)] = 256,
-    constrain: Annotated[str, typer.Option(help="none, answer or full (as decoding.constrain).")] = "none",
+    constrain: Annotated[Literal["none", "answer", "full"], typer.Option(help="As decoding.constrain.")] = "none",
     answer: Annotated[
-        str, typer.Option(help="The answer grammar under --constrain: math, integer, json, text.")
+        Literal["math", "integer", "json", "text"], typer.Option(help="The answer grammar under --constrain.")
     ] = "math",
     think: Annotated[bool, typer.Option(help="The format has a <think> block.")] = False,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N, mps.")] = "auto",
@@ -60,19 +61,11 @@ def sample(
     import torch
 
     from rlvr.data.datasets import load_samples
-    from rlvr.decoding.constrain import from_config
     from rlvr.models.device import lean_paths
     from rlvr.models.load import load_for_inference
-    from rlvr.rewards import Total
     from rlvr.runtime import setup_torch
-    from rlvr.traces import KeepRules, SampleSettings, sample_file
+    from rlvr.traces import KeepRules, SampleSettings, answer_constraint, sample_file, trace_rewards
 
-    if keep not in ("all", "correct"):
-        abort(f"--keep {keep!r}: choose all or correct")
-    if constrain not in ("none", "answer", "full"):
-        abort(f"--constrain {constrain!r}: choose none, answer or full")
-    if answer not in ("math", "integer", "json", "text"):
-        abort(f"--answer {answer!r}: choose math, integer, json or text")
     if out.exists() and not resume:  # before any model loads
         abort(f"{out} exists: pass --resume to continue it, or remove it to start over")
     setup_torch(1, seed)
@@ -84,17 +77,10 @@ def sample(
         if not rows:
             abort(f"--data {data}: no usable rows")
         mdl, tok, what = load_for_inference(model, device=device)
+        total = trace_rewards(strict=strict, think=think, language=language_only)
+        cons = answer_constraint(mdl, tok, constrain, answer, total)
     except (ConfigError, DataError) as e:
         abort(str(e))
-    weights: dict[str, float] = {"accuracy": 1.0, "format": 0.0}
-    if language_only:
-        weights["language_consistency"] = 0.0
-    total = Total(
-        weights,
-        options={"format": {"think_tag": "think" if think else None}, "accuracy": {"strict": strict, "bad_gold": None}},
-    )
-    vocab = mdl.get_output_embeddings().weight.shape[0]
-    cons = from_config(DecodingConfig(constrain=constrain, answer=answer), tok, vocab, total)
     rules = KeepRules(
         max_per_prompt=max_kept,
         shortest_first=shortest_first,
@@ -109,7 +95,7 @@ def sample(
         top_p=top_p,
         max_new_tokens=max_new_tokens,
         batch_prompts=batch_prompts,
-        keep=keep,  # type: ignore[arg-type]
+        keep=keep,
         rules=rules,
         seed=seed,
     )

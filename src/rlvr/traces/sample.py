@@ -23,9 +23,11 @@ from typing import Any, Literal
 
 import torch
 
+from rlvr.config import DecodingConfig
 from rlvr.data.jsonl import complete_rows
 from rlvr.data.prompts import encode
 from rlvr.data.tasks import Sample
+from rlvr.decoding.constrain import from_config
 from rlvr.diagnostics.causes import cause_of
 from rlvr.errors import ConfigError
 from rlvr.rewards import Total
@@ -46,6 +48,31 @@ class SampleSettings:
     keep: Literal["all", "correct"] = "all"
     rules: KeepRules = field(default_factory=KeepRules)
     seed: int = 0
+
+
+def trace_rewards(*, strict: bool = True, think: bool = False, language: bool = False) -> Total:
+    """The rewards a trace is judged by: the verifier's accuracy (``strict``: the answer must be where
+    the format puts it, no last-number fallback; a row whose gold cannot be read is scored, not
+    refused), the format (``think``: with a ``<think>`` block) and, with ``language``, language
+    consistency; the last two weigh nothing (they are written, and the keep rules read them)."""
+    weights = {"accuracy": 1.0, "format": 0.0} | ({"language_consistency": 0.0} if language else {})
+    options: dict[str, dict[str, Any]] = {
+        "format": {"think_tag": "think" if think else None},
+        "accuracy": {"strict": strict, "bad_gold": None},
+    }
+    return Total(weights, options=options)
+
+
+def answer_constraint(model: Any, tokenizer: Any, constrain: str, answer: str, total: Total) -> Any:
+    """The grammar ``constrain`` (``none``, ``answer`` or ``full``) puts on the answer (``answer``:
+    ``math``, ``integer``, ``json`` or ``text``), as ``decoding.constrain`` would in training; None
+    for ``none``.
+
+    Raises:
+        ConfigError: a setting the grammar cannot take (named).
+    """
+    vocab = model.get_output_embeddings().weight.shape[0]
+    return from_config(DecodingConfig(constrain=constrain, answer=answer), tokenizer, vocab, total)
 
 
 @dataclass
