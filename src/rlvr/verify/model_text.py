@@ -22,7 +22,10 @@ rule of its own with its own tests:
   no-break or narrow no-break space (``1 234 567``), a decimal comma with dot grouping
   (``1.234,5``), a decimal comma in text of a language that writes one (German, Spanish, French,
   Italian, Portuguese, Russian...), LaTeX's ``2{,}5``.
-* :func:`unquoted`: a box inside a quotation (a restatement of the question) is not the answer.
+* :func:`unquoted`: what the model mentions is not what it says: a box inside a quotation (a
+  restatement of the question), and an answer phrase inside a quotation that stands in a sentence
+  of its own ("a common mistake is to say "the answer is 12"", 有人说“答案是12”); a quotation that
+  is the whole sentence, or follows only a connective ("So, "the answer is 12".") is the model's.
 """
 
 from __future__ import annotations
@@ -325,18 +328,90 @@ def local_numbers(text: str) -> str:
 _QUOTED_BOX = re.compile(
     r"\"[^\"\n]*\\(?:boxed|fbox)[^\"\n]*\"|“[^”\n]*\\(?:boxed|fbox)[^”\n]*”|«[^»\n]*\\(?:boxed|fbox)[^»\n]*»"
 )
+#: A quotation on one line, in the marks the languages rlvr reads write.
+_QUOTATION = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|«[^»\n]*»|„[^“”\n]*[“”]|「[^」\n]*」|『[^』\n]*』")
+_QUOTE_MARKS = ('"', "“", "«", "„", "「", "『")
+
+_ENGLISH_ANSWER_IS = r"(?:final\s+answer|the\s+answer|answer)\s*(?:is\b|:|=|(?=\$|\\[(\[]))\s*(?::\s*)?"
+_ENGLISH_ONLY = re.compile(_ENGLISH_ANSWER_IS, re.IGNORECASE)
+#: "The answer is" / "Final answer:" in the languages models answer in.
+ANSWER_IS = re.compile(
+    _ENGLISH_ANSWER_IS + r"|(?:最终答案|最終答案|答案|答え|解答)\s*(?:是|为|為|は|:|：)\s*[:：]?\s*"
+    r"|(?:la\s+respuesta(?:\s+final)?\s+es|la\s+r[ée]ponse(?:\s+finale)?\s+est|die\s+(?:endg[üu]ltige\s+)?antwort\s+"
+    r"(?:ist|lautet)|a\s+resposta(?:\s+final)?\s+[ée]|la\s+risposta(?:\s+finale)?\s+[èe]|(?:окончательный\s+)?ответ"
+    r"\s*(?::|—|-|равен))\s*:?\s*",
+    re.IGNORECASE,
+)
+# a word every marker of ANSWER_IS holds: a text with none of them is not scanned
+_OTHER_ANSWER_WORDS = ("spuesta", "ponse", "sposta")
+
+
+def answer_pattern(text: str) -> re.Pattern[str] | None:
+    """The pattern of "the answer is" markers to scan ``text`` with: None when it holds no word every
+    marker holds, the English markers alone when it holds no other language's (a third of the cost)."""
+    folded = text.casefold()
+    other = (
+        (not folded.isascii() and ("答" in folded or "ответ" in folded))
+        or ("po" in folded and any(word in folded for word in _OTHER_ANSWER_WORDS))
+        or "ntwort" in folded  # German's word has no "po"
+    )
+    if other:
+        return ANSWER_IS
+    return _ENGLISH_ONLY if "answer" in folded else None
+
+
+#: Words that join a sentence to the one before it without saying anything of their own: a quotation
+#: after one of them alone is still the model's own sentence.
+_CONNECTIVE = re.compile(
+    r"(?:so|thus|hence|therefore|then|finally|and|overall|in\s+(?:short|summary|conclusion)|"
+    r"donc|ainsi|así\s+que|por\s+lo\s+tanto|entonces|also|daher|somit|итак|поэтому|所以|因此|故|综上所述|よって|したがって)?",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.!?。！？;；]\s*$")
+
+
+def _embedded(text: str, start: int, end: int) -> bool:
+    """Whether the quotation ``text[start:end]`` stands inside a sentence of the model's (words of
+    its own before it in its sentence, or after it on its line), rather than being the sentence."""
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[line_start:start]
+    ends = [m.end() for m in re.finditer(r"[.!?。！？;；](?=\s|$)|[。！？；]", before)]
+    before = before[ends[-1] :] if ends else before
+    before = re.sub(r"[\s,:，：*_>-]+", " ", before).strip()
+    if before and not _CONNECTIVE.fullmatch(before):
+        return True
+    line_end = text.find("\n", end)
+    after = text[end : line_end if line_end >= 0 else len(text)]
+    after = re.split(r"(?<=[.!?。！？;；])\s", after, maxsplit=1)[0]
+    return re.search(r"[^\W\d_]", after) is not None
 
 
 def unquoted(text: str) -> str:
-    r"""The text without quotations that hold a box (the question restated, a problem quoted): what
-    the model quotes is not what it answers.
+    r"""The text without what the model mentions rather than says: quotations that hold a box (the
+    question restated, a problem quoted) and quotations inside a sentence that hold an answer
+    phrase (a mistake named, someone's claim reported, a form described).
 
     Examples:
         >>> unquoted('The problem says "show that \\boxed{12} is the answer"; I find x = 7.').split()
         ['The', 'problem', 'says', ';', 'I', 'find', 'x', '=', '7.']
+        >>> unquoted('A common mistake is to say "the answer is 12". It is 14.').split()
+        ['A', 'common', 'mistake', 'is', 'to', 'say', '.', 'It', 'is', '14.']
+        >>> unquoted('So, "the answer is 14".')
+        'So, "the answer is 14".'
     """
-    if ("boxed" in text or "fbox" in text) and ('"' in text or "“" in text or "«" in text):
-        return _QUOTED_BOX.sub(" ", text)  # each quotation the pattern takes opens with one of these
+    if not any(mark in text for mark in _QUOTE_MARKS):
+        return text
+    if "boxed" in text or "fbox" in text:
+        text = _QUOTED_BOX.sub(" ", text)  # each quotation the pattern takes opens with one of these
+    if (pattern := answer_pattern(text)) is None:
+        return text
+    drop = [
+        (q.start(), q.end())
+        for q in _QUOTATION.finditer(text)
+        if pattern.search(q.group(0)[1:-1]) and _embedded(text, q.start(), q.end())
+    ]
+    for start, end in reversed(drop):
+        text = text[:start] + " " + text[end:]
     return text
 
 

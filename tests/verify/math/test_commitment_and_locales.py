@@ -129,6 +129,34 @@ HIDDEN_AND_QUOTED = [
     ('The task reads: "prove that \\boxed{15} is the total". I get 8.', "15", False),
     ("The answer is 8.\n<!-- a note to myself -->", "8", True),
 ]
+# an answer phrase inside a quotation that stands in a sentence is mentioned, not said; a value
+# quoted for emphasis, or a quotation that is the sentence, is the model's own
+MENTIONED_AND_EMPHASISED = [
+    ('Beginners often write "the final answer is 15" at this point.', "15", False),
+    ('Writing “the answer is 15” would ignore the remainder.', "15", False),
+    ('"The answer is 15" is what the first draft said; the correct count is 9.', "15", False),
+    ("La tentation est d'écrire « la réponse est 15 », mais c'est faux.", "15", False),
+    ("Sie hat „die Antwort ist 15“ notiert, was nicht stimmt.", "15", False),
+    ("老师在黑板上写了“最终答案是15”，但那是另一题。", "15", False),
+    ("先生は「答えは15」と言いましたが、これは違う問題です。", "15", False),
+    ('Avoid "the answer is 15": it counts the corner twice. The answer is 14.', "14", True),
+    ("The final answer is “15”.", "15", True),
+    ("Final answer: «15»", "15", True),
+    ("La respuesta es «15».", "15", True),
+    ("Die Antwort ist „15“.", "15", True),
+    ("答案是“15”。", "15", True),
+    ("答えは「15」です。", "15", True),
+    ('Checking every case gives 15.\n"The answer is 15."', "15", True),
+    ('Therefore, "the answer is 15".', "15", True),
+    # German's answer phrase is read as one (it was left to the last-number fallback)
+    ("Die endgültige Antwort lautet 15, wobei wir 3 Fälle prüften.", "15", True),
+    # the value before a clause that explains it is the answer, not the clause's last number
+    ("The answer is 15, because the other 4 cases repeat.", "15", True),
+    ("The answer is 15, because the other 4 cases repeat.", "4", False),
+    ("答案是15，其中有4种情况重复。", "15", True),
+    ("The answer is (2, 5), as both equations hold.", "(2, 5)", True),
+    ("The answer is 2, 5, 9.", "\\{2, 5, 9\\}", True),
+]
 HOMOGLYPHS_AND_FLOODS = [
     ("The answer is not ١٥; it is 8.", "15", False),  # Arabic-Indic digits in a wrong statement
     ("The answer is not １５.", "15", False),  # full-width digits
@@ -185,6 +213,7 @@ SECOND_SET = [
     + LANGUAGES
     + QUESTIONS
     + HIDDEN_AND_QUOTED
+    + MENTIONED_AND_EMPHASISED
     + HOMOGLYPHS_AND_FLOODS
     + SECOND_SET
     + COUNTERFACTUALS

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from rlvr.verify.math.quantities import COMPOUND, compound_quantity
 from rlvr.verify.math.text_answers import PHRASE, is_text_answer
 from rlvr.verify.math.words import parse_number_words
+from rlvr.verify.model_text import ANSWER_IS, answer_pattern
 
 #: Completions longer than this are cut to their tail: answers sit at the end, and a
 #: megabyte of text must not cost a megabyte of regex work.
@@ -184,33 +185,6 @@ def boxed_candidate(text: str, boxes: list[tuple[int, int, str]] | None = None) 
     return Candidate("boxed", tuple(b[2].strip() for b in group))
 
 
-_ENGLISH_ANSWER_IS = r"(?:final\s+answer|the\s+answer|answer)\s*(?:is\b|:|=|(?=\$|\\[(\[]))\s*(?::\s*)?"
-_ENGLISH_ONLY = re.compile(_ENGLISH_ANSWER_IS, re.IGNORECASE)
-_ANSWER_IS = re.compile(
-    _ENGLISH_ANSWER_IS
-    # the same phrase in the other languages models answer in
-    + r"|(?:最终答案|最終答案|答案|答え|解答)\s*(?:是|为|為|は|:|：)\s*[:：]?\s*"
-    r"|(?:la\s+respuesta(?:\s+final)?\s+es|la\s+r[ée]ponse(?:\s+finale)?\s+est|die\s+(?:endg[üu]ltige\s+)?antwort\s+"
-    r"(?:ist|lautet)|a\s+resposta(?:\s+final)?\s+[ée]|la\s+risposta(?:\s+finale)?\s+[èe]|(?:окончательный\s+)?ответ"
-    r"\s*(?::|—|-|равен))\s*:?\s*",
-    re.IGNORECASE,
-)
-# a word every marker of _ANSWER_IS holds: a text with none of them is not scanned
-_OTHER_ANSWER_WORDS = ("spuesta", "ponse", "ntwort", "sposta")
-
-
-def _answer_pattern(text: str) -> re.Pattern[str] | None:
-    """The pattern of "the answer is" markers to scan ``text`` with: None when it holds no word every
-    marker holds, the English markers alone when it holds no other language's (a third of the cost)."""
-    folded = text.casefold()
-    other = (not folded.isascii() and ("答" in folded or "ответ" in folded)) or (
-        "po" in folded and any(word in folded for word in _OTHER_ANSWER_WORDS)
-    )
-    if other:
-        return _ANSWER_IS
-    return _ENGLISH_ONLY if "answer" in folded else None
-
-
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\(([^\n]+?)\\\)|(?<![\\$])\$((?:\\\$|[^$\n])+?)\$", re.DOTALL)
 
 
@@ -221,12 +195,49 @@ def _leading_math(s: str) -> str | None:
     return None
 
 
+#: Quotation marks around a value given for emphasis (``The answer is "12".``, «12», “12”, 「12」).
+_EMPHASIS = {'"': '"', "“": "”", "«": "»", "„": "“", "「": "」", "『": "』", "‘": "’", "'": "'"}
+
+
+def _unquote(span: str) -> str:
+    """``span`` without the quotation marks around it, when one pair encloses it whole (the value
+    is emphasised, not mentioned: a quotation holding an answer phrase is gone before this)."""
+    while len(span) > 2 and _EMPHASIS.get(span[0]) == span[-1] and span[-1] not in span[1:-1]:
+        span = span[1:-1].strip().strip("\\").strip()  # an escaped quotation: \"12\"
+    if span[:1] == '"' and '"' not in span[1:]:  # 'The answer is "12' cut at the sentence's end
+        span = span[1:].strip()
+    return span.rstrip('"').strip() if span.count('"') == 1 and span.endswith('"') else span
+
+
+_CLAUSE_BREAK = re.compile(r",\s+|，\s*")
+# what starts a clause after the value: a word of prose (not a list's next item, "and 7", "y = 4")
+_CLAUSE_WORD = re.compile(r"(?!(?:and|or|und|oder|y|et|o|ou|и|или)\b)[^\W\d_]{2,}\b(?!\s*[=<>])", re.IGNORECASE)
+_CJK_CLAUSE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+
+
+def _main_clause(span: str) -> str:
+    """The value before a clause that explains it: "15, since 3 cases remain" is 15, not 3 (a list,
+    "3, 5, 7", or a system, "x = 3, y = 4", stays whole)."""
+    if is_bare_answer(span):
+        return span
+    for m in _CLAUSE_BREAK.finditer(span):  # the first break outside brackets: "(3, 4), as computed"
+        head = span[: m.start()]
+        if sum(head.count(c) for c in "([{") == sum(head.count(c) for c in ")]}"):
+            break
+    else:
+        return span
+    if not re.search(r"\d", head) or not is_bare_answer(head.strip()):
+        return span
+    rest = span[m.end() :]
+    return head.strip() if _CLAUSE_WORD.match(rest) or _CJK_CLAUSE.match(rest) else span
+
+
 def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
     """Text after the last "the answer is" / "Final Answer:", up to the sentence's end.
 
     Only markers that start at or after ``after`` count (a box written later wins).
     """
-    if (pattern := _answer_pattern(text)) is None:  # the scan is 40x a casefold
+    if (pattern := answer_pattern(text)) is None:  # the scan is 40x a casefold
         return None
     last = None
     for m in pattern.finditer(text):
@@ -235,20 +246,21 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
         return None
     rest = text[last.end() :].lstrip()
     # "Final Answer: The final answer is X": take the inner phrase.
-    inner = _ANSWER_IS.search(rest[:200])
+    inner = ANSWER_IS.search(rest[:200])
     if inner:
         rest = rest[inner.end() :].lstrip()
     math = _leading_math(rest)
     if math is not None:
         return Candidate("answer_is", (math.strip(),))
     sentence = re.match(r"(.*?)(?:\.\s|\.$|[。！？；]|\n|$)", rest, re.DOTALL)
-    span = (sentence.group(1) if sentence else rest).strip().strip('"\\').strip()
+    span = _unquote((sentence.group(1) if sentence else rest).strip().strip("\\").strip())
     head = span.split(" (", 1)[0].strip(" ,;:")
     if head != span and re.search(r"\d", head) and is_bare_answer(head):  # "12 cm (the side is 3 cm, ...)"
         span = head
+    span = _main_clause(span)
     # "The largest $n$ is 34": the value comes after the last " is " (not inside a parenthetical)
     if " is " in span and not is_bare_answer(span):
-        span = span.rsplit(" is ", 1)[1]
+        span = _main_clause(span.rsplit(" is ", 1)[1])
     span = re.sub(r"\*\*(.+?)\*\*", r"\1", span)  # markdown bold
     span = re.sub(r"^(.+?)\s+\((?:since|because|as|from|i\.e\.|which)\b.*\)$", r"\1", span)  # "14 (since ...)"
     span = _CURRENCY_CODE.sub("", span.strip(" .*"))
@@ -617,7 +629,7 @@ def final_claims(text: str, *, bold_last_line: bool = False) -> list[Candidate]:
     last = lines[-1].strip(" .:*\t") if len(lines) > 1 else ""
     if last and not find_boxes(last):
         said = answer_is_candidate(last)
-        if said is not None and _ANSWER_IS.match(last):
+        if said is not None and ANSWER_IS.match(last):
             claims.append(Candidate("final_line", said.parts))
         elif bold_last_line and re.search(r"\d", last) and is_bare_answer(last):
             claims.append(Candidate("final_line", (last,)))
@@ -643,7 +655,7 @@ def iter_candidates(text: str, *, strict: bool = False, gold: bool = False) -> I
             yield Candidate("answer_tag", box.parts)
         elif inner and not is_bare_answer(inner, gold=gold) and len(inner) <= 600:
             # a sentence inside the tag ("The answer is 12 apples."): read it like a short output
-            if not _ANSWER_IS.search(inner) and (stated := statement_candidate(inner)) is not None:
+            if not ANSWER_IS.search(inner) and (stated := statement_candidate(inner)) is not None:
                 yield Candidate("answer_tag", stated.parts)
             for c in iter_candidates(inner, gold=gold):
                 yield Candidate("answer_tag", c.parts)
