@@ -129,6 +129,40 @@ HIDDEN_AND_QUOTED = [
     ('The task reads: "prove that \\boxed{15} is the total". I get 8.', "15", False),
     ("The answer is 8.\n<!-- a note to myself -->", "8", True),
 ]
+# a value that is an item of a list of alternatives is not one answer; a list that ends before it is
+OPTIONS = [
+    ("The count is one of 13, 14 or 15.", "15", False),
+    ("It has to be either 14 or 15.", "15", False),
+    ("So the total is 14 or 15.", "15", False),
+    ("La respuesta es 14 o 15.", "15", False),
+    ("Die Summe ist 14 oder 15.", "15", False),
+    ("答案是14或者15。", "15", False),
+    ("Of the divisors 3, 5 and 15, the largest is 15.", "15", True),
+    ("One of the factors is 15.", "15", True),
+    ("Either way, the total is 15.", "15", True),
+]
+# an answer followed by a disclaimer of it is not given
+DISCLAIMED = [
+    ("\\boxed{15}\n\nI have not verified this result, so use it with caution.", "15", False),
+    ("Final answer: 15 (unchecked).", "15", False),
+    ("The total is \\boxed{15}. I might be wrong about the overlap, though.", "15", False),
+    ("The answer is 15. Hmm, that's not right.", "15", False),
+    ("\\boxed{15} — I won't commit to this.", "15", False),
+    ("La respuesta es 15, pero no lo he verificado.", "15", False),
+    ("Die Antwort ist 15 (ungeprüft).", "15", False),
+    ("Ответ: 15, но я не уверен.", "15", False),
+    ("答案是15，但是没有检查过。", "15", False),
+    ("答えは15です（未確認）。", "15", False),
+    ("15, as a rough guess.", "15", False),
+    ("Final Answer: The final answer is $15$. I hope it is correct.", "15", True),
+    ("The answer is 15.\n\nCheck: 3 * 5 = 15, which is verified.", "15", True),
+    ("Having checked every case, the answer is \\boxed{15}.", "15", True),
+]
+# an answer phrase after the answer tag is a claim of its own: disagreeing, no answer is committed to
+TAG_AND_PHRASE = [
+    ("<answer>15</answer> The answer is 14.", "15", False),
+    ("<answer>15</answer>\nSo the final answer is $15$.", "15", True),
+]
 # an answer phrase inside a quotation that stands in a sentence is mentioned, not said; a value
 # quoted for emphasis, or a quotation that is the sentence, is the model's own
 MENTIONED_AND_EMPHASISED = [
@@ -214,6 +248,9 @@ SECOND_SET = [
     + QUESTIONS
     + HIDDEN_AND_QUOTED
     + MENTIONED_AND_EMPHASISED
+    + OPTIONS
+    + DISCLAIMED
+    + TAG_AND_PHRASE
     + HOMOGLYPHS_AND_FLOODS
     + SECOND_SET
     + COUNTERFACTUALS
@@ -234,6 +271,8 @@ def test_issue_47_phenomena(completion: str, gold: str, expected: bool) -> None:
         ("Is the answer 15?", "questioned"),
         ("If the base were 3, the answer would be 15.", "counterfactual"),
         ("The key says the answer is 15.", "attributed"),
+        ("The answer is one of 13, 14, 15.", "options"),
+        ("The answer is 15 (not yet verified).", "disclaimed"),
     ],
 )
 def test_each_refusal_names_its_rule(completion: str, rule: str) -> None:

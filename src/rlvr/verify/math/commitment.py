@@ -17,6 +17,12 @@ never commits to it. Each is a rule (``details["rule"]``) with tables of its own
   price had doubled, it would be 12", "sería 12 si...", "wäre 12, wenn...", "假如..., 答案就是12");
 * ``attributed``: the value is someone else's claim, not the model's ("the book says 12", "my friend
   claims the answer is 12", "他说答案是12"); the model's own "I think" commits.
+* ``options``: the value is an item of a list of alternatives ("one of 13, 14, 15", "either 14 or
+  15", "14 or 15", "14 还是 15"); a list that ends before the value ("among 3, 5 and 15, the
+  largest is 15") offers nothing;
+* ``disclaimed``: the answer is followed by a disclaimer of it ("not verified", "I haven't checked",
+  "treat it with caution", "I may be wrong", "wait, that's wrong", "no estoy seguro", "未验证"),
+  in its clause or the next few; the Minerva format's closing "I hope it is correct" is no disclaimer.
 
 Chinese and Japanese, written without spaces, have cue lists of their own (negations before the
 value, "不是12", or after it, "12ではない"; doubts, "可能", "たぶん", "12かもしれない").
@@ -114,6 +120,37 @@ _CONCLUSION = re.compile(r"\b(?:so|therefore|thus|hence|then|which\s+gives|givin
 _FIRST_PERSON = re.compile(
     r"\b(?:I|we)\s+(?:\w+\s+)?(?:claim|say|said|state|think|believe|suggest|wrote|write)\b", re.IGNORECASE
 )
+# the value offered as one of several: a list-introducing word before it in its clause, or an "or"
+# (in any language) right before it; "either way" introduces nothing
+_OPTIONS_BEFORE = re.compile(
+    r"\b(?:one\s+of|any\s+of|among|either(?!\s+way\b)|uno\s+de|l'un\s+de|einer?\s+von|одно\s+из)\b",
+    re.IGNORECASE,
+)
+# what stands between the list's word and the value: the list's earlier items, each with its separator
+_LIST_SO_FAR = re.compile(r"^\s*:?\s*(?:[^,;\n]{1,40}?\s*(?:,|\bor\b|\band\b|/|、|，)\s*)+$", re.IGNORECASE)
+_OR_BEFORE = re.compile(r"(?:\b(?:or|oder|o|ou|или|либо)|或者?|还是|還是|または|か)\s*\$?\s*$", re.IGNORECASE)
+# the answer disowned after it is given (in its clause or the next ones)
+_DISCLAIMER = re.compile(
+    r"\b(?:not|never|haven'?t|have\s+not|hasn'?t|has\s+not|didn'?t|did\s+not|wasn'?t|was\s+not|isn'?t)\s+"
+    r"(?:been\s+|yet\s+)?(?:double[-\s]?|re-?)?(?:checked|verified|confirmed|tested|validated)\b"
+    r"|\b(?:unverified|unchecked|unconfirmed|untested)\b|\bwithout\s+(?:checking|verifying|verification)\b"
+    r"|\bwith\s+(?:some\s+)?caution\b|\bwith\s+a\s+grain\s+of\s+salt\b"
+    r"|\b(?:don'?t|do\s+not)\s+(?:trust|rely\s+on)\b|\b(?:no|can'?t|cannot)\s+guarantee"
+    r"|\b(?:won'?t|will\s+not|would\s+not|wouldn'?t|can'?t|cannot)\s+commit\b"
+    r"|\b(?:might|may|could)\s+(?:well\s+)?be\s+(?:wrong|mistaken|incorrect|off)\b"
+    r"|\bnot\s+(?:100\s*%|entirely|fully|completely|totally)\s+(?:sure|certain|confident)\b"
+    r"|\b(?:not\s+(?:sure|certain|confident)|unsure|uncertain)\s+(?:about|of)\s+(?:this|that|it)\b"
+    r"|\b(?:wait|hmm+|oops|no)\b[,.!]?\s+(?:that'?s|this\s+is|it'?s)\s+(?:wrong|not\s+right|incorrect)\b"
+    r"|\bscratch\s+that\b|\bignore\s+(?:that|this|the\s+above)\b"
+    r"|^[\s$}*)\]]*(?:[,(—-]\s*)?(?:is|was|as)?\s*(?:my|a|an|just\s+a|only\s+a)\s+(?:best\s+|educated\s+|rough\s+|wild\s+)?guess\b"
+    r"|\bno\s+estoy\s+segur[oa]|\bsin\s+verificar|\bno\s+(?:lo\s+)?(?:he\s+)?verificad[oa]|\bpas\s+(?:s[ûu]r|certain)"
+    r"|\bnon\s+v[ée]rifi[ée]|\bsans\s+v[ée]rifi|\bnicht\s+sicher|\bungepr[üu]ft|\bnicht\s+(?:[üu]ber)?pr[üu]ft"
+    r"|\bnicht\s+verifiziert|\bне\s+уверен|\bне\s+провер|\bnon\s+sono\s+sicur|\bnon\s+verificat"
+    r"|\bn[ãa]o\s+tenho\s+certeza|\bsem\s+verificar"
+    r"|未验证|未驗證|没有验证|沒有驗證|没有检查|沒有檢查|没检查|沒檢查|不能保证|不能保證|未確認|確認していない|検証していない",
+    re.IGNORECASE,
+)
+_DISCLAIMER_REACH = 200  # characters after the value a disclaimer of it is looked for in
 _REPEATS = 8  # the value this many times in its own answer block: a flood, not an answer
 
 # The words without which a rule above cannot match (each alternative's \\b-bounded word): an ASCII
@@ -199,6 +236,10 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
     if (words is None or not words.isdisjoint(_ATTRIBUTION_WORDS)) and _attributed(before):
         return "attributed", f"{value[:60]!r} is someone else's claim, not the answer given"
+    if _options(before):
+        return "options", f"{value[:60]!r} is one of several values offered, not one answer"
+    if _disclaimed(text[at + len(value) : at + len(value) + _DISCLAIMER_REACH]):
+        return "disclaimed", f"{value[:60]!r} is followed by a disclaimer of it"
     if len(value) <= 40 and _repeated(text, at, value):
         return "repeated", f"{value[:60]!r} is written over and over: not one answer"
     return None
@@ -212,6 +253,20 @@ def _counterfactual(before: str, clause: str) -> bool:
     if m is None or not _CONDITION.search(clause):
         return False
     return not _CONCLUSION.search(before[m.end() :]) and not _MUST.search(before[m.end() :])
+
+
+def _options(before: str) -> bool:
+    """The value is an item of a list of alternatives ("one of 13, 14, 15", "either 14 or 15", "14 or
+    15"): not "among 3, 5 and 15, the largest is 15", where the list ends before the value."""
+    if _OR_BEFORE.search(before[-12:]):
+        return True
+    m = max(_OPTIONS_BEFORE.finditer(before), key=lambda found: found.start(), default=None)
+    return m is not None and _LIST_SO_FAR.match(before[m.end() :]) is not None
+
+
+def _disclaimed(after: str) -> bool:
+    """The text just after the value disowns it (a later answer would have been the one read)."""
+    return bool(after.strip()) and _DISCLAIMER.search(after) is not None
 
 
 def _attributed(before: str) -> bool:

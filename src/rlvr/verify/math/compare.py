@@ -34,7 +34,7 @@ from rlvr.verify.math.extract import (
 from rlvr.verify.math.forms import base_subscript, in_base, integration_constant
 from rlvr.verify.math.normalize import PLAIN_NUMBER, normalize, unwrap_text
 from rlvr.verify.math.parse import Alts, Num, Text, is_malformed, parse_alts, try_parse
-from rlvr.verify.model_text import answer_text, plain_unicode
+from rlvr.verify.model_text import answer_pattern, answer_text, plain_unicode
 
 
 class _Lazy:
@@ -308,7 +308,9 @@ def _conflicting(completion: str, chosen: str, read: _Gold, raw: str) -> Candida
     bold_last_line = _bold_last_line(raw)
     # the final line is a claim only as "Final answer: ..." or all in bold
     final_line = len(lines) > 1 and ("nswer" in lines[-1] or bold_last_line)
-    if markers + final_line < 2:
+    tag_end = completion.rfind("</answer")
+    phrase_after_tag = tag_end >= 0 and answer_pattern(completion[tag_end + 8 :]) is not None
+    if markers + final_line + phrase_after_tag < 2:
         return None  # one format: nothing to disagree with (most correct verdicts)
     said = normalize(chosen)
     claims = [c for c in final_claims(completion, bold_last_line=bold_last_line) if normalize(c.text) != said]

@@ -604,7 +604,8 @@ def final_claims(text: str, *, bold_last_line: bool = False) -> list[Candidate]:
     before :func:`~rlvr.verify.model_text.answer_text` dropped the bold), is one ("**12**"); a
     displayed equation on the last line is not. A completion commits to one answer only if these agree
     (:func:`rlvr.verify.math.compare.compare` checks them against the gold). A phrase counts only on
-    the final line: an "answer is" guess in the reasoning that a later box corrects is no claim."""
+    the final line, or after the last answer tag: an "answer is" guess in the reasoning that a later
+    box corrects is no claim."""
     if len(text) > MAX_SCAN_CHARS:
         text = text[-MAX_SCAN_CHARS:]
     body = strip_reasoning(text)
@@ -613,9 +614,13 @@ def final_claims(text: str, *, bold_last_line: bool = False) -> list[Candidate]:
     body = mask_currency(body)
     claims: list[Candidate] = []
     outside = body
-    if "<" in body and (tags := _ANSWER_TAG.findall(body)):
-        if (first := next(iter_candidates(f"<answer>{tags[-1]}</answer>"), None)) is not None:
+    if "<" in body and (tags := list(_ANSWER_TAG.finditer(body))):
+        if (first := next(iter_candidates(f"<answer>{tags[-1].group(1)}</answer>"), None)) is not None:
             claims.append(first)
+        # an answer phrase after the last tag claims too ("<answer>12</answer> The answer is 14.")
+        said = answer_is_candidate(body[tags[-1].end() :])
+        if said is not None and re.search(r"[\d$\\]", said.text):
+            claims.append(said)
         outside = _ANSWER_TAG.sub(" ", body)
     if "\\boxed" in outside or "\\fbox" in outside:
         boxes = find_boxes(outside)
