@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,11 @@ from verl.tools.tool_registry import load_all_tools
 from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl.workers.rollout.replica import TokenOutput
 
+from rlvr.episodes.clock import policy_time
 from rlvr.errors import ConfigError
 from rlvr.integrations.verl.agent import RlvrToolAgentLoop
 from rlvr.integrations.verl.settings import check_config
+from rlvr.integrations.verl.tools import CalculatorTool
 from rlvr.models.tiny import build_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,6 +163,43 @@ def test_environment_faults_are_retried_with_a_fresh_instance_then_end_the_episo
     assert len(server.prompts) == 1 and ep["answer"] == ""  # stopped at the fault: nothing more sampled
     out, _ = run([CALL, "<answer>408</answer><eos>"], "+rlvr.env.faults.env_crash=1.0")
     assert out.extra_fields["rlvr_episode"]["events"][0]["cause"] == "env_crash"
+
+
+class Slow(CalculatorTool):
+    """rlvr's calculator (its schema), whose work takes ``seconds``: in the policy's own program
+    (marked with ``policy_time``, bounded by the tool at ``own_limit``, as rlvr's python tool marks
+    it) or in the environment's."""
+
+    def __init__(self, seconds: float, policy: bool, own_limit: float = 5.0) -> None:
+        super().__init__({"type": "native"})
+
+        def calculator(expression: str) -> str:
+            if policy:
+                with policy_time(own_limit):
+                    time.sleep(seconds)
+            else:
+                time.sleep(seconds)
+            return "408"
+
+        self.fn = calculator
+
+
+def test_the_policys_program_time_is_not_the_environments_timeout() -> None:
+    # 1.2 s of the policy's program under a 0.5 s guard: its result, the episode goes on (it was env_timeout)
+    out, _ = run([CALL, "<answer>408</answer><eos>"], "rlvr.env.tool_timeout_s=0.5", tools=[Slow(1.2, policy=True)])
+    ep = out.extra_fields["rlvr_episode"]
+    assert ep["events"] == [] and ep["recovered"] == [] and ep["finish"] == "eos"
+    assert "<tool_response>408</tool_response>" in TOK.decode(out.response_ids)
+    # the same time spent by the environment itself is its timeout
+    out, _ = run(
+        [CALL, "<answer>408</answer><eos>"],
+        "rlvr.env.tool_timeout_s=0.5",
+        "rlvr.env.retries=0",
+        tools=[Slow(1.2, policy=False)],
+    )
+    ep = out.extra_fields["rlvr_episode"]
+    assert [e["cause"] for e in ep["events"]] == ["env_timeout"] and ep["finish"] == "fault"
+    assert "ran past 0.5s" in ep["events"][0]["detail"]
 
 
 def _trajectory(extra_fields: dict, text: str) -> DataProto:

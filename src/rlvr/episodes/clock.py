@@ -11,16 +11,22 @@ plus :data:`TEARDOWN_S` (a sandbox that does not come back after that is the env
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 #: Seconds past a tool's own limit its sandbox may take to come back before the stall is the
 #: environment's (a kill, the control group's teardown, the working folder removed).
 TEARDOWN_S = 30.0
 
 _CURRENT = threading.local()
+#: The clock of the call an asynchronous caller is timing (verl's agent loop): tasks and
+#: ``asyncio.to_thread`` copy it into the thread that runs the tool (:func:`timed`).
+CALL_CLOCK: contextvars.ContextVar[CallClock | None] = contextvars.ContextVar("rlvr_call_clock", default=None)
+T = TypeVar("T")
 
 
 class CallClock:
@@ -78,3 +84,14 @@ def policy_time(limit_s: float) -> Iterator[None]:
         yield
     finally:
         clock.leave()
+
+
+def timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` in this thread, timed by the clock of the call that runs it (set in
+    :data:`CALL_CLOCK` by an asynchronous caller; none: run as it is), so a :func:`policy_time`
+    inside it is left out of that call's limit."""
+    clock = CALL_CLOCK.get()
+    if clock is None:
+        return fn(*args, **kwargs)
+    with clock.running():
+        return fn(*args, **kwargs)

@@ -167,7 +167,7 @@ TAG_AND_PHRASE = [
 # quoted for emphasis, or a quotation that is the sentence, is the model's own
 MENTIONED_AND_EMPHASISED = [
     ('Beginners often write "the final answer is 15" at this point.', "15", False),
-    ('Writing “the answer is 15” would ignore the remainder.', "15", False),
+    ("Writing “the answer is 15” would ignore the remainder.", "15", False),
     ('"The answer is 15" is what the first draft said; the correct count is 9.', "15", False),
     ("La tentation est d'écrire « la réponse est 15 », mais c'est faux.", "15", False),
     ("Sie hat „die Antwort ist 15“ notiert, was nicht stimmt.", "15", False),

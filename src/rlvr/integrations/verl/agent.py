@@ -7,7 +7,9 @@ changes three handlers and nothing else:
 
 * ``_call_tool``: a name the row does not offer is the policy's ``unknown_tool``, arguments that are
   not JSON its ``malformed_tool_call``, arguments outside the tool's schema its ``bad_arguments``
-  (the error goes back to it, the episode goes on). A call runs under ``rlvr.env.tool_timeout_s``;
+  (the error goes back to it, the episode goes on). A call runs under ``rlvr.env.tool_timeout_s``,
+  counted as rlvr's guard counts it (the environment's time: the python tool's program, which the
+  tool bounds itself, is the policy's and not counted; its result says so and the episode goes on);
   a tool that raises is ``tool_error`` (``env_crash`` for :class:`rlvr.episodes.tools.EnvCrash`),
   one past its limit ``env_timeout``: the environment's. Such a call is tried again with a fresh
   tool instance (``create`` again) up to ``rlvr.env.retries`` times inside the episode (recovered
@@ -38,6 +40,7 @@ from verl.tools.function_tool import FunctionTool, normalize_function_tool_retur
 from verl.tools.schemas import ToolResponse
 
 from rlvr.diagnostics.causes import Cause
+from rlvr.episodes.clock import CALL_CLOCK, TEARDOWN_S, CallClock
 from rlvr.episodes.guard import CALL_END, Faults, bad_arguments, find_call
 from rlvr.episodes.tools import EnvCrash
 from rlvr.integrations.verl.rows import EPISODE_KEY
@@ -113,12 +116,11 @@ class RlvrToolAgentLoop(ToolAgentLoop):
                 last = (injected, f"injected {injected.value}", 0.0)
             else:
                 try:
-                    response, reward, res = await asyncio.wait_for(
-                        self._execute(tool, args, tools_kwargs, agent_data), self.timeout_s
-                    )
+                    response, reward, res = await self._timed(tool, args, tools_kwargs, agent_data)
                     return self._cut(response), reward, res
-                except TimeoutError:
-                    last = (Cause.ENV_TIMEOUT, f"{name} ran past {self.timeout_s:g}s", time.monotonic() - start)
+                except TimeoutError as e:
+                    why = str(e) or f"{name} ran past {self.timeout_s:g}s"
+                    last = (Cause.ENV_TIMEOUT, why, time.monotonic() - start)
                 except EnvCrash as e:
                     last = (Cause.ENV_CRASH, f"EnvCrash: {e}", time.monotonic() - start)
                 except Exception as e:  # the tool failed on a well-formed call: the environment's fault
@@ -128,6 +130,30 @@ class RlvrToolAgentLoop(ToolAgentLoop):
         self._event(st, last[0], turn, last[1], name, last[2])
         st["fault"] = True
         return ToolResponse(text=f"error: {last[1]}"), 0.0, {}
+
+    async def _timed(
+        self, tool: Any, args: dict[str, Any], tools_kwargs: dict[str, Any], agent_data: Any
+    ) -> tuple[ToolResponse, float, dict[str, Any]]:
+        """:meth:`_execute` under ``rlvr.env.tool_timeout_s`` counted as rlvr's guard counts it: the
+        environment's own time; the policy's program that a tool bounds itself and marks
+        (:func:`rlvr.episodes.clock.policy_time`, rlvr's python tool) is left out, up to its limit
+        and the sandbox's teardown grace. Raises TimeoutError past the limit (the environment's)."""
+        clock = CallClock()
+        token = CALL_CLOCK.set(clock)  # copied into the task, and from it into the tool's thread
+        try:
+            task = asyncio.ensure_future(self._execute(tool, args, tools_kwargs, agent_data))
+        finally:
+            CALL_CLOCK.reset(token)
+        while not task.done():
+            left = self.timeout_s - clock.environment_s()
+            if left <= 0 or clock.overdue():
+                task.cancel()
+                name = tool.name
+                if clock.overdue():
+                    raise TimeoutError(f"{name}'s sandbox did not come back within {TEARDOWN_S:g}s of its own limit")
+                raise TimeoutError(f"{name} ran past {self.timeout_s:g}s")
+            await asyncio.wait({task}, timeout=max(0.05, left))
+        return task.result()
 
     async def _execute(
         self, tool: Any, args: dict[str, Any], tools_kwargs: dict[str, Any], agent_data: Any

@@ -23,6 +23,7 @@ from typing import Any
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
+from rlvr.episodes.clock import timed
 from rlvr.episodes.env import tool_schema
 from rlvr.episodes.tools import Calculator
 from rlvr.episodes.tools import PythonTool as _Python
@@ -39,7 +40,8 @@ class _RlvrTool(BaseTool):
     async def execute(
         self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
     ) -> tuple[ToolResponse, float, dict[str, Any]]:
-        text = await asyncio.to_thread(self.fn, **parameters)
+        # timed by the agent loop's call clock: the python tool's program (its policy_time) is not counted
+        text = await asyncio.to_thread(lambda: timed(self.fn, **parameters))
         return ToolResponse(text=str(text)), 0.0, {}
 
 
