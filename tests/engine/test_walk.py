@@ -6,7 +6,9 @@ is on the stack. The walk stays within the bar of issue 55: twelve calls over si
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 from types import FrameType
@@ -54,10 +56,10 @@ def _where(frame: FrameType) -> tuple[str, str] | None:
     return str(path.relative_to(SRC)), frame.f_code.co_qualname
 
 
-def _one_step(tmp_path: Path) -> tuple[list[tuple[str, str]], set[tuple[str, str]]]:
+def _one_step(out: Path) -> tuple[list[tuple[str, str]], set[tuple[str, str]]]:
     """A real step's first entries of every rlvr function (in order) and the rlvr functions on the
     stack between the loop and the first entry of each place the row is worked on."""
-    cfg = load_config(None, [*TINY, "run.steps=1", f"run.out_dir={tmp_path}"])
+    cfg = load_config(None, [*TINY, "run.steps=1", f"run.out_dir={out}"])
     trainer = GRPOTrainer(cfg)
     first: list[tuple[str, str]] = []
     seen: set[tuple[str, str]] = set()
@@ -88,10 +90,28 @@ def _one_step(tmp_path: Path) -> tuple[list[tuple[str, str]], set[tuple[str, str
     return first, between
 
 
+def main(out: str) -> None:
+    """Print one step's walk as JSON (the test runs this in a fresh interpreter: a profiler over a
+    step must not meet what earlier tests left in the process)."""
+    torch.set_num_threads(1)
+    first, between = _one_step(Path(out))
+    print(json.dumps({"first": first, "between": sorted(between)}))
+
+
 def test_the_layout_pages_walk_is_the_path_a_step_takes(tmp_path: Path) -> None:
     walk = _table()
     assert len(walk) <= 12 and len({file for file, _ in walk}) <= 6, walk
-    first, between = _one_step(tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-c", f"from tests.engine.test_walk import main; main({str(tmp_path)!r})"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    first = [tuple(x) for x in got["first"]]
+    between = {tuple(x) for x in got["between"]}
     missing = [c for c in walk if c not in first]
     assert not missing, f"the walk names calls a step never enters (or not in the file it says): {missing}"
     assert sorted(walk, key=first.index) == walk, "the walk's order is not the order a step enters its calls"
