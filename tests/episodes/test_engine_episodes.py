@@ -576,3 +576,31 @@ def test_a_run_whose_rows_mostly_stay_out_says_once_to_set_the_thin_step_policy(
     m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     advised = [x["step"] for x in m if x.get("failure/thin_advice")]
     assert advised == [5]  # the first step at which five steps of mostly excluded rows are known
+
+
+def test_a_batch_whose_every_environment_failed_at_reset_decodes_to_nothing(policy) -> None:
+    """No row samples a token (every reset raised): an empty batch, every episode env_crash, and a
+    held-out evaluation that says so (the batch builder took the first stop of zero columns)."""
+    from rlvr.sampling.evaluate import greedy_eval
+
+    model, tok = policy
+
+    class Down:
+        def reset(self, row: dict) -> None:
+            raise ConnectionError("the server refused the session (capacity)")
+
+        def ping(self) -> str:
+            """Answer pong."""
+            return "pong"
+
+    rows = _rows()[:3]
+
+    def turns_for(chunk):
+        t = Turns(tok, Down, [{} for _ in chunk], [f"k{i}" for i in range(len(chunk))], ["p"] * len(chunk))
+        return t, [encode(tok, s.prompt) for s in chunk]
+
+    t, prompts = turns_for(rows)
+    b = generate(model, tok, prompts, group_size=1, max_new_tokens=8, temperature=0.0, turns=t)
+    assert b.completion_ids.shape == (3, 0) and b.finish == ["fault"] * 3
+    ev = greedy_eval(model, tok, rows, max_new_tokens=8, turns_for=turns_for)
+    assert ev["accuracy"] == 0.0 and ev["statuses"] == {"env_crash": 1.0}

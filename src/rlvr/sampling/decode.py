@@ -276,7 +276,8 @@ def _batch(
     # (positions, not ids: a stop id may also be the pad id, as Qwen's <|endoftext|> is)
     at = torch.arange(out_tok.shape[1], device=out_tok.device)
     stopped = torch.isin(out_tok, stop_t) & (at[None] < rows.pos[:, None])
-    first = torch.where(stopped.any(1), stopped.float().argmax(1), rows.pos)  # [N] the first stop, else the end
+    # [N] the first stop, else the end (no column at all when no row sampled: every episode ended at reset)
+    first = torch.where(stopped.any(1), stopped.float().argmax(1), rows.pos) if steps else rows.pos.clone()
     mask = ((at[None] <= first[:, None]) & (at[None] < rows.pos[:, None])).long()
     finish: list[FinishReason] = ["eos" if e else "length" for e in stopped.any(1).tolist()]
     if turns is not None:  # an episode's finish and text are its own: how it ended, its final answer

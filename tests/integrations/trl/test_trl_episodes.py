@@ -431,3 +431,29 @@ def test_on_trl_an_outage_is_waited_out_and_a_thin_step_moves_by_its_share(polic
     assert {r["attempt"] for r in first if r.get("replaced")} <= {1}  # one round, then it waited
     second = [r for r in recs if r["step"] == 2]
     assert sum(bool(r.get("replaced")) for r in second) <= 16  # within 2 x 8 extra episodes
+
+
+def test_each_reset_of_a_pooled_trl_environment_ends_the_previous_episodes_session() -> None:
+    """TRL pools its environment instances and resets them per episode; an rlvr environment with
+    sessions (OpenEnv's: a server caps them) has the last one closed before the next starts, so the
+    open sessions never outnumber the pool (they piled up until the server refused every reset)."""
+    from rlvr.integrations.trl.episodes import trl_environment
+
+    open_sessions: set[int] = set()
+
+    class Sessions:
+        def reset(self, row: dict) -> None:
+            open_sessions.add(id(self))
+
+        def close(self) -> None:
+            open_sessions.discard(id(self))
+
+        def ping(self) -> str:
+            """Answer pong."""
+            return "pong"
+
+    pool = [trl_environment(Sessions)() for _ in range(2)]
+    for step in range(5):
+        for env in pool:
+            env.reset(prompt="p", id=f"{step}")
+    assert len(open_sessions) == len(pool)

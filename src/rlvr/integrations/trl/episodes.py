@@ -207,6 +207,9 @@ def trl_environment(cls: type) -> type:
         self._rlvr_env = cls()
 
     def reset(self: Any, **row: Any) -> str | None:
+        close = getattr(self._rlvr_env, "close", None)
+        if callable(close):  # the previous episode's session ends here (an OpenEnv server caps its sessions)
+            close()
         self._rlvr_env = cls()
         obs = self._rlvr_env.reset({**row, "id": row.get("id", row.get("prompt_id"))})
         return f"\n\n{obs}" if obs else None
