@@ -290,6 +290,12 @@ def main() -> None:
         "copies none of 30 products, seed 1 28 of 30); the GRPO seeds stay --seed's",
     )
     ap.add_argument(
+        "--warm-step",
+        type=int,
+        help="start from the warm-up as it stood at this SFT step of its --sft-steps run (a weaker start "
+        "of the same recipe, with room to learn; the folder --warm names then holds that model)",
+    )
+    ap.add_argument(
         "--seeds",
         type=int,
         default=1,
@@ -326,9 +332,15 @@ def main() -> None:
     warm = args.warm or tmp / "warm"
     if args.sft_steps is None:
         args.sft_steps = 2000 if args.engine == "trl" else 1000
+    if args.warm_step is not None and not 0 < args.warm_step <= args.sft_steps:
+        ap.error(f"--warm-step {args.warm_step}: a step of the {args.sft_steps}-step warm-up")
     if not (warm / "config.json").exists():
         warm_seed = args.seed if args.warm_seed is None else args.warm_seed
-        warm_model(warm, args.sft_steps, warm_seed, after_call="<eos>" if args.engine == "trl" else "")
+        after = "<eos>" if args.engine == "trl" else ""
+        if args.warm_step is None or args.warm_step == args.sft_steps:
+            warm_model(warm, args.sft_steps, warm_seed, after_call=after)
+        else:  # the whole recipe runs (its schedule is the full run's); the model at that step is kept
+            warm_model(tmp / "warm-full", args.sft_steps, warm_seed, after_call=after, keep={args.warm_step: warm})
     m, long = args.steps, int(1.5 * args.steps)
     seeds = list(range(args.seed, args.seed + args.seeds))
     jobs = [("0", "fault-free", m, 0.0, [])]
