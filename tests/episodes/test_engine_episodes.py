@@ -604,3 +604,32 @@ def test_a_batch_whose_every_environment_failed_at_reset_decodes_to_nothing(poli
     assert b.completion_ids.shape == (3, 0) and b.finish == ["fault"] * 3
     ev = greedy_eval(model, tok, rows, max_new_tokens=8, turns_for=turns_for)
     assert ev["accuracy"] == 0.0 and ev["statuses"] == {"env_crash": 1.0}
+
+
+def test_every_episodes_environment_is_closed_when_decoding_ends(policy) -> None:
+    """An environment with a session (OpenEnv's; a server caps them) is closed once its episode is
+    over, however it ended (answered, faulted, never judged): none is left for the garbage collector."""
+    model, tok = policy
+    live: set[int] = set()
+
+    class Sessions:
+        def reset(self, row: dict) -> None:
+            live.add(id(self))
+
+        def close(self) -> None:
+            live.discard(id(self))
+
+        def calculator(self, expression: str) -> str:
+            """Evaluate an arithmetic expression.
+
+            Args:
+                expression: numbers with + - * / and parentheses.
+            """
+            raise RuntimeError("the service fails every call")  # tool_error: the episode ends as a fault
+
+    rows = _rows()[:4]
+    t = Turns(tok, Sessions, [{} for _ in rows], [f"k{i}" for i in range(4)], ["p"] * 4)
+    assert len(live) == 4
+    prompts = [encode(tok, s.prompt) for s in rows]
+    generate(model, tok, prompts, group_size=1, max_new_tokens=40, temperature=0.0, turns=t)
+    assert live == set() and all(e is None for e in t.envs)

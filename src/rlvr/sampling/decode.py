@@ -128,6 +128,7 @@ def generate(
         turns: a :class:`rlvr.sampling.turns.Turns`: every row is a multi-turn episode; a tool call's
             result is appended to the row's sequence and fed in the next forward (the cache carries
             over), marked in ``tool_mask``. ``max_new_tokens`` is then the episode's whole budget.
+            Its environments are closed when decoding ends (:meth:`~rlvr.sampling.turns.Turns.close`).
         stop_ids: the ids a completion ends on (default :func:`stop_ids_of`): the first one sampled
             ends the row; it is the last token in the mask, nothing after it is.
 
@@ -150,6 +151,8 @@ def generate(
     finally:
         if was_training:
             model.train()
+        if turns is not None:  # the episodes are over (judged): their environments' sessions end
+            turns.close()
     return b.copied()
 
 

@@ -24,6 +24,7 @@ tokenizer's end-of-sequence or any other special token into the policy's sequenc
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -199,6 +200,16 @@ class Turns:
         text = self._text(seg)
         ep.answered(text, finish, len(seg))
         self._judge(row)
+
+    def close(self) -> None:
+        """End every episode's environment that has a ``close`` (a server session, a sandbox): called
+        when decoding ends, the episodes judged. A close that fails is the environment's own affair."""
+        for i, env in enumerate(self.envs):
+            close = getattr(env, "close", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    close()
+            self.envs[i] = None
 
     def _judge(self, row: int) -> None:
         """An environment with its own ``reward`` judges every episode it did not fail: answered, or

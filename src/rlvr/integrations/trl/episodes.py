@@ -192,6 +192,12 @@ class EvalEnvironment:
         self.tools = {n: _sync(f, loop) for n, f in row_tools(t._standalone_tools, self.env).items()}
         return obs if isinstance(obs, str) else None
 
+    def close(self) -> None:
+        """The episode is over: its environment's session ends (an rlvr environment on TRL's tool loop)."""
+        close = getattr(self.env, "_close", None) or getattr(self.env, "close", None)
+        if callable(close):
+            close()
+
 
 def trl_environment(cls: type) -> type:
     """An rlvr environment class (``reset(row)``, tools as methods, optional ``reward(answer, row)``) as
@@ -206,15 +212,23 @@ def trl_environment(cls: type) -> type:
     def __init__(self: Any) -> None:
         self._rlvr_env = cls()
 
-    def reset(self: Any, **row: Any) -> str | None:
+    def _close(self: Any) -> None:  # private: TRL lists the class's public methods as tools
         close = getattr(self._rlvr_env, "close", None)
-        if callable(close):  # the previous episode's session ends here (an OpenEnv server caps its sessions)
+        if callable(close):
             close()
+
+    def reset(self: Any, **row: Any) -> str | None:
+        self._close()  # the previous episode's session ends here (an OpenEnv server caps its sessions)
         self._rlvr_env = cls()
         obs = self._rlvr_env.reset({**row, "id": row.get("id", row.get("prompt_id"))})
         return f"\n\n{obs}" if obs else None
 
-    ns: dict[str, Any] = {"__init__": __init__, "reset": reset, "__doc__": f"{cls.__name__} for TRL's tool loop"}
+    ns: dict[str, Any] = {
+        "__init__": __init__,
+        "reset": reset,
+        "_close": _close,
+        "__doc__": f"{cls.__name__} for TRL's tool loop",
+    }
     for name in names:
 
         def method(self: Any, *args: Any, _name: str = name, **kwargs: Any) -> Any:
