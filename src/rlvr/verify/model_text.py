@@ -367,7 +367,6 @@ _CONNECTIVE = re.compile(
     r"donc|ainsi|así\s+que|por\s+lo\s+tanto|entonces|also|daher|somit|итак|поэтому|所以|因此|故|综上所述|よって|したがって)?",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"[.!?。！？;；]\s*$")
 
 
 def _embedded(text: str, start: int, end: int) -> bool:
