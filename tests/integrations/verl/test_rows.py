@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -30,6 +32,31 @@ def test_every_row_carries_the_same_keys_and_its_cause():
     assert [r.extra["admit"] for r in rows] == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
     assert right.score == pytest.approx(1.2) and right.extra["acc"] == 1.0 and right.extra["pred"] == "4"
     assert none.extra["status"] == "no_answer" and none.score == 0.0
+
+
+def test_an_environment_that_judges_its_episode_gives_the_row_its_score_with_the_same_keys():
+    def ep(**judged):
+        return {"events": [], "tool_calls": 1, "finish": "eos", "answer": "<answer>4</answer>", **judged}
+
+    rubric = {"total": 0.6, "components": {"right": 0.0, "tidy": 1.0}, "weights": {"right": 1.0, "tidy": 0.6}}
+    failed = score_row(TOTAL, "x", "4", episode=ep(judge="environment", score={**rubric, "answered": True}))
+    passed = {**rubric, "total": 1.6, "components": {"right": 1.0, "tidy": 1.0}, "passed": True}
+    solved = score_row(TOTAL, "x", "4", episode=ep(judge="environment", score=passed))
+    unread = score_row(TOTAL, "x", "4", episode=ep(judge="environment", score={**rubric, "answered": False}))
+    number = score_row(TOTAL, "x", "4", episode=ep(judge="environment", reward=0.0))  # a plain reward(): accuracy
+    broke = ep(judge="environment", finish="fault")
+    broke["events"] = [{"cause": "tool_error", "turn": 1, "detail": "reward raised ValueError"}]
+    fault = score_row(TOTAL, "x", "4", episode=broke)
+    plain = score_row(TOTAL, "<answer>4</answer>", "4")
+    rows = [failed, solved, unread, number, fault, plain]
+    assert len({tuple(r.extra) for r in rows}) == 1  # verl batches the extra info by the first row's keys
+    assert [r.extra["cause"] for r in rows] == ["wrong", "correct", "no_answer", "wrong", "tool_error", "correct"]
+    assert [r.score for r in rows] == pytest.approx([0.6, 1.6, 0.6, 0.2, 0.0, 1.2])  # format 0.2 kept beside a number
+    assert json.loads(solved.extra["env_components"]) == {"right": 1.0, "tidy": 1.0} and solved.extra["acc"] == 1.0
+    assert solved.extra["accuracy"] is None and solved.extra["env_reward"] == pytest.approx(1.6)
+    assert number.extra["accuracy"] == 0.0 and number.extra["env_components"] == ""
+    assert fault.extra["admit"] == 0.0 and fault.extra["env_reward"] is None
+    assert plain.extra["env_reward"] is None and plain.extra["env_components"] == ""
 
 
 def test_finish_is_length_only_when_the_response_filled_its_width_without_eos():

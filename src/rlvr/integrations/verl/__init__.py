@@ -17,7 +17,9 @@ verl key                                   what it turns on
 command line)                              policy, ``advantage_clip``, ``run_dir``, ``env``
 ``rollout.agent.default_agent_loop:        :mod:`.agent`: verl's ``ToolAgentLoop`` recording each
 rlvr_tool_agent``                          episode's causes where they happen (rlvr's tools for a
-                                           tool YAML: :mod:`.tools`)
+                                           tool YAML: :mod:`.tools`; a ``verifiers`` environment's
+                                           tools, one environment per episode judging it:
+                                           :mod:`.environments`)
 =========================================  =========================================================
 
 ``compute_score`` (:mod:`.score`) stays for verl's own reward managers

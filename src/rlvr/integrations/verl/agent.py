@@ -20,6 +20,10 @@ changes three handlers and nothing else:
 * ``_handle_processing_tools_state``: a tool result that leaves no room in ``response_length`` is
   ``context_overflow``.
 
+When the episode ends on the policy's answer and its tools are an environment's
+(:mod:`rlvr.integrations.verl.environments`), that environment judges the answer (a ``verifiers``
+rubric; a reward function that raises is ``tool_error``) and the episode's environments are closed.
+
 What happened travels in the output's ``extra_fields["rlvr_episode"]`` (events with cause, turn,
 detail, tool and latency; recovered faults; calls; turns; finish), which verl hands to the reward
 manager with the trajectory (``tool_extra_fields``): rlvr's ``rlvr`` reward manager turns it into the
@@ -41,8 +45,11 @@ from verl.tools.schemas import ToolResponse
 
 from rlvr.diagnostics.causes import Cause
 from rlvr.episodes.clock import CALL_CLOCK, TEARDOWN_S, CallClock
+from rlvr.episodes.episode import ENVIRONMENT_FAULTS
 from rlvr.episodes.guard import CALL_END, Faults, bad_arguments, find_call
 from rlvr.episodes.tools import EnvCrash
+from rlvr.errors import ConfigError
+from rlvr.integrations.verl import environments
 from rlvr.integrations.verl.rows import EPISODE_KEY
 from rlvr.integrations.verl.settings import settings_of
 
@@ -121,6 +128,8 @@ class RlvrToolAgentLoop(ToolAgentLoop):
                 except TimeoutError as e:
                     why = str(e) or f"{name} ran past {self.timeout_s:g}s"
                     last = (Cause.ENV_TIMEOUT, why, time.monotonic() - start)
+                except ConfigError:  # a config this run cannot go on with: not the environment's fault
+                    raise
                 except EnvCrash as e:
                     last = (Cause.ENV_CRASH, f"EnvCrash: {e}", time.monotonic() - start)
                 except Exception as e:  # the tool failed on a well-formed call: the environment's fault
@@ -202,7 +211,7 @@ class RlvrToolAgentLoop(ToolAgentLoop):
                 st["finish"] = "turn_limit"
             elif find_call(text) is not None:  # markup the parser could not read: verl took it for the answer
                 self._event(st, Cause.MALFORMED_TOOL_CALL, turn, f"the tool call does not parse: {text[-200:]!r}")
-            self._finish(agent_data)
+            await self._finish(agent_data)
         return state
 
     async def _handle_processing_tools_state(self, agent_data: Any) -> AgentState:
@@ -211,7 +220,7 @@ class RlvrToolAgentLoop(ToolAgentLoop):
         turn = max(agent_data.assistant_turns - 1, 0)
         if st["fault"]:  # the environment failed past its retries: the episode stops, to be redrawn
             st["finish"] = "fault"
-            self._finish(agent_data)
+            await self._finish(agent_data)
             return AgentState.TERMINATED
         if state == AgentState.TERMINATED:
             self._event(
@@ -221,10 +230,10 @@ class RlvrToolAgentLoop(ToolAgentLoop):
                 f"the tool result leaves no room in the {self.response_length}-token response",
             )
             st["finish"] = "context_overflow"
-            self._finish(agent_data)
+            await self._finish(agent_data)
         return state
 
-    def _finish(self, agent_data: Any) -> None:
+    async def _finish(self, agent_data: Any) -> None:
         st = _state(agent_data)
         # the final answer is the last turn's text, when the episode ended on a turn of the policy's
         answer = (
@@ -232,6 +241,15 @@ class RlvrToolAgentLoop(ToolAgentLoop):
             if st["finish"] in ("fault", "context_overflow")
             else self.tokenizer.decode(agent_data.response_ids, skip_special_tokens=True)
         )
+        judged: dict[str, Any] = {}
+        if st["finish"] != "fault":  # an environment among the tools judges the answer (its rubric)
+            tools = getattr(agent_data, "_active_tools", self.tools) or {}
+            turn = max(agent_data.assistant_turns - 1, 0)
+            judged = await asyncio.to_thread(environments.judge, agent_data, tools, answer, turn)
+            st["events"].extend(judged.pop("events", []))
+            if any(Cause(e["cause"]) in ENVIRONMENT_FAULTS for e in st["events"]):
+                st["finish"] = "fault"
+        await asyncio.to_thread(environments.close, agent_data)
         agent_data.extra_fields[EPISODE_KEY] = {
             "events": list(st["events"]),
             "recovered": list(st["recovered"]),
@@ -239,4 +257,5 @@ class RlvrToolAgentLoop(ToolAgentLoop):
             "turns": agent_data.assistant_turns,
             "finish": st["finish"],
             "answer": answer,
+            **judged,
         }

@@ -8,20 +8,24 @@ weighted reward; None when nothing applied), ``status`` (the verdict), ``cause``
 cause), ``admit`` (0/1: may the row enter the group baseline and the loss, by what one row shows),
 ``finish``, ``pred`` (the extracted answer: verl's maj@N metrics vote on it), ``reason``,
 ``completion`` (capped), ``episode`` / ``episode_cause`` / ``tool_calls`` (what ``rlvr_tool_agent``
-recorded of a multi-turn episode: its JSON, its own cause; "", "", 0 for a single-turn row), and
-every reward component (None where it did not apply).
+recorded of a multi-turn episode: its JSON, its own cause; "", "", 0 for a single-turn row),
+``env_reward`` / ``env_components`` (an environment that judges its episodes, a ``verifiers``
+rubric: its reward and its components as JSON; None, "" otherwise), and every one of rlvr's reward
+components (None where it did not apply: on every row of an environment that judges with components).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rlvr.diagnostics.causes import Cause, cause_of
-from rlvr.episodes.episode import ENVIRONMENT_FAULTS, own_cause
+from rlvr.episodes.episode import ENVIRONMENT_FAULTS, Episode, env_scored, own_cause
 from rlvr.rewards import Total
+from rlvr.types import EnvScore, RewardBreakdown
 
 #: Where ``rlvr_tool_agent`` leaves an episode's record in the agent loop's extra fields (verl hands
 #: them to the reward manager as ``tool_extra_fields``).
@@ -71,7 +75,9 @@ def score_row(
         step: the training step (reward weight schedules).
         exclude_truncated: truncated rows are not admitted either.
         episode: what ``rlvr_tool_agent`` recorded (:mod:`rlvr.integrations.verl.agent`): its final
-            answer is what is judged (never a tool's output), its own cause wins.
+            answer is what is judged (never a tool's output), its own cause wins; when its
+            environment judged (``judge: environment``, :func:`rlvr.integrations.verl.environments.judge`)
+            the environment's score is the row's, as on rlvr's engine (:func:`rlvr.episodes.episode.env_scored`).
     """
     info = dict(extra_info or {})
     task = info.get("task") or TASK_BY_SOURCE.get(str(data_source or "").lower())
@@ -81,7 +87,20 @@ def score_row(
             columns[key] = [info[key]]
     if episode is not None:  # the final turn only: a number a tool printed is not the policy's answer
         text = str(episode.get("answer", ""))
-    row = total.breakdown([text], step=step, **columns)[0]
+    record: Mapping[str, Any] = episode or {}
+    judged = record.get("judge") == "environment"
+    env_parts: dict[str, float] = {}
+    if judged and "score" in record:  # the environment's rubric judged it: its total, its verdict
+        none = RewardBreakdown(None, dict.fromkeys(total.rewards), total.weights_at(step or 0))
+        row = env_scored(none, Episode(prompt="", answer=text, reward=0.0, score=EnvScore(**record["score"])))
+        env_parts = dict(row.components)
+        row = dataclasses.replace(row, components=dict(none.components))  # the same keys on every row
+    elif judged and "reward" not in record:  # the environment failed before it could judge
+        row = RewardBreakdown(None, dict.fromkeys(total.rewards), total.weights_at(step or 0))
+    else:
+        row = total.breakdown([text], step=step, **columns)[0]
+        if judged:  # the environment's number is the accuracy
+            row = env_scored(row, Episode(prompt="", answer=text, reward=float(record["reward"])))
     v = row.verdict
     cause = cause_of(v.status, finish, text=text) if v is not None and row.total is not None else Cause.INVALID
     own = episode_cause(episode) if episode is not None else None
@@ -104,6 +123,8 @@ def score_row(
         "episode": json.dumps(dict(episode)) if episode is not None else "",
         "episode_cause": own.value if own is not None else "",
         "tool_calls": float(episode.get("tool_calls", 0)) if episode is not None else 0.0,
+        "env_reward": row.total if judged else None,
+        "env_components": json.dumps(env_parts) if env_parts else "",
     }
     extra.update(row.components)
     return ScoredRow(float(row.total) if row.total is not None else 0.0, extra)

@@ -26,7 +26,8 @@ from rlvr.errors import ConfigError
 
 #: What the reward manager writes into every row's ``reward_extra_info`` (same keys on every row;
 #: ``episode``: the JSON of what ``rlvr_tool_agent`` recorded of a multi-turn episode, "" for a
-#: single-turn row; ``episode_cause``: its own cause, "" when the answer decides).
+#: single-turn row; ``episode_cause``: its own cause, "" when the answer decides; ``env_reward`` /
+#: ``env_components``: the judgement of an environment that judges its episodes, None / "" otherwise).
 EXTRA_KEYS = (
     "acc",
     "total",
@@ -40,6 +41,8 @@ EXTRA_KEYS = (
     "episode",
     "episode_cause",
     "tool_calls",
+    "env_reward",
+    "env_components",
 )
 
 

@@ -1,0 +1,128 @@
+"""A ``verifiers`` tool environment under verl's agent loop: its rows and tools written by
+``examples/verl/prepare.py --env``, read back by verl (parquet, ``load_all_tools``), its episodes
+run by ``rlvr_tool_agent`` (scripted turns, :mod:`scripted`), judged by its rubric and scored the
+rlvr way; its faults are causes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from scripted import CALL, ROOT, TOK, example, run
+from verl.tools.tool_registry import load_all_tools
+
+from rlvr.errors import ConfigError
+from rlvr.integrations.verl.rows import score_row
+from rlvr.integrations.verl.settings import settings_of
+from rlvr.rewards import Total
+
+PUBLISHED = ROOT / "tests" / "episodes" / "published"
+CALCULATOR = f"verifiers:{PUBLISHED / 'vf_calculator.py'}"
+GUESS = f"verifiers:{PUBLISHED / 'vf_guess.py'}"
+
+
+def _prepare() -> Any:
+    spec = importlib.util.spec_from_file_location("verl_prepare", ROOT / "examples" / "verl" / "prepare.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def prepared(tmp: Path, env: str, held: int = 4) -> tuple[list[Any], pd.DataFrame]:
+    """The environment as verl reads it: its tools from the YAML, its training rows from the parquet."""
+    _prepare().environment(tmp, env, None, held)
+    return load_all_tools(str(tmp / "tools.yaml"), None), pd.read_parquet(tmp / "train.parquet")
+
+
+def episode(turns: list[str], tools: list[Any], row: Any, *overrides: str) -> dict[str, Any]:
+    out, _ = run(turns, *overrides, tools=tools, tools_kwargs=row["tools_kwargs"])
+    return out.extra_fields["rlvr_episode"]
+
+
+def scored(ep: dict[str, Any], row: Any) -> dict[str, Any]:
+    total = Total.from_config(settings_of(example()).rewards)
+    got = score_row(
+        total,
+        ep["answer"],
+        row["reward_model"]["ground_truth"],
+        data_source=row["data_source"],
+        extra_info=dict(row["extra_info"]),
+        episode=ep,
+    )
+    return {"score": got.score, **got.extra}
+
+
+def test_a_verifiers_tool_environment_trains_under_verls_agent_loop_judged_by_its_rubric(tmp_path) -> None:
+    tools, rows = prepared(tmp_path, CALCULATOR)
+    assert [t.name for t in tools] == ["calculator"] and len(rows) == 12  # 16 rows, 4 held out
+    assert len(pd.read_parquet(tmp_path / "test.parquet")) == 4
+    assert set(tools[0].tool_schema.function.parameters.properties) == {"expression"}
+    row = rows.iloc[0]  # 12*34
+    assert row["agent_name"] == "rlvr_tool_agent" and json.loads(row["reward_model"]["ground_truth"])["answer"] == "408"
+
+    # a call to the environment's own tool, then the answer: its rubric sees the tool turn
+    ep = episode([CALL, "The product is 408.<eos>"], tools, row)
+    assert ep["events"] == [] and ep["finish"] == "eos" and ep["judge"] == "environment"
+    assert ep["score"]["components"] == {"correct_answer": 1.0, "used_the_tool": 1.0}
+    got = scored(ep, row)
+    assert got["score"] == pytest.approx(1.1) and got["acc"] == 1.0 and got["cause"] == "correct"
+    assert got["admit"] == 1.0 and got["env_reward"] == pytest.approx(1.1)
+    assert json.loads(got["env_components"]) == {"correct_answer": 1.0, "used_the_tool": 1.0}
+
+    # no call: the rubric still judges (its tool reward 0); a wrong answer is the verification's death
+    got = scored(episode(["408<eos>"], tools, row), row)
+    assert got["score"] == pytest.approx(1.0) and got["cause"] == "correct"
+    wrong = scored(episode([CALL, "409<eos>"], tools, row), row)
+    assert wrong["score"] == pytest.approx(0.1) and wrong["cause"] == "wrong" and wrong["admit"] == 1.0
+    assert set(wrong) == set(got)  # verl batches reward_extra_info by the first row's keys
+
+
+def test_the_environments_failures_are_its_causes_not_zeros(tmp_path) -> None:
+    tools, rows = prepared(tmp_path / "tool", f"{CALCULATOR}?fail_rate=1.0")
+    row = rows.iloc[0]
+    ep = episode([CALL, "408<eos>"], tools, row)  # the tool raises on every try
+    assert [e["cause"] for e in ep["events"]] == ["tool_error"] and ep["finish"] == "fault"
+    assert "service is down" in ep["events"][0]["detail"] and len(ep["recovered"]) == 2
+    assert "judge" not in ep  # a faulted episode is redrawn, never judged
+    got = scored(ep, row)
+    assert got["cause"] == "tool_error" and got["admit"] == 0.0
+
+    tools, rows = prepared(tmp_path / "reward", f"{CALCULATOR}?reward_fails=true")
+    row = rows.iloc[0]
+    ep = episode([CALL, "408<eos>"], tools, row)  # the rubric raises judging a good episode
+    assert [e["cause"] for e in ep["events"]] == ["tool_error"] and ep["finish"] == "fault"
+    assert "the grader lost its key" in ep["events"][0]["detail"]
+    got = scored(ep, row)
+    assert got["cause"] == "tool_error" and got["admit"] == 0.0 and got["env_reward"] is None
+
+    # the policy's own mistakes stay the policy's: an argument outside the environment tool's schema
+    tools, rows = prepared(tmp_path / "ok", CALCULATOR)
+    bad = '<tool_call>{"name":"calculator","arguments":{"expr":"12*34"}}</tool_call><eos>'
+    ep = episode([bad, "408<eos>"], tools, rows.iloc[0])
+    assert [e["cause"] for e in ep["events"]] == ["bad_arguments"] and ep["finish"] == "eos"
+
+
+def test_a_stateful_game_keeps_its_state_across_calls_and_into_its_rubric(tmp_path) -> None:
+    tools, rows = prepared(tmp_path, GUESS, held=1)
+    assert set(tools[0].tool_schema.function.parameters.properties) == {"number"}  # the secret is hidden
+    row = rows.iloc[0]  # secret 7
+    guess = '<tool_call>{"name":"guess","arguments":{"number":%d}}</tool_call><eos>'
+    out, _ = run([guess % 3, guess % 7, "7<eos>"], tools=tools, tools_kwargs=row["tools_kwargs"])
+
+    text = TOK.decode(out.response_ids)
+    assert "<tool_response>higher</tool_response>" in text and "<tool_response>right</tool_response>" in text
+    ep = out.extra_fields["rlvr_episode"]
+    assert ep["score"]["components"] == {"found": 1.0}  # the rubric read the guesses the tools counted
+    # the same answer without a guess: the game's state has none, and its rubric says so
+    assert episode(["7<eos>"], tools, row)["score"]["components"] == {"found": 0.0}
+
+
+def test_a_row_that_does_not_hand_the_environment_its_row_is_refused(tmp_path) -> None:
+    tools, _ = prepared(tmp_path, CALCULATOR)
+    with pytest.raises(ConfigError, match=r"tools_kwargs\.calculator\.create_kwargs\.row"):
+        run([CALL, "408<eos>"], tools=tools, tools_kwargs={})
