@@ -73,6 +73,19 @@ HEDGES = [
     ("Vielleicht ist es 15.", "15", False),
     ("The area that could be covered is 15.", "15", True),  # a modal that is not about the answer
     ("It is not hard to see that the answer is 15.", "15", True),
+    # a hedge about an earlier value the text then corrects is not about the answer
+    ("My guess at first was 12, but it is 15.", "15", True),
+    ("I thought maybe 12 but the answer is 15.", "15", True),
+    ("I'm not sure about 12, but the answer is 15.", "15", True),
+    ("Vielleicht 12, aber die Antwort ist 15.", "15", True),
+    ("我猜是12，但其实答案是15。", "15", True),
+    # ... while a hedge with no earlier value, or a new one after the turn, still hedges
+    ("Not sure, but 15.", "15", False),
+    ("It might be 12 but it could also be 15.", "15", False),
+    ("My guess at first was 12, but it might be 15.", "15", False),
+    ("It was 12 before, but I'm not sure it is 15.", "15", False),
+    ("The answer is 15, but I'm not sure.", "15", False),
+    ("我猜是12，但也许是15。", "15", False),
 ]
 NEGATIONS = [
     ("The answer is not 15.", "15", False),
@@ -294,9 +307,9 @@ def _searched_everywhere(text: str, span: str) -> str | None:
         return "negated"
     if c._CJK_NOT_BEFORE.search(before) or c._CJK_NOT_AFTER.match(after):
         return "negated"
-    if c._HEDGE_BEFORE.search(before) or c._DOUBT.search(clause):
+    if c.hedged(before, clause[len(before) + len(value) :]):
         return "hedged"
-    if c._CJK_HEDGE.search(before) or c._CJK_HEDGE_AFTER.match(after):
+    if c._about_the_value(c._CJK_HEDGE, before) or c._CJK_HEDGE_AFTER.match(after):
         return "hedged"
     if (c._QUESTION_AFTER.match(after) or (end_m and text[end_m.start()] in "?？")) and not c._WHY.search(clause):
         return "questioned"

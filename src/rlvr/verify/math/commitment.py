@@ -75,11 +75,19 @@ _NOT_AFTER = re.compile(
 )
 # a value offered, not given: a modal just before it, or a word of doubt earlier in its clause
 _HEDGE_BEFORE = re.compile(
-    r"\b(?:might|could|may)\s+(?:well\s+)?be\s+(?:(?:around|about|roughly|approximately)\s+)?$|"
+    r"\b(?:might|could|may)\s+(?:(?:well|also|even)\s+)?be\s+(?:(?:around|about|roughly|approximately)\s+)?$|"
     r"\b(?:perhaps|maybe|possibly|probably|presumably|vielleicht|quizás?|tal\s+vez|peut-être|forse|talvez|"
     r"возможно|наверное)\b|\bI\s+(?:guess|suppose)\b|\bmy\s+(?:best\s+)?guess\b",
     re.IGNORECASE,
 )
+# a turn to a correction: a hedge before it was about the value it takes back ("my guess at first was
+# 12, but it is 15")
+_CONTRAST = re.compile(
+    r"\b(?:but|however|yet|though|actually|aber|doch|pero|mais|però|ma|mas|но)\b|但是?|可是|不过|不過|然而|其实|其實|"
+    r"でも|しかし|実は",
+    re.IGNORECASE,
+)
+_DIGIT = re.compile(r"\d")
 _DOUBT = re.compile(
     r"\bnot\s+(?:sure|certain|confident)\b|\bunsure\b|\buncertain\b|\bcan'?t\s+be\s+(?:sure|certain)\b|"
     r"\bor\s+(?:maybe\s+|perhaps\s+)?something\s+else\b|\bI\s+(?:don't|do\s+not)\s+know\b|\bjust\s+a\s+guess\b",
@@ -221,11 +229,10 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
         return "negated", f"the answer is said not to be {value[:60]!r}"
     if words is None and (_CJK_NOT_BEFORE.search(before) or _CJK_NOT_AFTER.match(after)):
         return "negated", f"the answer is said not to be {value[:60]!r}"
-    if (words is None or not words.isdisjoint(_HEDGE_WORDS)) and (
-        _HEDGE_BEFORE.search(before) or _DOUBT.search(clause)
-    ):
+    rest = text[at + len(value) : end]
+    if (words is None or not words.isdisjoint(_HEDGE_WORDS)) and hedged(before, rest):
         return "hedged", f"{value[:60]!r} is offered without being committed to"
-    if words is None and (_CJK_HEDGE.search(before) or _CJK_HEDGE_AFTER.match(after)):
+    if words is None and (_about_the_value(_CJK_HEDGE, before) or _CJK_HEDGE_AFTER.match(after)):
         return "hedged", f"{value[:60]!r} is offered without being committed to"
     asked = ("?" in after or "？" in after or words is None) and _QUESTION_AFTER.match(after)
     if (asked or (end_m is not None and text[end_m.start()] in "?？")) and not _WHY.search(clause):
@@ -243,6 +250,25 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
     if len(value) <= 40 and _repeated(text, at, value):
         return "repeated", f"{value[:60]!r} is written over and over: not one answer"
     return None
+
+
+def hedged(before: str, rest: str) -> bool:
+    """The value between ``before`` and ``rest`` (its clause's two sides) is offered without
+    commitment: a modal or a word of doubt before it that is about it (:func:`_about_the_value`), or
+    doubt after it in its clause ("15, but I'm not sure")."""
+    return _about_the_value(_HEDGE_BEFORE, before) or _about_the_value(_DOUBT, before) or bool(_DOUBT.search(rest))
+
+
+def _about_the_value(pattern: re.Pattern[str], before: str) -> bool:
+    """``pattern``'s last match in ``before`` bears on the value after it: not when an earlier value and
+    then a turn to a correction stand between ("my guess at first was 12, but it is 15"; "not sure,
+    but 15" still hedges: there the doubt has no other value to be about)."""
+    m = max(pattern.finditer(before), key=lambda found: found.start(), default=None)
+    if m is None:
+        return False
+    between = before[m.end() :]
+    turn = max(_CONTRAST.finditer(between), key=lambda found: found.start(), default=None)
+    return turn is None or not _DIGIT.search(between[: turn.start()])
 
 
 def _counterfactual(before: str, clause: str) -> bool:
