@@ -410,3 +410,23 @@ def test_a_tools_schema_is_described_once_and_handed_out_as_a_copy() -> None:
     first["function"]["name"] = "changed by a caller"
     again = tool_schema(Calculator().calculator)  # another environment's same tool
     assert again["function"]["name"] == "calculator" and "expression" in again["function"]["parameters"]["properties"]
+
+
+def test_an_episodes_environment_is_released_once_and_a_failing_close_is_only_logged(caplog) -> None:
+    from rlvr.episodes.env import release
+
+    class Session:
+        closed = 0
+
+        def close(self) -> None:
+            Session.closed += 1
+            if Session.closed > 1:
+                raise ConnectionError("the server is gone")
+
+    release(Session())
+    assert Session.closed == 1
+    with caplog.at_level("WARNING", logger="rlvr.episodes.env"):
+        release(Session())  # the episode is judged already: its close failing is not the run's
+    assert Session.closed == 2 and "the server is gone" in caplog.text
+    release(None)
+    release(object())  # nothing to let go of

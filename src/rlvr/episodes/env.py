@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import importlib
 import inspect
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -40,6 +41,7 @@ from rlvr.episodes.tools import toolbox
 from rlvr.errors import ConfigError
 
 _RESERVED = {"reset", "reward", "close"}
+logger = logging.getLogger(__name__)
 
 
 class Environment(Protocol):
@@ -104,6 +106,18 @@ def shutdown(env_cls: type | None) -> None:
     stop = getattr(env_cls, "shutdown", None) if env_cls is not None else None
     if callable(stop):
         stop()
+
+
+def release(env: object | None) -> None:
+    """An episode is over: its environment lets go of what it holds for the episode (a server session,
+    a sandbox) through its ``close``, when it has one. A close that fails is the environment's own
+    affair (logged), never the run's: the episode has been judged already."""
+    stop = getattr(env, "close", None) if env is not None else None
+    if callable(stop):
+        try:
+            stop()
+        except Exception as e:
+            logger.warning("closing %s failed: %s: %s", type(env).__name__, type(e).__name__, e)
 
 
 def load_environment(spec: str, server: str | None = None, timeout_s: float = 10.0) -> type:

@@ -24,7 +24,6 @@ tokenizer's end-of-sequence or any other special token into the policy's sequenc
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 import torch
 
 from rlvr.diagnostics.causes import Cause
+from rlvr.episodes.env import release
 from rlvr.episodes.episode import ENVIRONMENT_FAULTS, Episode
 from rlvr.episodes.guard import CALL_END, Faults, Guard, find_call, result_markup
 
@@ -205,10 +205,7 @@ class Turns:
         """End every episode's environment that has a ``close`` (a server session, a sandbox): called
         when decoding ends, the episodes judged. A close that fails is the environment's own affair."""
         for i, env in enumerate(self.envs):
-            close = getattr(env, "close", None)
-            if callable(close):
-                with contextlib.suppress(Exception):
-                    close()
+            release(env)
             self.envs[i] = None
 
     def _judge(self, row: int) -> None:

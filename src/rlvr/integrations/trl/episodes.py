@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rlvr.diagnostics.causes import Cause
-from rlvr.episodes.env import tool_schema, tools_of
+from rlvr.episodes.env import release, tool_schema, tools_of
 from rlvr.episodes.episode import ENVIRONMENT_FAULTS, Episode, Event, ToolCall, Turn
 from rlvr.episodes.guard import CALL_END, Faults, Guard, Outcome, find_call
 from rlvr.episodes.tools import EnvCrash
@@ -194,9 +194,11 @@ class EvalEnvironment:
 
     def close(self) -> None:
         """The episode is over: its environment's session ends (an rlvr environment on TRL's tool loop)."""
-        close = getattr(self.env, "_close", None) or getattr(self.env, "close", None)
-        if callable(close):
-            close()
+        own = getattr(self.env, "_close", None)  # an rlvr environment wrapped for TRL: its own session
+        if callable(own):
+            own()
+        else:
+            release(self.env)
 
 
 def trl_environment(cls: type) -> type:
@@ -213,9 +215,7 @@ def trl_environment(cls: type) -> type:
         self._rlvr_env = cls()
 
     def _close(self: Any) -> None:  # private: TRL lists the class's public methods as tools
-        close = getattr(self._rlvr_env, "close", None)
-        if callable(close):
-            close()
+        release(self._rlvr_env)
 
     def reset(self: Any, **row: Any) -> str | None:
         self._close()  # the previous episode's session ends here (an OpenEnv server caps its sessions)

@@ -38,7 +38,7 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from rlvr.data.tasks import Sample
 from rlvr.diagnostics.causes import Cause
 from rlvr.episodes.clock import timed
-from rlvr.episodes.env import check_environment, load_environment
+from rlvr.episodes.env import check_environment, load_environment, release
 from rlvr.episodes.episode import Episode
 from rlvr.episodes.tools import EnvCrash
 from rlvr.errors import ConfigError
@@ -193,6 +193,4 @@ def judge(agent_data: Any, tools: Mapping[str, Any], answer: str, turn: int) -> 
 def close(agent_data: Any) -> None:
     """The episode is over: each of its environments that holds something (a ``close`` method) lets it go."""
     for env in agent_data.__dict__.pop(_ENVS, {}).values():
-        stop = getattr(env, "close", None)
-        if callable(stop):
-            stop()
+        release(env)
