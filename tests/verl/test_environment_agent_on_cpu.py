@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from scripted import CALL, ROOT, TOK, example, run
 from verl.tools.tool_registry import load_all_tools
+from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from rlvr.errors import ConfigError
 from rlvr.integrations.verl.rows import score_row
@@ -33,10 +34,12 @@ def _prepare() -> Any:
     return mod
 
 
-def prepared(tmp: Path, env: str, held: int = 4) -> tuple[list[Any], pd.DataFrame]:
-    """The environment as verl reads it: its tools from the YAML, its training rows from the parquet."""
+def prepared(tmp: Path, env: str, held: int = 4) -> tuple[list[Any], RLHFDataset]:
+    """The environment as verl reads it: its tools from the YAML, its training rows through verl's
+    dataset (which hands the agent loop ``tools_kwargs`` from each row's ``extra_info``)."""
     _prepare().environment(tmp, env, None, held)
-    return load_all_tools(str(tmp / "tools.yaml"), None), pd.read_parquet(tmp / "train.parquet")
+    rows = RLHFDataset(str(tmp / "train.parquet"), TOK, example().data)
+    return load_all_tools(str(tmp / "tools.yaml"), None), rows
 
 
 def episode(turns: list[str], tools: list[Any], row: Any, *overrides: str) -> dict[str, Any]:
@@ -62,7 +65,7 @@ def test_a_verifiers_tool_environment_trains_under_verls_agent_loop_judged_by_it
     assert [t.name for t in tools] == ["calculator"] and len(rows) == 12  # 16 rows, 4 held out
     assert len(pd.read_parquet(tmp_path / "test.parquet")) == 4
     assert set(tools[0].tool_schema.function.parameters.properties) == {"expression"}
-    row = rows.iloc[0]  # 12*34
+    row = rows[0]  # 12*34
     assert row["agent_name"] == "rlvr_tool_agent" and json.loads(row["reward_model"]["ground_truth"])["answer"] == "408"
 
     # a call to the environment's own tool, then the answer: its rubric sees the tool turn
@@ -84,7 +87,7 @@ def test_a_verifiers_tool_environment_trains_under_verls_agent_loop_judged_by_it
 
 def test_the_environments_failures_are_its_causes_not_zeros(tmp_path) -> None:
     tools, rows = prepared(tmp_path / "tool", f"{CALCULATOR}?fail_rate=1.0")
-    row = rows.iloc[0]
+    row = rows[0]
     ep = episode([CALL, "408<eos>"], tools, row)  # the tool raises on every try
     assert [e["cause"] for e in ep["events"]] == ["tool_error"] and ep["finish"] == "fault"
     assert "service is down" in ep["events"][0]["detail"] and len(ep["recovered"]) == 2
@@ -93,7 +96,7 @@ def test_the_environments_failures_are_its_causes_not_zeros(tmp_path) -> None:
     assert got["cause"] == "tool_error" and got["admit"] == 0.0
 
     tools, rows = prepared(tmp_path / "reward", f"{CALCULATOR}?reward_fails=true")
-    row = rows.iloc[0]
+    row = rows[0]
     ep = episode([CALL, "408<eos>"], tools, row)  # the rubric raises judging a good episode
     assert [e["cause"] for e in ep["events"]] == ["tool_error"] and ep["finish"] == "fault"
     assert "the grader lost its key" in ep["events"][0]["detail"]
@@ -103,14 +106,14 @@ def test_the_environments_failures_are_its_causes_not_zeros(tmp_path) -> None:
     # the policy's own mistakes stay the policy's: an argument outside the environment tool's schema
     tools, rows = prepared(tmp_path / "ok", CALCULATOR)
     bad = '<tool_call>{"name":"calculator","arguments":{"expr":"12*34"}}</tool_call><eos>'
-    ep = episode([bad, "408<eos>"], tools, rows.iloc[0])
+    ep = episode([bad, "408<eos>"], tools, rows[0])
     assert [e["cause"] for e in ep["events"]] == ["bad_arguments"] and ep["finish"] == "eos"
 
 
 def test_a_stateful_game_keeps_its_state_across_calls_and_into_its_rubric(tmp_path) -> None:
     tools, rows = prepared(tmp_path, GUESS, held=1)
     assert set(tools[0].tool_schema.function.parameters.properties) == {"number"}  # the secret is hidden
-    row = rows.iloc[0]  # secret 7
+    row = rows[0]  # secret 7
     guess = '<tool_call>{"name":"guess","arguments":{"number":%d}}</tool_call><eos>'
     out, _ = run([guess % 3, guess % 7, "7<eos>"], tools=tools, tools_kwargs=row["tools_kwargs"])
 

@@ -9,7 +9,7 @@ arguments, the episode's messages its rubric reads) and which judges the final a
 * :class:`EnvironmentTool` is one of the environment's tools (``config: {environment: <spec>, tool:
   <name>}``; :func:`tool_config` writes the YAML for all of them). The episode's environment is made
   at its first call, on verl's ``AgentData`` (shared by the environment's tools, fresh per episode),
-  and reset from the row the dataset carries in ``tools_kwargs.<tool>.create_kwargs.row``
+  and reset from the row the dataset carries in ``extra_info.tools_kwargs.<tool>.create_kwargs.row``
   (:func:`rows` writes it). A ``reset`` that raises is ``env_crash`` (the environment's); a tool
   that raises, ``tool_error``: ``rlvr_tool_agent`` records both, tries again, and ends the episode as
   ``fault`` (out of the baseline and the loss, redrawn by group).
@@ -76,9 +76,10 @@ def tool_config(spec: str) -> dict[str, Any]:
 
 def rows(samples: Iterable[Sample], spec: str, data_source: str = "rlvr_env") -> list[dict[str, Any]]:
     """The samples as verl's parquet rows for episodes of ``spec``: ``prompt``, ``data_source``,
-    ``reward_model.ground_truth`` (the gold), ``extra_info`` (``index``: the prompt id quarantine
-    counts by; ``task``), ``agent_name: rlvr_tool_agent``, and ``tools_kwargs`` handing each of the
-    environment's tools the row its environment is reset from (as JSON: a gold's fields vary by row)."""
+    ``agent_name: rlvr_tool_agent``, ``reward_model.ground_truth`` (the gold) and ``extra_info``:
+    ``index`` (the prompt id quarantine counts by), ``task``, and ``tools_kwargs`` (where verl's
+    dataset reads them) handing each of the environment's tools the row its environment is reset
+    from (as JSON: a gold's fields vary by row)."""
     _, schemas = loaded(spec)
     out = []
     for i, s in enumerate(samples):
@@ -89,8 +90,13 @@ def rows(samples: Iterable[Sample], spec: str, data_source: str = "rlvr_env") ->
                 "data_source": data_source,
                 "agent_name": "rlvr_tool_agent",
                 "reward_model": {"style": "rule", "ground_truth": s.gold},
-                "extra_info": {"index": i, "task": s.task, "id": s.id},
-                "tools_kwargs": {name: {"create_kwargs": {"row": row}} for name in schemas},
+                "extra_info": {
+                    "index": i,
+                    "task": s.task,
+                    "id": s.id,
+                    "need_tools_kwargs": True,
+                    "tools_kwargs": {name: {"create_kwargs": {"row": row}} for name in schemas},
+                },
             }
         )
     return out
@@ -100,8 +106,8 @@ def _row(create_kwargs: Mapping[str, Any] | None, tool: str) -> dict[str, Any]:
     raw = (create_kwargs or {}).get("row")
     if raw is None:
         raise ConfigError(
-            f"the dataset row gives tool {tool!r} no tools_kwargs.{tool}.create_kwargs.row: an environment "
-            "is reset from its row; write the parquet with rlvr.integrations.verl.environments.rows"
+            f"the dataset row gives tool {tool!r} no extra_info.tools_kwargs.{tool}.create_kwargs.row: an "
+            "environment is reset from its row; write the parquet with rlvr.integrations.verl.environments.rows"
         )
     return json.loads(raw) if isinstance(raw, str) else dict(raw)
 
