@@ -198,3 +198,43 @@ def test_sampling_in_bfloat16_is_logged_as_the_gap_to_the_training_log_probs(tmp
     half = GRPOTrainer(load_config(None, [*base, "rollout.dtype=bfloat16"])).train_step()
     assert exact["rollout/logprob_gap"] < 1e-5  # float32 sampling: the first ratio is 1
     assert 1e-5 < half["rollout/logprob_gap"] < 0.05
+
+
+@pytest.mark.parametrize("attention", ["multiply-and-sum", "batched matmuls"])
+def test_the_static_step_gives_the_dynamic_steps_logits_through_groups_drops_and_multi_token_steps(
+    attention, monkeypatch
+):
+    """``static=True``: a one-token step attends over the whole cache (its unwritten slots masked)
+    and writes its slot through a device index, the shapes a captured graph needs: at every step,
+    after a group prefill, rows dropped and a several-token step, its logits are the dynamic one's."""
+    from rlvr.models import fast_decode
+    from rlvr.models.fast_decode import FastDecoder
+    from rlvr.models.tiny import build_model, build_tokenizer
+
+    monkeypatch.setattr(fast_decode, "BMM_AT", 0 if attention == "batched matmuls" else 10**9)
+    torch.manual_seed(0)
+    tok = build_tokenizer()
+    model = build_model(tok, arch="qwen2", hidden=64, layers=2, heads=4, kv_heads=2, seed=5).eval()
+    enc = tok(["Q: 1+2=", "Q: 123+456="], return_tensors="pt", padding=True)
+    g, steps = 3, 8
+    new = torch.randint(4, len(tok), (2 * g, steps + 2))
+    cap = enc.input_ids.shape[1] + steps + 2
+    dyn, sta = FastDecoder(model, 2 * g, cap), FastDecoder(model, 2 * g, cap, static=True)
+    a = dyn.prefill(enc.input_ids, enc.attention_mask, repeat=g)
+    b = sta.prefill(enc.input_ids, enc.attention_mask, repeat=g)
+    torch.testing.assert_close(a, b)
+    rows, shapes = torch.arange(2 * g), set()
+    for i in range(steps):
+        if i == 3:  # rows that ended are dropped from both
+            rows = torch.tensor([0, 2, 4, 5])
+            dyn.keep(rows)
+            sta.keep(rows)
+        if i == 5:  # three tokens for some rows in one forward (a tool's result, a grammar's jump)
+            feed, counts = new[rows, i : i + 3], torch.tensor([1, 3, 2, 3])
+            a, b = dyn.step(feed, counts), sta.step(feed, counts)
+        else:
+            a, b = dyn.step(new[rows, i]), sta.step(new[rows, i])
+            shapes.add(tuple(sta.k[0].shape))
+        torch.testing.assert_close(b, a, atol=2e-5, rtol=1e-4)
+        assert int(sta._slot) == sta.length == dyn.length
+    assert {s[0] for s in shapes} == {cap}  # every static step attends over the same, whole cache

@@ -135,9 +135,16 @@ class FastDecoder:
             bfloat16 copy of the (fused, folded) weights and activations: on CPUs with AVX512-BF16 /
             AMX and on GPUs its matrix products run several times faster. The cache, attention and
             the logits handed to sampling stay in the model's precision.
+        static: a one-token step has the same shapes at every position (a static cache): it writes
+            its slot through a device-side index and attends over the whole cache, the slots not yet
+            written masked, so nothing in it depends on a host-side length and the step can be
+            captured once and replayed (a CUDA graph); its logits are the dynamic step's. On a CPU it
+            costs more (attention over every slot), so it is not the default there.
     """
 
-    def __init__(self, model: Any, batch: int, max_len: int, dtype: torch.dtype | None = None) -> None:
+    def __init__(
+        self, model: Any, batch: int, max_len: int, dtype: torch.dtype | None = None, *, static: bool = False
+    ) -> None:
         if not supports(model, lora=True):
             raise ValueError(f"FastDecoder does not support {type(model).__name__}")
         model = core_model(model)  # LoRA adapters are merged into the folded weights below
@@ -161,6 +168,8 @@ class FastDecoder:
         # additive attention mask per (position, row x kv head): 0 where a key may be read, -inf elsewhere
         self.bias = torch.full((max_len, batch * self.n_kv, 1), float("-inf"), dtype=torch.float32, device=p.device)
         self.length = 0
+        self.static = static
+        self._slot = torch.zeros(1, dtype=torch.long, device=p.device)  # == length, on the device (static steps)
         self._rope_ahead: tuple[torch.Tensor, torch.Tensor] | None = None  # set by prefill
         self.scale = self.head_dim**-0.5
         with torch.no_grad():
@@ -243,6 +252,7 @@ class FastDecoder:
             o = F.scaled_dot_product_attention(q, k.to(q.dtype), v, attn_mask=mask, enable_gqa=nkv != self.n_heads)
             x = self._mlp(i, x, o.transpose(1, 2).reshape(p, t, -1))
         self.length = t
+        self._slot.fill_(t)
         next_pos = (pos[:, -1:] + 1).repeat_interleave(repeat, 0)
         # the rotary tables for every position decoding can reach, computed once
         ahead = next_pos + torch.arange(max(self.max_len - t, 1), device=ids.device)
@@ -299,6 +309,8 @@ class FastDecoder:
             return self._step_many(
                 tokens, counts if counts is not None else torch.full_like(tokens[:, 0], tokens.shape[1])
             )
+        if self.static:
+            return self._step_static(tokens)
         b, nq, nkv, hd = self.batch, self.n_heads, self.n_kv, self.head_dim
         self._room(1)
         s = self.length
@@ -326,6 +338,34 @@ class FastDecoder:
             o = o.to(self.dtype)
             x = self._mlp(i, x, o.view(b, nq * hd))
         self.length = s + 1
+        self._slot.fill_(self.length)
+        self._pos += 1
+        return self._logits(x)
+
+    def _step_static(self, tokens: torch.Tensor) -> torch.Tensor:
+        """:meth:`step` for one token a row with the same shapes at every position (see ``static``):
+        the slot is ``self._slot`` (a device tensor), attention runs over every slot of the cache."""
+        b, nq, nkv, hd = self.batch, self.n_heads, self.n_kv, self.head_dim
+        self._room(1)  # a no-op unless a multi-token step filled the cache (the shapes then change once)
+        slot = self._slot
+        self.bias.index_fill_(0, slot, 0.0)
+        bias = self.bias.permute(1, 2, 0)  # [B*nkv, 1, L]
+        cos, sin = self._rope_at(torch.zeros(1, dtype=torch.long, device=tokens.device))
+        cos, sin = cos[:, 0], sin[:, 0]  # [B, 1, D]
+        x = self._embed(tokens)  # [B, C]
+        for i in range(len(self.layers)):
+            q, k, v = self._qkv(i, x, cos, sin)  # [B, heads, D]
+            keys, values = self.k[i], self.v[i]  # [L, B*nkv, D]: the whole cache
+            keys.index_copy_(0, slot, k.reshape(1, b * nkv, hd).to(keys.dtype))
+            values.index_copy_(0, slot, v.reshape(1, b * nkv, hd).to(values.dtype))
+            qh = q.to(keys.dtype).reshape(b * nkv, nq // nkv, hd)  # each key/value head's query heads as rows
+            with torch.autocast(keys.device.type, enabled=False):  # in the cache's precision, not autocast's
+                scores = torch.bmm(qh, keys.permute(1, 2, 0))  # [B*nkv, g, L]
+                p = torch.softmax(scores.mul_(self.scale).add_(bias), -1)
+                o = torch.bmm(p, values.transpose(0, 1))  # [B*nkv, g, D]
+            x = self._mlp(i, x, o.to(self.dtype).view(b, nq * hd))
+        self.length += 1
+        self._slot.add_(1)
         self._pos += 1
         return self._logits(x)
 
@@ -368,6 +408,7 @@ class FastDecoder:
             o = o.view(b, nkv, k, g, hd).permute(0, 2, 1, 3, 4).reshape(b, k, nq * hd)[valid].to(self.dtype)
             x = self._mlp(i, x, o)
         self.length = t
+        self._slot.fill_(t)
         self._pos += counts
         last = counts.cumsum(0) - 1  # each row's last real token among the packed ones
         return self._logits(x[last])

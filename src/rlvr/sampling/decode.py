@@ -50,14 +50,21 @@ def _left_padded(rows: list[list[int]], pad: int, device: torch.device) -> tuple
 
 
 def _prefill(
-    model: Any, ids: torch.Tensor, mask: torch.Tensor, group_size: int, capacity: int, fast: bool, dtype: Any
+    model: Any,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    group_size: int,
+    capacity: int,
+    fast: bool,
+    dtype: Any,
+    static_cache: bool = False,
 ) -> tuple[Any, torch.Tensor]:
     """The stepper for ``model`` and the logits after the prompts: the lean decoder prefills each
     group's prompt once and writes its cache to the G rows; any other model runs its own forward."""
 
     stepper: Any
     if fast and supports(model, lora=True):
-        stepper = FastDecoder(model, len(ids), capacity, dtype=dtype)
+        stepper = FastDecoder(model, len(ids), capacity, dtype=dtype, static=static_cache)
         logits = stepper.prefill(ids[::group_size], mask[::group_size], repeat=group_size)
         return stepper, logits.repeat_interleave(group_size, 0) if group_size > 1 else logits
     stepper = HFStepper(model, dtype)
@@ -108,6 +115,7 @@ def generate(
     jump: bool = True,
     turns: Any = None,
     stop_ids: Sequence[int] | None = None,
+    static_cache: bool = False,
 ) -> RolloutBatch:
     """Sample ``group_size`` completions for each tokenised prompt.
 
@@ -131,6 +139,9 @@ def generate(
             Its environments are closed when decoding ends (:meth:`~rlvr.sampling.turns.Turns.close`).
         stop_ids: the ids a completion ends on (default :func:`stop_ids_of`): the first one sampled
             ends the row; it is the last token in the mask, nothing after it is.
+        static_cache: the lean decoder's one-token steps keep the same shapes at every position
+            (:class:`~rlvr.models.fast_decode.FastDecoder`'s ``static``), the form a captured CUDA
+            graph needs; the same samples as the dynamic steps for a fixed seed.
 
     Sampling runs under ``torch.inference_mode`` (less per-op bookkeeping than ``no_grad``); the
     returned tensors are copied out of it so training can use them.
@@ -146,7 +157,7 @@ def generate(
         with torch.inference_mode():
             b = _decode(
                 model, tokenizer, prompts, group_size, max_new_tokens, temperature, top_p, generator,
-                policy_version, fast, constrain, dtype, jump, turns, stop_ids,
+                policy_version, fast, constrain, dtype, jump, turns, stop_ids, static_cache,
             )  # fmt: skip
     finally:
         if was_training:
@@ -172,6 +183,7 @@ def _decode(
     jump: bool,
     turns: Any,
     stop_ids: Sequence[int] | None,
+    static_cache: bool = False,
 ) -> RolloutBatch:
     """:func:`generate`'s loop, under inference mode."""
     device = next(model.parameters()).device
@@ -186,7 +198,9 @@ def _decode(
     if lead:  # tokens every row is forced to start with: prefilled with the prompt
         lead_t = torch.tensor(lead, device=device).expand(n, -1)
         pre_ids, pre_mask = torch.cat([prompt_ids, lead_t], 1), torch.cat([prompt_mask, torch.ones_like(lead_t)], 1)
-    stepper, logits = _prefill(model, pre_ids, pre_mask, group_size, prompt_ids.shape[1] + limit, fast, dtype)
+    stepper, logits = _prefill(
+        model, pre_ids, pre_mask, group_size, prompt_ids.shape[1] + limit, fast, dtype, static_cache
+    )
     rows = _Rows(
         out_tok=torch.full((n, limit), pad, dtype=torch.long, device=device),
         out_lp=torch.zeros((n, limit), device=device),
