@@ -9,7 +9,7 @@ VERL_VENV  := .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed
 
 .PHONY: test static check conformance conformance-check test-verl demo docs docs-serve bench-verifier bench-score bench-code bench-constrained bench-trainer bench-failure \
-	bench-real bench-learn bench-sample bench-agentic bench-failure-step bench-off-policy bench-agentic-heavy bench-async bench-soak pipeline-tiny bench-verl bench-check clean
+	bench-real bench-learn bench-sample bench-gpu bench-agentic bench-failure-step bench-off-policy bench-agentic-heavy bench-async bench-soak pipeline-tiny bench-verl bench-check clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -106,6 +106,10 @@ bench-real: $(STAMP)
 bench-sample: $(STAMP)
 	$(BIN)/python benchmarks/sample.py
 
+# on a GPU machine (see ../shared/gpu/README.md): sampling throughput against transformers' generate
+bench-gpu: $(STAMP)
+	$(BIN)/python benchmarks/gpu.py
+
 bench-agentic: $(STAMP)
 	$(BIN)/python benchmarks/agentic.py --jobs 2
 	$(BIN)/python benchmarks/agentic.py --jobs 2 --steps 80 --rates 0.5 --seeds 5
@@ -155,6 +159,7 @@ bench-check: $(STAMP) $(VERL_STAMP)
 	-$(BIN)/python benchmarks/failure_aware.py --quick --engine trl > /dev/null 2>&1 || echo "benchmarks/failure_aware.py --quick --engine trl" >> $(QUICK_FAILED)
 	-$(BIN)/python benchmarks/real_model.py --quick > /dev/null 2>&1 || echo "benchmarks/real_model.py --quick" >> $(QUICK_FAILED)
 	-$(BIN)/python benchmarks/sample.py --quick > /dev/null 2>&1 || echo "benchmarks/sample.py --quick" >> $(QUICK_FAILED)
+	-$(BIN)/python benchmarks/gpu.py --quick > /dev/null 2>&1 || echo "benchmarks/gpu.py --quick" >> $(QUICK_FAILED)
 	-$(BIN)/python benchmarks/agentic.py --quick --jobs 2 > /dev/null 2>&1 || echo "benchmarks/agentic.py --quick --jobs 2" >> $(QUICK_FAILED)
 	-$(BIN)/python benchmarks/agentic.py --quick --jobs 2 --engine trl > /dev/null 2>&1 || echo "benchmarks/agentic.py --quick --jobs 2 --engine trl" >> $(QUICK_FAILED)
 	-$(BIN)/python benchmarks/real_learning.py --quick > /dev/null 2>&1 || echo "benchmarks/real_learning.py --quick" >> $(QUICK_FAILED)

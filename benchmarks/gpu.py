@@ -1,0 +1,212 @@
+"""On a GPU: rlvr's sampler against transformers' ``generate`` (what TRL samples with, without vLLM).
+
+Part one of the GPU benchmark (the GPU issue's most important figure first): decoding throughput and
+peak memory, each arm on the same random-weight model, prompts and precision, in one process:
+
+* ``hf-generate``: ``model.generate`` (sampling, the KV cache transformers keeps), as TRL calls it;
+* ``rlvr-forward``: rlvr's sampler through the model's own forward (``fast=False``);
+* ``rlvr-lean``: rlvr's lean decoder (``models/fast_decode.py``);
+* ``rlvr-lean-static``: the lean decoder's static one-token step (``static_cache=True``: the shapes
+  a CUDA graph replays; captured graphs are the next step of this work).
+
+Shapes: random Qwen2 models at Qwen2.5-0.5B and -1.5B dimensions with SmolLM2's 49,152-token
+vocabulary (0.40B, 1.39B parameters, as in the GPU issue), 16 prompts x 8 completions of 256 new
+tokens after a 64-token prompt; no row stops early (no stop token), so every arm makes the same
+tokens. On CUDA the arms run in bfloat16 (the lean decoder's bfloat16 weight copy; ``generate`` and
+the model's forward under autocast); on a CPU in float32 (``--quick``: a tiny model, 2 x 8 rows of
+32 tokens: it checks the script, not a figure). Each arm is warmed up once, then timed; an arm that
+runs out of memory is recorded as such; arms past ``--budget-s`` are skipped and say so.
+
+Bars (a GPU run decides them): rlvr's lean decoder makes >= 5x ``generate``'s tokens per second at
+each shape. Results ``benchmarks/results/gpu.json`` with the device's name.
+
+    python benchmarks/gpu.py [--shapes 0.5b 1.5b] [--tokens 256] [--budget-s 420] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from results import Bar, report, src_path
+
+sys.path.insert(0, src_path())
+
+#: Qwen2 dimensions (hidden, layers, heads, kv heads, intermediate) of the issue's two shapes, and a
+#: tiny one for a CPU check of the script.
+SHAPES = {
+    "0.5b": (896, 24, 14, 2, 4864),
+    "1.5b": (1536, 28, 12, 2, 8960),
+    "tiny": (64, 2, 4, 2, 128),
+}
+ARMS = ("hf-generate", "rlvr-forward", "rlvr-lean", "rlvr-lean-static")
+KIT_TOKENIZER = ROOT / ".gpu" / "smollm2-tokenizer"
+
+
+def device_name(torch: Any) -> str:
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    from rlvr.runtime import cpu_report
+
+    return cpu_report()
+
+
+def tokenizer(path: str | None) -> Any:
+    """SmolLM2's tokenizer (carried to the GPU machine by ``../shared/gpu/kit.sh``), else rlvr's tiny one."""
+    from transformers import AutoTokenizer
+
+    from rlvr.models.tiny import build_tokenizer
+
+    where = Path(path) if path else KIT_TOKENIZER
+    tok = AutoTokenizer.from_pretrained(str(where)) if where.exists() else build_tokenizer()
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def model_of(torch: Any, shape: str, vocab: int, device: Any) -> Any:
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    hidden, layers, heads, kv, inter = SHAPES[shape]
+    cfg = Qwen2Config(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        intermediate_size=inter,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(0)
+    return Qwen2ForCausalLM(cfg).to(device).eval()
+
+
+def arm(torch: Any, name: str, model: Any, tok: Any, prompts: list[list[int]], group: int, tokens: int, bf16: bool):
+    """Seconds to sample ``group`` completions of ``tokens`` tokens for every prompt with arm ``name``."""
+    from rlvr.sampling import generate
+
+    device = next(model.parameters()).device
+    dtype = torch.bfloat16 if bf16 else None
+    if name == "hf-generate":
+        ids = torch.tensor([p for p in prompts for _ in range(group)], device=device)
+        autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+        with torch.no_grad(), autocast:
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                do_sample=True,
+                max_new_tokens=tokens,
+                min_new_tokens=tokens,
+                pad_token_id=tok.pad_token_id,
+                eos_token_id=None,
+            )
+        return int(out.shape[1] - ids.shape[1]) * len(ids)
+    b = generate(
+        model,
+        tok,
+        prompts,
+        group_size=group,
+        max_new_tokens=tokens,
+        generator=torch.Generator(device=device).manual_seed(0),
+        fast=name != "rlvr-forward",
+        static_cache=name == "rlvr-lean-static",
+        dtype=dtype,
+        stop_ids=[],
+    )
+    return int(b.completion_mask.sum())
+
+
+def measure(torch: Any, shape: str, args: argparse.Namespace, tok: Any, deadline: float) -> dict[str, Any]:
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if cuda else "cpu")
+    model = model_of(torch, shape, len(tok), device)
+    params = sum(p.numel() for p in model.parameters())
+    g = torch.Generator().manual_seed(1)
+    low = min(100, len(tok) // 2)  # past the special tokens
+    prompts = torch.randint(low, len(tok), (args.prompts, args.prompt_len), generator=g).tolist()
+    out: dict[str, Any] = {"parameters": params, "rows": args.prompts * args.group, "new_tokens": args.tokens}
+    for name in ARMS:
+        if time.monotonic() > deadline:
+            out[name] = {"skipped": "past --budget-s"}
+            continue
+        try:
+            arm(torch, name, model, tok, prompts[:1], 2, 4, cuda)  # warm-up: kernels, allocator, autotune
+            if cuda:
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+            t0 = time.perf_counter()
+            made = arm(torch, name, model, tok, prompts, args.group, args.tokens, cuda)
+            if cuda:
+                torch.cuda.synchronize()
+            s = time.perf_counter() - t0
+            peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else None
+            out[name] = {
+                "seconds": s,
+                "tokens": made,
+                "tokens_per_s": made / s,
+                "ms_per_decode_step": 1000 * s / args.tokens,
+                "peak_gib": peak,
+            }
+        except torch.cuda.OutOfMemoryError as e:
+            out[name] = {"oom": str(e)[:200]}
+        finally:
+            if cuda:
+                torch.cuda.empty_cache()
+        r = out[name]
+        if "tokens_per_s" in r:
+            mem = f", peak {r['peak_gib']:.1f} GiB" if r["peak_gib"] is not None else ""
+            print(
+                f"{shape} {name}: {r['tokens_per_s']:.0f} tokens/s, "
+                f"{r['ms_per_decode_step']:.1f} ms a decode step{mem}",
+                flush=True,
+            )
+        else:
+            print(f"{shape} {name}: {r}", flush=True)
+    del model
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shapes", nargs="+", default=["0.5b", "1.5b"], choices=sorted(SHAPES))
+    ap.add_argument("--prompts", type=int, default=16)
+    ap.add_argument("--group", type=int, default=8)
+    ap.add_argument("--prompt-len", type=int, default=64)
+    ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--budget-s", type=float, default=420.0, help="arms past this many seconds are skipped")
+    ap.add_argument("--tokenizer", help="a tokenizer folder (default: .gpu/smollm2-tokenizer, else rlvr's tiny one)")
+    ap.add_argument("--quick", action="store_true", help="a tiny model, 2 x 8 rows of 32 tokens (checks the script)")
+    args = ap.parse_args()
+    import torch
+
+    if args.quick:
+        args.shapes, args.prompts, args.tokens, args.prompt_len = ["tiny"], 2, 32, 16
+    if not torch.cuda.is_available():
+        from rlvr.runtime import setup_torch
+
+        setup_torch(1, 0)
+        torch.set_flush_denormal(True)
+    deadline = time.monotonic() + args.budget_s
+    tok = tokenizer(args.tokenizer)
+    figures: dict[str, Any] = {"device": device_name(torch), "torch": torch.__version__, "vocab": len(tok)}
+    bars: list[Bar] = []
+    for shape in args.shapes:
+        r = figures[shape] = measure(torch, shape, args, tok, deadline)
+        lean, hf = r.get("rlvr-lean", {}), r.get("hf-generate", {})
+        if "tokens_per_s" in lean and "tokens_per_s" in hf:
+            ratio = lean["tokens_per_s"] / hf["tokens_per_s"]
+            r["lean_over_generate"] = ratio
+            bars.append(Bar(f"{shape}: rlvr lean / generate tokens per s", ratio, ">=", 5.0, "x", quick_decides=False))
+    print(f"device: {figures['device']}")
+    report("gpu", figures, bars, args, quick=args.quick)
+
+
+if __name__ == "__main__":
+    main()
