@@ -18,7 +18,7 @@ from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from rlvr.errors import ConfigError
 from rlvr.integrations.verl.rows import score_row
-from rlvr.integrations.verl.settings import settings_of
+from rlvr.integrations.verl.settings import check_config, check_tools_config, settings_of
 from rlvr.rewards import Total
 
 PUBLISHED = ROOT / "tests" / "episodes" / "published"
@@ -129,3 +129,13 @@ def test_a_row_that_does_not_hand_the_environment_its_row_is_refused(tmp_path) -
     tools, _ = prepared(tmp_path, CALCULATOR)
     with pytest.raises(ConfigError, match=r"tools_kwargs\.calculator\.create_kwargs\.row"):
         run([CALL, "408<eos>"], tools=tools, tools_kwargs={})
+
+
+def test_an_environments_tools_without_rlvrs_agent_loop_or_reward_manager_are_refused(tmp_path) -> None:
+    _prepare().environment(tmp_path, CALCULATOR, None, 4)
+    tools = f"actor_rollout_ref.rollout.multi_turn.tool_config_path={tmp_path / 'tools.yaml'}"
+    check_config(example(tools))  # rlvr_tool_agent and the rlvr reward manager: runs
+    with pytest.raises(ConfigError, match=r"vf_calculator\.py.*default_agent_loop=rlvr_tool_agent"):
+        check_config(example(tools, "actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent"))
+    with pytest.raises(ConfigError, match=r"reward\.reward_manager\.name=rlvr \(they are 'rlvr_tool_agent', 'naive'\)"):
+        check_tools_config(example(tools, "reward.reward_manager.name=naive"))

@@ -149,7 +149,9 @@ def check_config(config: Any) -> VerlSettings:
 def check_tools_config(config: Any) -> None:
     """A multi-turn rollout rlvr cannot run is refused before any worker starts: the tool YAML and
     function-tool file must load (each tool described), the parser must be Hermes for
-    ``rlvr_tool_agent`` to see malformed calls, and ``rlvr_tool_agent`` needs tools."""
+    ``rlvr_tool_agent`` to see malformed calls, ``rlvr_tool_agent`` needs tools, and an environment's
+    tools (:class:`rlvr.integrations.verl.environments.EnvironmentTool`) need ``rlvr_tool_agent`` and
+    rlvr's reward manager (the environment judges the episode there)."""
     mt = "actor_rollout_ref.rollout.multi_turn"
     yaml_path = _get(config, f"{mt}.tool_config_path")
     fn_path = _get(config, f"{mt}.function_tool_path")
@@ -179,6 +181,15 @@ def check_tools_config(config: Any) -> None:
         ) from None
     if not tools:
         raise ConfigError(f"{mt}.tool_config_path / function_tool_path define no tools")
+    envs = sorted({t.spec for t in tools if type(t).__name__ == "EnvironmentTool"})
+    manager = _get(config, "reward.reward_manager.name", "naive")
+    if envs and (agent != "rlvr_tool_agent" or manager != "rlvr"):
+        raise ConfigError(
+            f"{mt}.tool_config_path lists the tools of {', '.join(envs)}: an environment's episodes are "
+            "judged by it and closed in rlvr_tool_agent, and scored by rlvr's reward manager; set "
+            "actor_rollout_ref.rollout.agent.default_agent_loop=rlvr_tool_agent and "
+            f"reward.reward_manager.name=rlvr (they are {agent!r}, {manager!r})"
+        )
     fmt = _get(config, f"{mt}.format", "hermes")
     if agent == "rlvr_tool_agent" and fmt != "hermes":
         raise ConfigError(
