@@ -55,6 +55,7 @@ def test_an_environment_that_judges_its_episode_gives_the_row_its_score_with_the
     assert json.loads(solved.extra["env_components"]) == {"right": 1.0, "tidy": 1.0} and solved.extra["acc"] == 1.0
     assert solved.extra["accuracy"] is None and solved.extra["env_reward"] == pytest.approx(1.6)
     assert number.extra["accuracy"] == 0.0 and number.extra["env_components"] == ""
+    assert number.extra["env_reward"] == 0.0  # the environment's own number, not the weighted total
     assert fault.extra["admit"] == 0.0 and fault.extra["env_reward"] is None
     assert plain.extra["env_reward"] is None and plain.extra["env_components"] == ""
 

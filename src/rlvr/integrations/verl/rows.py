@@ -123,7 +123,7 @@ def score_row(
         "episode": json.dumps(dict(episode)) if episode is not None else "",
         "episode_cause": own.value if own is not None else "",
         "tool_calls": float(episode.get("tool_calls", 0)) if episode is not None else 0.0,
-        "env_reward": row.total if judged else None,
+        "env_reward": record["score"]["total"] if "score" in record else record.get("reward") if judged else None,
         "env_components": json.dumps(env_parts) if env_parts else "",
     }
     extra.update(row.components)
