@@ -17,6 +17,7 @@ from verl.tools.tool_registry import load_all_tools
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from rlvr.errors import ConfigError
+from rlvr.integrations.verl.environments import EnvironmentTool
 from rlvr.integrations.verl.rows import score_row
 from rlvr.integrations.verl.settings import check_config, check_tools_config, settings_of
 from rlvr.rewards import Total
@@ -139,3 +140,45 @@ def test_an_environments_tools_without_rlvrs_agent_loop_or_reward_manager_are_re
         check_config(example(tools, "actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent"))
     with pytest.raises(ConfigError, match=r"reward\.reward_manager\.name=rlvr \(they are 'rlvr_tool_agent', 'naive'\)"):
         check_tools_config(example(tools, "reward.reward_manager.name=naive"))
+
+
+SHOP = '''
+class Shop:
+    def reset(self, row):
+        self.stock = {"pen": 3, "ink": 5}
+
+    def price(self, item: str) -> int:
+        """The price of an item.
+
+        Args:
+            item: the item's name.
+        """
+        return self.stock[item]
+
+    def reward(self, answer, row):
+        return 1.0 if answer.strip() == row["gold"] else 0.0
+'''
+
+
+def test_an_rlvr_environment_class_runs_the_same_way_its_number_the_accuracy(tmp_path, monkeypatch) -> None:
+    from rlvr.data.tasks import Sample
+    from rlvr.integrations.verl.environments import rows
+
+    (tmp_path / "shop_env.py").write_text(SHOP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = "shop_env:Shop"
+    samples = [Sample(prompt="What does a pen cost?", gold="3", task="math", id="pen")]
+    pd.DataFrame(rows(samples, spec)).to_parquet(tmp_path / "train.parquet")
+    row = RLHFDataset(str(tmp_path / "train.parquet"), TOK, example().data)[0]
+    tool = EnvironmentTool({"type": "native", "environment": spec, "tool": "price"})
+    call = '<tool_call>{"name":"price","arguments":{"item":"pen"}}</tool_call><eos>'
+    out, _ = run([call, "3<eos>"], tools=[tool], tools_kwargs=row["tools_kwargs"])
+    assert "<tool_response>3</tool_response>" in TOK.decode(out.response_ids)
+    ep = out.extra_fields["rlvr_episode"]
+    assert ep["judge"] == "environment" and ep["reward"] == 1.0 and "score" not in ep
+    got = scored(ep, row)
+    assert got["env_reward"] == 1.0 and got["accuracy"] == 1.0 and got["cause"] == "correct"
+    # a tool that raises on a well-formed call (an item the shop does not stock) is the environment's
+    bad = '<tool_call>{"name":"price","arguments":{"item":"cap"}}</tool_call><eos>'
+    ep = episode([bad, "3<eos>"], [tool], row)
+    assert [e["cause"] for e in ep["events"]] == ["tool_error"] and ep["finish"] == "fault"
