@@ -50,21 +50,15 @@ def _left_padded(rows: list[list[int]], pad: int, device: torch.device) -> tuple
 
 
 def _prefill(
-    model: Any,
-    ids: torch.Tensor,
-    mask: torch.Tensor,
-    group_size: int,
-    capacity: int,
-    fast: bool,
-    dtype: Any,
-    static_cache: bool = False,
+    model: Any, ids: torch.Tensor, mask: torch.Tensor, group_size: int, capacity: int, decoder: str, dtype: Any
 ) -> tuple[Any, torch.Tensor]:
-    """The stepper for ``model`` and the logits after the prompts: the lean decoder prefills each
-    group's prompt once and writes its cache to the G rows; any other model runs its own forward."""
+    """The stepper for ``model`` and the logits after the prompts: the lean decoder (``decoder``:
+    ``lean``, or ``static`` for its static one-token step) prefills each group's prompt once and writes
+    its cache to the G rows; any other model (or ``decoder: model``) runs its own forward."""
 
     stepper: Any
-    if fast and supports(model, lora=True):
-        stepper = FastDecoder(model, len(ids), capacity, dtype=dtype, static=static_cache)
+    if decoder != "model" and supports(model, lora=True):
+        stepper = FastDecoder(model, len(ids), capacity, dtype=dtype, static=decoder == "static")
         logits = stepper.prefill(ids[::group_size], mask[::group_size], repeat=group_size)
         return stepper, logits.repeat_interleave(group_size, 0) if group_size > 1 else logits
     stepper = HFStepper(model, dtype)
@@ -157,7 +151,8 @@ def generate(
         with torch.inference_mode():
             b = _decode(
                 model, tokenizer, prompts, group_size, max_new_tokens, temperature, top_p, generator,
-                policy_version, fast, constrain, dtype, jump, turns, stop_ids, static_cache,
+                policy_version, "static" if static_cache else "lean" if fast else "model", constrain, dtype, jump,
+                turns, stop_ids,
             )  # fmt: skip
     finally:
         if was_training:
@@ -177,13 +172,12 @@ def _decode(
     top_p: float,
     generator: torch.Generator | None,
     policy_version: int,
-    fast: bool,
+    decoder: str,
     constrain: Any,
     dtype: Any,
     jump: bool,
     turns: Any,
     stop_ids: Sequence[int] | None,
-    static_cache: bool = False,
 ) -> RolloutBatch:
     """:func:`generate`'s loop, under inference mode."""
     device = next(model.parameters()).device
@@ -198,9 +192,7 @@ def _decode(
     if lead:  # tokens every row is forced to start with: prefilled with the prompt
         lead_t = torch.tensor(lead, device=device).expand(n, -1)
         pre_ids, pre_mask = torch.cat([prompt_ids, lead_t], 1), torch.cat([prompt_mask, torch.ones_like(lead_t)], 1)
-    stepper, logits = _prefill(
-        model, pre_ids, pre_mask, group_size, prompt_ids.shape[1] + limit, fast, dtype, static_cache
-    )
+    stepper, logits = _prefill(model, pre_ids, pre_mask, group_size, prompt_ids.shape[1] + limit, decoder, dtype)
     rows = _Rows(
         out_tok=torch.full((n, limit), pad, dtype=torch.long, device=device),
         out_lp=torch.zeros((n, limit), device=device),
