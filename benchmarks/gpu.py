@@ -17,16 +17,25 @@ the model's forward under autocast); on a CPU in float32 (``--quick``: a tiny mo
 32 tokens: it checks the script, not a figure). Each arm is warmed up once, then timed; an arm that
 runs out of memory is recorded as such; arms past ``--budget-s`` are skipped and say so.
 
-Bars (a GPU run decides them): rlvr's lean decoder makes >= 5x ``generate``'s tokens per second at
-each shape. Results ``benchmarks/results/gpu.json`` with the device's name.
+Part two, a training step (``--part train``; ``all`` runs both): seconds per step (the median of
+steps 2 on) and peak memory of rlvr's engine (its defaults, ``model.autocast: bf16`` on CUDA), TRL's
+``GRPOTrainer`` (``bf16=True``) and rlvr's ``FailureAwareGRPOTrainer`` on TRL, the same model, prompts,
+batch and reward (rlvr's ``repetition`` reward, which differs between completions so every group
+learns), full fine-tuning; each arm in a process of its own under ``--arm-timeout-s`` (an arm out of
+memory, or one that stalls, is recorded as such and the others go on).
 
-    python benchmarks/gpu.py [--shapes 0.5b 1.5b] [--tokens 256] [--budget-s 420] [--quick]
+Bars (a GPU run decides them): rlvr's lean decoder makes >= 5x ``generate``'s tokens per second at
+each shape; rlvr's engine peaks at <= 0.6x TRL's memory; the TRL adapter takes <= 1.1x TRL's seconds
+per step. Results ``benchmarks/results/gpu.json`` with the device's name.
+
+    python benchmarks/gpu.py [--part sampling|train|all] [--shapes 0.5b 1.5b] [--tokens 256] [--budget-s 420] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -173,6 +182,146 @@ def measure(torch: Any, shape: str, args: argparse.Namespace, tok: Any, deadline
     return out
 
 
+TRAINERS = ("rlvr", "trl", "rlvr-on-trl")
+
+
+def train_child(arm: str, shape: str, args: argparse.Namespace, out: Path) -> None:
+    """One training arm, in this (child) process: ``args.steps`` steps, their times and peak memory to ``out``."""
+    import json
+    import tempfile
+
+    import torch
+
+    from rlvr.rewards import build_reward
+
+    cuda = torch.cuda.is_available()
+    if not cuda:
+        torch.set_num_threads(1)
+    device = torch.device("cuda" if cuda else "cpu")
+    tok = tokenizer(args.tokenizer)
+    model = model_of(torch, shape, len(tok), device).train()
+    g = torch.Generator().manual_seed(1)
+    low = min(100, len(tok) // 2)
+    ids = torch.randint(low, len(tok), (args.prompts * args.steps, args.prompt_len), generator=g).tolist()
+    texts = tok.batch_decode(ids, skip_special_tokens=True)
+    marks: list[float] = []
+    work = Path(tempfile.mkdtemp(prefix="rlvr-gpu-"))
+    if arm == "rlvr":
+        from rlvr.config import load_config
+        from rlvr.data import Sample
+        from rlvr.engine.async_engine import train_engine
+
+        cfg = load_config(
+            None,
+            [
+                f"run.steps={args.steps}",
+                f"run.out_dir={work / 'run'}",
+                "run.eval_every=0",
+                f"run.save_every={args.steps * 10}",
+                f"run.device={device.type}",
+                f"model.autocast={'bf16' if cuda else 'none'}",
+                f"rollout.prompts_per_step={args.prompts}",
+                f"rollout.group_size={args.group}",
+                f"rollout.max_new_tokens={args.tokens}",
+                "rewards.weights={repetition: 1.0}",
+                "optim.lr=1e-6",
+            ],
+        )
+        rows = [Sample(t, "0", "math", f"p{i}") for i, t in enumerate(texts)]
+        trainer = train_engine(cfg, model=model, tokenizer=tok, train_rows=rows, eval_rows=[])
+        marks.append(time.perf_counter())
+        trainer.train(on_step=lambda s, m: marks.append(time.perf_counter()))
+    else:
+        from datasets import Dataset
+        from transformers import TrainerCallback
+        from trl import GRPOConfig, GRPOTrainer
+
+        from rlvr.integrations.trl import FailureAwareGRPOTrainer
+
+        class Marks(TrainerCallback):
+            def on_step_begin(self, *a: Any, **k: Any) -> None:
+                if not marks:
+                    marks.append(time.perf_counter())
+
+            def on_step_end(self, *a: Any, **k: Any) -> None:
+                marks.append(time.perf_counter())
+
+        config = GRPOConfig(
+            output_dir=str(work),
+            per_device_train_batch_size=args.prompts * args.group,
+            num_generations=args.group,
+            max_completion_length=args.tokens,
+            max_steps=args.steps,
+            learning_rate=1e-6,
+            beta=0.0,
+            loss_type="dapo",
+            logging_steps=1,
+            save_strategy="no",
+            report_to=[],
+            bf16=cuda,
+            use_cpu=not cuda,
+        )
+        cls = GRPOTrainer if arm == "trl" else FailureAwareGRPOTrainer
+        trainer = cls(
+            model=model,
+            reward_funcs=[build_reward("repetition")],
+            args=config,
+            train_dataset=Dataset.from_dict({"prompt": texts}),
+            processing_class=tok,
+            callbacks=[Marks()],
+        )
+        trainer.train()
+    steps = [b - a for a, b in itertools.pairwise(marks)]
+    later = sorted(steps[1:] or steps)
+    out.write_text(
+        json.dumps(
+            {
+                "step_s": steps,
+                "s_per_step": later[len(later) // 2] if later else None,
+                "peak_gib": torch.cuda.max_memory_allocated() / 2**30 if cuda else None,
+            }
+        )
+    )
+
+
+def train_arms(shape: str, args: argparse.Namespace, deadline: float) -> dict[str, Any]:
+    """Every training arm at ``shape``, each a child process under ``--arm-timeout-s``."""
+    import json
+    import subprocess
+    import tempfile
+
+    out: dict[str, Any] = {}
+    for arm in TRAINERS:
+        left = deadline - time.monotonic()
+        if left <= 30:
+            out[arm] = {"skipped": "past --budget-s"}
+            print(f"{shape} {arm}: skipped (past --budget-s)", flush=True)
+            continue
+        res = Path(tempfile.mkdtemp(prefix="rlvr-gpu-arm-")) / "out.json"
+        cmd = [sys.executable, __file__, "--child", arm, "--shapes", shape, "--child-out", str(res)]
+        cmd += ["--prompts", str(args.prompts), "--group", str(args.group), "--tokens", str(args.tokens)]
+        cmd += ["--prompt-len", str(args.prompt_len), "--steps", str(args.steps)]
+        cmd += ["--tokenizer", args.tokenizer] if args.tokenizer else []
+        limit = min(args.arm_timeout_s, left)
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+        except subprocess.TimeoutExpired:
+            out[arm] = {"stalled": f"not done after {limit:.0f} s"}
+        else:
+            if done.returncode == 0 and res.exists():
+                out[arm] = json.loads(res.read_text())
+            else:
+                tail = (done.stderr or done.stdout)[-600:]
+                out[arm] = {"oom" if "OutOfMemoryError" in tail else "failed": tail}
+        r = out[arm]
+        if r.get("s_per_step") is not None:
+            mem = f", peak {r['peak_gib']:.1f} GiB" if r.get("peak_gib") is not None else ""
+            print(f"{shape} {arm}: {r['s_per_step']:.2f} s a step{mem}", flush=True)
+        else:
+            print(f"{shape} {arm}: {next(iter(r))}: {str(next(iter(r.values())))[-200:]}", flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", nargs="+", default=["0.5b", "1.5b"], choices=sorted(SHAPES))
@@ -182,12 +331,20 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--budget-s", type=float, default=420.0, help="arms past this many seconds are skipped")
     ap.add_argument("--tokenizer", help="a tokenizer folder (default: .gpu/smollm2-tokenizer, else rlvr's tiny one)")
+    ap.add_argument("--part", choices=["sampling", "train", "all"], default="all")
+    ap.add_argument("--steps", type=int, default=4, help="training steps per arm (the first is not timed)")
+    ap.add_argument("--arm-timeout-s", type=float, default=150.0, help="a training arm past this has stalled")
+    ap.add_argument("--child", choices=TRAINERS, help=argparse.SUPPRESS)
+    ap.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="a tiny model, 2 x 8 rows of 32 tokens (checks the script)")
     args = ap.parse_args()
+    if args.child:
+        train_child(args.child, args.shapes[0], args, args.child_out)
+        return
     import torch
 
     if args.quick:
-        args.shapes, args.prompts, args.tokens, args.prompt_len = ["tiny"], 2, 32, 16
+        args.shapes, args.prompts, args.tokens, args.prompt_len, args.steps = ["tiny"], 2, 32, 16, 2
     if not torch.cuda.is_available():
         from rlvr.runtime import setup_torch
 
@@ -198,12 +355,25 @@ def main() -> None:
     figures: dict[str, Any] = {"device": device_name(torch), "torch": torch.__version__, "vocab": len(tok)}
     bars: list[Bar] = []
     for shape in args.shapes:
-        r = figures[shape] = measure(torch, shape, args, tok, deadline)
-        lean, hf = r.get("rlvr-lean", {}), r.get("hf-generate", {})
-        if "tokens_per_s" in lean and "tokens_per_s" in hf:
-            ratio = lean["tokens_per_s"] / hf["tokens_per_s"]
-            r["lean_over_generate"] = ratio
-            bars.append(Bar(f"{shape}: rlvr lean / generate tokens per s", ratio, ">=", 5.0, "x", quick_decides=False))
+        if args.part in ("sampling", "all"):
+            r = figures[shape] = measure(torch, shape, args, tok, deadline)
+            lean, hf = r.get("rlvr-lean", {}), r.get("hf-generate", {})
+            if "tokens_per_s" in lean and "tokens_per_s" in hf:
+                ratio = lean["tokens_per_s"] / hf["tokens_per_s"]
+                r["lean_over_generate"] = ratio
+                bars.append(
+                    Bar(f"{shape}: rlvr lean / generate tokens per s", ratio, ">=", 5.0, "x", quick_decides=False)
+                )
+    for shape in args.shapes:  # the training arms after every sampling figure: the most important first
+        if args.part in ("train", "all"):
+            t = figures.setdefault(f"{shape} train", train_arms(shape, args, deadline))
+            rl, trl, on = t.get("rlvr", {}), t.get("trl", {}), t.get("rlvr-on-trl", {})
+            if rl.get("peak_gib") and trl.get("peak_gib"):
+                mem = rl["peak_gib"] / trl["peak_gib"]
+                bars.append(Bar(f"{shape}: rlvr / TRL peak memory", mem, "<=", 0.6, "x", quick_decides=False))
+            if on.get("s_per_step") and trl.get("s_per_step"):
+                ratio = on["s_per_step"] / trl["s_per_step"]
+                bars.append(Bar(f"{shape}: rlvr-on-TRL / TRL s per step", ratio, "<=", 1.1, "x", quick_decides=False))
     print(f"device: {figures['device']}")
     report("gpu", figures, bars, args, quick=args.quick)
 
