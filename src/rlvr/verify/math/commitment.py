@@ -252,6 +252,14 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
     return None
 
 
+def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """``pattern``'s last match in ``text`` (matches come in order of their start), or None."""
+    last = None
+    for found in pattern.finditer(text):
+        last = found
+    return last
+
+
 def hedged(before: str, rest: str) -> bool:
     """The value between ``before`` and ``rest`` (its clause's two sides) is offered without
     commitment: a modal or a word of doubt before it that is about it (:func:`_about_the_value`), or
@@ -263,11 +271,11 @@ def _about_the_value(pattern: re.Pattern[str], before: str) -> bool:
     """``pattern``'s last match in ``before`` bears on the value after it: not when an earlier value and
     then a turn to a correction stand between ("my guess at first was 12, but it is 15"; "not sure,
     but 15" still hedges: there the doubt has no other value to be about)."""
-    m = max(pattern.finditer(before), key=lambda found: found.start(), default=None)
+    m = _last(pattern, before)
     if m is None:
         return False
     between = before[m.end() :]
-    turn = max(_CONTRAST.finditer(between), key=lambda found: found.start(), default=None)
+    turn = _last(_CONTRAST, between)
     return turn is None or not _DIGIT.search(between[: turn.start()])
 
 
@@ -275,7 +283,7 @@ def _counterfactual(before: str, clause: str) -> bool:
     """The value stands in a conditional (a "would" before it in its clause, a condition anywhere in the
     clause) that no conclusion follows before the value ("if he eats c cookies he would get 20c
     calories, so he must eat 6" concludes: the 6 is given)."""
-    m = max(_WOULD.finditer(before), key=lambda found: found.start(), default=None)
+    m = _last(_WOULD, before)
     if m is None or not _CONDITION.search(clause):
         return False
     return not _CONCLUSION.search(before[m.end() :]) and not _MUST.search(before[m.end() :])
@@ -286,7 +294,7 @@ def _options(before: str) -> bool:
     15"): not "among 3, 5 and 15, the largest is 15", where the list ends before the value."""
     if _OR_BEFORE.search(before[-12:]):
         return True
-    m = max(_OPTIONS_BEFORE.finditer(before), key=lambda found: found.start(), default=None)
+    m = _last(_OPTIONS_BEFORE, before)
     return m is not None and _LIST_SO_FAR.match(before[m.end() :]) is not None
 
 
@@ -297,7 +305,7 @@ def _disclaimed(after: str) -> bool:
 
 def _attributed(before: str) -> bool:
     """The clause before the value reports someone else's claim (and not the model's own)."""
-    m = max(_ATTRIBUTED.finditer(before), key=lambda found: found.start(), default=None)  # the last report
+    m = _last(_ATTRIBUTED, before)  # the last report
     if m is not None:
         subject = before[max(0, m.start() - 30) : m.end()]
         # the model's own claim ("I think"), the problem's givens restated ("the problem states that
