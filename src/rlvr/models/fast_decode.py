@@ -337,8 +337,7 @@ class FastDecoder:
                 o = (p * values[:, :, None]).sum(0)  # [B*nkv, g, D]
             o = o.to(self.dtype)
             x = self._mlp(i, x, o.view(b, nq * hd))
-        self.length = s + 1
-        self._slot.fill_(self.length)
+        self.length = s + 1  # (a static decoder never steps here: its _slot needs no update)
         self._pos += 1
         return self._logits(x)
 
