@@ -79,22 +79,13 @@ def tokenizer(path: str | None) -> Any:
     return tok
 
 
-def model_of(torch: Any, shape: str, vocab: int, device: Any) -> Any:
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+def model_of(torch: Any, shape: str, tok: Any, device: Any) -> Any:
+    """A random-weight Qwen2 of ``shape`` over ``tok``'s vocabulary (rlvr's model builder)."""
+    from rlvr.models.tiny import build_model
 
-    hidden, layers, heads, kv, inter = SHAPES[shape]
-    cfg = Qwen2Config(
-        vocab_size=vocab,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=kv,
-        intermediate_size=inter,
-        max_position_embeddings=4096,
-        tie_word_embeddings=True,
-    )
-    torch.manual_seed(0)
-    return Qwen2ForCausalLM(cfg).to(device).eval()
+    hidden, layers, heads, kv, ffn = SHAPES[shape]
+    model = build_model(tok, arch="qwen2", hidden=hidden, layers=layers, heads=heads, kv_heads=kv, ffn=ffn, seed=0)
+    return model.to(device).eval()
 
 
 def arm(torch: Any, name: str, model: Any, tok: Any, prompts: list[list[int]], group: int, tokens: int, bf16: bool):
@@ -135,7 +126,7 @@ def arm(torch: Any, name: str, model: Any, tok: Any, prompts: list[list[int]], g
 def measure(torch: Any, shape: str, args: argparse.Namespace, tok: Any, deadline: float) -> dict[str, Any]:
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
-    model = model_of(torch, shape, len(tok), device)
+    model = model_of(torch, shape, tok, device)
     params = sum(p.numel() for p in model.parameters())
     g = torch.Generator().manual_seed(1)
     low = min(100, len(tok) // 2)  # past the special tokens
@@ -199,34 +190,36 @@ def train_child(arm: str, shape: str, args: argparse.Namespace, out: Path) -> No
         torch.set_num_threads(1)
     device = torch.device("cuda" if cuda else "cpu")
     tok = tokenizer(args.tokenizer)
-    model = model_of(torch, shape, len(tok), device).train()
+    model = model_of(torch, shape, tok, device).train()
     g = torch.Generator().manual_seed(1)
     low = min(100, len(tok) // 2)
     ids = torch.randint(low, len(tok), (args.prompts * args.steps, args.prompt_len), generator=g).tolist()
     texts = tok.batch_decode(ids, skip_special_tokens=True)
     marks: list[float] = []
     work = Path(tempfile.mkdtemp(prefix="rlvr-gpu-"))
+    from rlvr.config import load_config
+
+    # one config for every arm: TRL's GRPOConfig is derived from it (rlvr.integrations.trl.grpo_args)
+    cfg = load_config(
+        None,
+        [
+            f"run.steps={args.steps}",
+            f"run.out_dir={work / 'run'}",
+            "run.eval_every=0",
+            f"run.save_every={args.steps * 10}",
+            f"run.device={device.type}",
+            f"model.autocast={'bf16' if cuda else 'none'}",
+            f"rollout.prompts_per_step={args.prompts}",
+            f"rollout.group_size={args.group}",
+            f"rollout.max_new_tokens={args.tokens}",
+            "rewards.weights={repetition: 1.0}",
+            "optim.lr=1e-6",
+        ],
+    )
     if arm == "rlvr":
-        from rlvr.config import load_config
         from rlvr.data import Sample
         from rlvr.engine.async_engine import train_engine
 
-        cfg = load_config(
-            None,
-            [
-                f"run.steps={args.steps}",
-                f"run.out_dir={work / 'run'}",
-                "run.eval_every=0",
-                f"run.save_every={args.steps * 10}",
-                f"run.device={device.type}",
-                f"model.autocast={'bf16' if cuda else 'none'}",
-                f"rollout.prompts_per_step={args.prompts}",
-                f"rollout.group_size={args.group}",
-                f"rollout.max_new_tokens={args.tokens}",
-                "rewards.weights={repetition: 1.0}",
-                "optim.lr=1e-6",
-            ],
-        )
         rows = [Sample(t, "0", "math", f"p{i}") for i, t in enumerate(texts)]
         trainer = train_engine(cfg, model=model, tokenizer=tok, train_rows=rows, eval_rows=[])
         marks.append(time.perf_counter())
@@ -234,9 +227,9 @@ def train_child(arm: str, shape: str, args: argparse.Namespace, out: Path) -> No
     else:
         from datasets import Dataset
         from transformers import TrainerCallback
-        from trl import GRPOConfig, GRPOTrainer
+        from trl import GRPOTrainer
 
-        from rlvr.integrations.trl import FailureAwareGRPOTrainer
+        from rlvr.integrations.trl import FailureAwareGRPOTrainer, grpo_args
 
         class Marks(TrainerCallback):
             def on_step_begin(self, *a: Any, **k: Any) -> None:
@@ -246,26 +239,11 @@ def train_child(arm: str, shape: str, args: argparse.Namespace, out: Path) -> No
             def on_step_end(self, *a: Any, **k: Any) -> None:
                 marks.append(time.perf_counter())
 
-        config = GRPOConfig(
-            output_dir=str(work),
-            per_device_train_batch_size=args.prompts * args.group,
-            num_generations=args.group,
-            max_completion_length=args.tokens,
-            max_steps=args.steps,
-            learning_rate=1e-6,
-            beta=0.0,
-            loss_type="dapo",
-            logging_steps=1,
-            save_strategy="no",
-            report_to=[],
-            bf16=cuda,
-            use_cpu=not cuda,
-        )
         cls = GRPOTrainer if arm == "trl" else FailureAwareGRPOTrainer
         trainer = cls(
             model=model,
             reward_funcs=[build_reward("repetition")],
-            args=config,
+            args=grpo_args(cfg, use_cpu=not cuda),
             train_dataset=Dataset.from_dict({"prompt": texts}),
             processing_class=tok,
             callbacks=[Marks()],
