@@ -136,3 +136,48 @@ def calculator_policy():
         completion_of=trace_of,
     )
     return model.eval(), tok
+
+
+def echo_rows(n: int = 400, seed: int = 0) -> list:
+    """Conversations in which the user asks for numbers to be said back, one a turn (1 to 3 turns,
+    numbers 0-999): each row is the conversation up to the last request, its gold the number asked."""
+    import random
+
+    from rlvr.data.tasks import Sample
+
+    rng, rows = random.Random(seed), []
+    for i in range(n):
+        numbers = [str(rng.randint(0, 999)) for _ in range(rng.randint(1, 3))]
+        msgs: list[dict[str, str]] = []
+        for x in numbers:
+            msgs += [{"role": "user", "content": f"say {x}"}, {"role": "assistant", "content": x}]
+        rows.append(Sample(msgs[:-1], numbers[-1], "math", f"echo{i}"))
+    return rows
+
+
+@pytest.fixture(scope="session")
+def echo_policy():
+    """The tiny model after SFT on :func:`echo_rows` (it says a number back, turn after turn, and gets
+    about a third of them right: a real model for conversations, nothing scripted). Shared: copy it
+    before training it."""
+    torch = pytest.importorskip("torch")
+    import itertools
+
+    from rlvr.models.tiny import build_model, build_tokenizer
+    from rlvr.sft import sft
+
+    torch.manual_seed(0)
+    tok = build_tokenizer()
+    model = build_model(tok, hidden=64, layers=2, heads=4, max_positions=256)
+    sft(
+        model,
+        tok,
+        itertools.cycle(echo_rows()),
+        steps=300,
+        batch_size=8,
+        lr=5e-3,
+        eval_every=0,
+        warmup_steps=10,
+        completion_of=lambda s: s.gold,
+    )
+    return model.eval(), tok

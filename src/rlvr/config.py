@@ -519,14 +519,16 @@ class EnvConfig(_Strict):
 
     environment: str | None = None
     """The environment, instead of ``tools``: a class ``module:Class`` (reset, tools, optional
-    reward); ``verifiers:<module or file.py>[?argument=value&...]``, a ``verifiers`` tool
-    environment (its dataset the rows, its rubric the reward); ``openenv:<url>``, an OpenEnv server
+    ``respond`` and ``reward``); ``verifiers:<module or file.py>[?argument=value&...]``, a
+    ``verifiers`` tool environment or ``MultiTurnEnv`` (its dataset the rows, its tools or its
+    ``env_response`` the other party, its rubric the reward); ``openenv:<url>``, an OpenEnv server
     on this machine, or ``openenv`` with ``server``. See the guide "Bring your environment"."""
     server: str | None = None
     """A command that serves the OpenEnv environment (``{port}``: the port rlvr picks); rlvr starts it
     before the run, waits for its ``/health`` and stops it at the end (``environment: openenv``)."""
     max_turns: int = Field(4, ge=1)
-    """Assistant turns per episode; an episode with no final answer by then ends in ``turn_limit``."""
+    """Assistant turns per episode; an episode with no final answer by then (or, with an environment
+    that answers every turn, one it has not ended) ends in ``turn_limit``."""
     max_tokens: int | None = Field(None, ge=2)
     """Tokens of the whole episode after the prompt: the policy's turns and the tool results
     appended to them (default ``rollout.max_new_tokens``). A tool result that leaves no room to

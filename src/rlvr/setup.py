@@ -20,6 +20,7 @@ from rlvr.data.stream import default_data
 from rlvr.data.tasks import Sample
 from rlvr.decoding.constrain import from_config as constrainer_for
 from rlvr.episodes import check_environment, environment_class
+from rlvr.episodes.env import responds
 from rlvr.errors import ConfigError
 from rlvr.models.device import resolve_device
 from rlvr.models.load import load_model
@@ -66,12 +67,19 @@ def check_device(cfg: TrainConfig, engine: Literal["rlvr", "trl"] = "rlvr") -> A
 
 
 def check_verifiers_rows(cfg: TrainConfig) -> None:
-    """A ``verifiers`` environment with tools named only in ``data.path`` would be scored without its
-    tools: refused, saying the line to write instead."""
+    """A ``verifiers`` environment with tools, or one that answers the policy's turns, named only in
+    ``data.path`` would be scored as one turn: refused, saying the line to write instead."""
     path = cfg.data.path or ""
-    if path.startswith(verifiers_env.SCHEME) and cfg.env is None and verifiers_env.has_tools(path):
+    if not path.startswith(verifiers_env.SCHEME) or cfg.env is not None:
+        return
+    kind = None
+    if verifiers_env.has_tools(path):
+        kind = "with tools"
+    elif verifiers_env.converses(path):
+        kind = "that answers the policy's turns"
+    if kind is not None:
         raise ConfigError(
-            f"data.path {path!r} is a verifiers environment with tools: its episodes need them; "
+            f"data.path {path!r} is a verifiers environment {kind}: its episodes need it; "
             f"set env.environment: {path} instead (its rows come with it)"
         )
 
@@ -115,4 +123,10 @@ def build(
     if cfg.env is not None:  # episodes with tools: the environment is built and described once, up front
         env_cls = environment_class(cfg.env.tools, cfg.env.environment, cfg.env.server, cfg.env.tool_timeout_s)
         check_environment(env_cls)
+        if constrainer is not None and responds(env_cls):
+            raise ConfigError(
+                f"decoding.constrain with env.environment {cfg.env.environment!r}: the environment answers "
+                "the policy's turns (respond), so any turn may be the last and none is the answer's to "
+                "constrain; decoding.constrain: none"
+            )
     return RunSetup(device, model, tokenizer, train_rows, eval_rows or [], rewards, tags, constrainer, env_cls)

@@ -25,6 +25,7 @@ HERE = Path(__file__).parent / "published"
 CALC = f"verifiers:{HERE / 'vf_calculator.py'}"
 SINGLE = f"verifiers:{HERE / 'vf_single.py'}"
 GUESS = f"verifiers:{HERE / 'vf_guess.py'}"
+ECHO = f"verifiers:{HERE / 'vf_echo.py'}"
 SERVER = f"{sys.executable} {HERE / 'openenv_calculator.py'} --port {{port}}"
 
 
@@ -141,9 +142,52 @@ def test_a_stateful_game_hides_its_argument_and_fills_it_from_the_episode_s_stat
     assert smuggled.events[0].cause is Cause.BAD_ARGUMENTS  # the hidden argument is not the policy's to give
 
 
+def test_a_multi_turn_environment_answers_each_turn_until_one_of_its_stop_conditions_holds() -> None:
+    cls = load_environment(ECHO)
+    assert check_environment(cls) == {}  # no tools: its env_response is the episode's other party
+    row = row_of(ECHO)  # says 12, then 345, then 6
+    ep = episode(cls, row, "12", "345", "6", max_turns=6)
+    assert [(t.role, t.content) for t in ep.turns] == [
+        ("assistant", "12"),
+        ("user", "say 345"),
+        ("assistant", "345"),
+        ("user", "say 6"),
+        ("assistant", "6"),
+    ]
+    assert ep.finish == "eos" and ep.answer == "6" and ep.cause() is None  # its stop condition ended it
+    env = cls()  # what an engine does: the episode's own environment judges it, the whole conversation
+    for turn in ("12", "34", "6"):
+        env.reset(row) if turn == "12" else None
+        env.respond(turn)
+    assert len(env.state["trajectory"]) == 3 and env.state["heard"] == ["12", "34"]
+    ep.judge(env.reward, row, 2)
+    assert ep.score.components == {"said_back": pytest.approx(2 / 3)}
+    assert judged(ep).verdict.status is Status.CORRECT  # 2/3 passes verifiers' default threshold (0.5)
+
+
+def test_a_multi_turn_environment_s_final_response_ends_the_episode_and_its_rubric_reads_it() -> None:
+    cls = load_environment(f"{ECHO}?final=true")
+    env = cls()
+    env.reset(row_of(ECHO))
+    assert [env.respond(t) for t in ("12", "345")] == [
+        [{"role": "user", "content": "say 345"}],
+        [{"role": "user", "content": "say 6"}],
+    ]
+    assert env.respond("6") is None and env.messages[-1] == {"role": "user", "content": "thanks"}
+    ep = episode(cls, row_of(ECHO), "12", "345", "6", max_turns=6)
+    assert ep.finish == "eos" and [t.role for t in ep.turns].count("assistant") == 3
+
+
+def test_a_multi_turn_environment_that_fails_is_the_environment_s_fault_and_a_long_talk_the_policy_s() -> None:
+    broken = load_environment(f"{ECHO}?fail_rate=1.0")
+    ep = episode(broken, row_of(ECHO), "12", "345")
+    assert ep.cause() is Cause.TOOL_ERROR and ep.finish == "fault"
+    assert "the echo service is down" in ep.events[0].detail and ep.turns[0].content == "12"
+    ep = episode(load_environment(ECHO), row_of(ECHO), "12", "345", "6", max_turns=2)  # rlvr's cap comes first
+    assert ep.cause() is Cause.TURN_LIMIT and ep.ended_by() is Cause.TURN_LIMIT
+
+
 def test_environments_rlvr_cannot_run_are_refused_naming_why() -> None:
-    with pytest.raises(ConfigError, match="env_response"):
-        load_environment(f"verifiers:{HERE / 'vf_chatty.py'}")
     with pytest.raises(ConfigError, match="has no tools"):
         load_environment(SINGLE)
     with pytest.raises(ConfigError, match="no such file"):

@@ -1,7 +1,8 @@
-"""A ``verifiers`` tool environment and an OpenEnv server train on rlvr's engine and on TRL from one
-config line (``env.environment``), the environments failing on their own at half their calls: the
-failed episodes stay out of the baseline and the loss and ``rlvr causes`` names them the
-environment's. The policy is the tiny model taught to call a calculator (tests/conftest.py)."""
+"""A ``verifiers`` tool environment, a ``verifiers`` ``MultiTurnEnv`` and an OpenEnv server train on
+rlvr's engine and on TRL from one config line (``env.environment``), the environments failing on
+their own at half their calls: the failed episodes stay out of the baseline and the loss and
+``rlvr causes`` names them the environment's. The policy is the tiny model taught to call a
+calculator, or, in conversation, to say numbers back (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -20,11 +21,12 @@ pytest.importorskip("trl")
 HERE = Path(__file__).parent / "published"
 SRC = Path(__file__).resolve().parents[2] / "src"
 VERIFIERS_ENV = f"verifiers:{HERE / 'vf_calculator.py'}?fail_rate=0.5&repeat=2"
+ECHO_ENV = f"verifiers:{HERE / 'vf_echo.py'}?fail_rate=0.5"
 OPENENV_SERVER = f"{sys.executable} {HERE / 'openenv_calculator.py'} --port {{port}}"
 
 
-def _train(calculator_policy, tmp_path: Path, engine: str, env: str, *sets: str, extra_env: dict | None = None) -> Path:
-    model, tok = calculator_policy
+def _train(policy, tmp_path: Path, engine: str, env: str, *sets: str, extra_env: dict | None = None) -> Path:
+    model, tok = policy
     folder = tmp_path / "policy"
     if not folder.exists():
         model.save_pretrained(folder)
@@ -100,3 +102,16 @@ def test_an_openenv_server_trains_from_one_line(calculator_policy, tmp_path, eng
     )
     recs = _checked(out, {"env_reward"})
     assert any(r["episode"]["tool_calls"] for r in recs)
+
+
+@pytest.mark.parametrize("engine", ["rlvr"])
+def test_a_verifiers_multi_turn_environment_trains_from_one_line(echo_policy, tmp_path, engine) -> None:
+    env = f"{{environment: '{ECHO_ENV}', max_turns: 4}}"
+    out = _train(echo_policy, tmp_path, engine, env, "rollout.max_new_tokens=64")
+    recs = _checked(out, {"said_back"})
+    talked = [r for r in recs if r["cause"] not in ("tool_error", "env_crash", "env_timeout")]
+    for r in talked:  # the environment's turns are in the episode, its replies between the policy's
+        roles = [t["role"] for t in r["episode"]["turns"]]
+        assert roles[::2] == ["assistant"] * len(roles[::2]) and set(roles[1::2]) <= {"user"}
+    assert any(len(r["episode"]["turns"]) == 5 for r in talked)  # a whole conversation: 3 turns, 2 replies
+    assert len({r["components"]["said_back"] for r in talked}) > 1  # something to learn from

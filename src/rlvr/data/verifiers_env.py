@@ -12,16 +12,18 @@ as vf``; ``vf.SingleTurnEnv``, ``vf.ToolEnv``, ``vf.StatefulToolEnv`` with a dat
   functions (metrics) are left out; the episode *passes* at the environment's ``pass_threshold``;
 * its tools -> the episode's tools (:func:`environment_class`), each described to the policy from
   its own signature and docstring; a ``StatefulToolEnv``'s hidden arguments filled by its own
-  ``update_tool_args`` from the episode's state, which its ``setup_state`` prepared.
+  ``update_tool_args`` from the episode's state, which its ``setup_state`` prepared;
+* a ``MultiTurnEnv``'s ``env_response`` -> the environment's answer to each turn of the policy
+  (rlvr's ``respond``): its messages join the conversation and the policy takes another turn, until
+  one of its stop conditions (``@vf.stop`` methods, ``max_turns``) holds or it sets
+  ``final_env_response``; each turn is a step of ``state["trajectory"]``, as its own rollout makes.
 
 What rlvr adds is who failed. ``verifiers`` turns a tool's exception into the tool message the
-policy reads and a reward function's exception into a 0: both are the *environment's* faults here
+policy reads and a reward function's exception into a 0, and an exception in ``env_response`` ends
+the rollout as an error scored like any other: all are the *environment's* faults here
 (``tool_error``: out of the baseline and the loss, redrawn), while a malformed call, an unknown tool
 or arguments outside the schema stay the policy's. A completion whose answer the parser cannot find
 is ``no_answer`` (the format's death), one it finds and the rubric fails ``wrong``.
-
-A ``MultiTurnEnv`` that answers with its own ``env_response`` (not through tools) is refused with a
-:class:`~rlvr.errors.ConfigError`: rlvr's turn loop is driven by tool calls.
 """
 
 from __future__ import annotations
@@ -77,8 +79,8 @@ def load(spec: str) -> Any:
 
     Raises:
         ConfigError: not importable, no ``load_environment``, arguments it refuses, not a
-            ``verifiers`` environment, or one rlvr cannot run (group reward functions, a
-            ``MultiTurnEnv`` with its own ``env_response``), naming which and why.
+            ``verifiers`` environment, or one rlvr cannot run (group reward functions), naming
+            which and why.
     """
     vf = verifiers_module()
     name, kwargs = split_spec(spec, SCHEME)
@@ -97,12 +99,6 @@ def load(spec: str) -> Any:
         raise ConfigError(f"{spec}: load_environment({kwargs}) raised {type(e).__name__}: {e}") from None
     if not isinstance(env, vf.Environment):
         raise ConfigError(f"{spec}: load_environment() returned {type(env).__name__}, not a verifiers Environment")
-    tool_env = isinstance(env, vf.ToolEnv)
-    if isinstance(env, vf.MultiTurnEnv) and not tool_env and not isinstance(env, vf.SingleTurnEnv):
-        raise ConfigError(
-            f"{spec}: {type(env).__name__} answers with its own env_response; rlvr runs single-turn "
-            "environments and tool environments (ToolEnv, StatefulToolEnv), whose turns are tool calls"
-        )
     group = [getattr(f, "__name__", repr(f)) for f, _ in reward_functions(env) if env.rubric._is_group_func(f)]
     if group:
         raise ConfigError(f"{spec}: group reward functions ({', '.join(group)}) are not supported")
@@ -112,6 +108,13 @@ def load(spec: str) -> Any:
 def has_tools(spec: str) -> bool:
     """Whether the environment ``spec`` names runs tool episodes."""
     return isinstance(load(spec), verifiers_module().ToolEnv)
+
+
+def converses(spec: str) -> bool:
+    """Whether the environment ``spec`` names answers the policy's turns itself (a ``MultiTurnEnv``
+    with its own ``env_response``, neither single-turn nor a tool environment)."""
+    vf, env = verifiers_module(), load(spec)
+    return isinstance(env, vf.MultiTurnEnv) and not isinstance(env, vf.ToolEnv | vf.SingleTurnEnv)
 
 
 def plain(value: Any) -> Any:

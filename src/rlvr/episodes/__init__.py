@@ -1,5 +1,5 @@
-"""Episodes with tools: environments, the guard around their tools, the turn loop, and the causes
-they record (engine-neutral; the failure step reads them like single-turn rollouts).
+"""Episodes with tools: environments (with tools, or answering the policy's turns), the guard around
+them, the turn loop, and the causes they record (engine-neutral; the failure step reads them like single-turn rollouts).
 
 An environment's fault (``tool_error``, ``env_timeout``, ``env_crash``) leaves the baseline and the
 loss and is redrawn; the policy's own (``malformed_tool_call``, ``unknown_tool``, ``bad_arguments``,
@@ -12,6 +12,7 @@ from rlvr.episodes.env import (
     check_environment,
     environment_class,
     load_environment,
+    responds,
     tool_schema,
     tools_of,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "find_call",
     "load_environment",
     "policy_time",
+    "responds",
     "result_markup",
     "run_episode",
     "tool_metrics",

@@ -17,10 +17,15 @@ redrawn after an environment fault starts clean)::
             '''
             return self.stock[item]
 
-Its public methods other than ``reset`` and ``reward`` are its tools; each tool's JSON schema is
-taken from its type hints and its Google-style docstring (``transformers.utils.get_json_schema``,
-as TRL does), and every call is checked against it before the tool runs. An optional
-``reward(answer, row) -> float`` replaces the task's verifier for the final answer. An exception
+Its public methods other than ``reset``, ``respond``, ``reward`` and ``close`` are its tools; each
+tool's JSON schema is taken from its type hints and its Google-style docstring
+(``transformers.utils.get_json_schema``, as TRL does), and every call is checked against it before
+the tool runs. An optional ``reward(answer, row) -> float`` replaces the task's verifier for the
+final answer. An optional ``respond(text) -> str | list[dict] | None`` makes the environment a party
+to the conversation (a game, a simulated user, a tutor: ``verifiers``' ``MultiTurnEnv``): a turn
+without a tool call is not the final answer but a message the environment answers, with a user
+message (or a list of messages) that joins the conversation, or with ``None`` when the episode is
+over (that turn is the answer). Such an environment needs no tools. An exception
 a tool raises on a well-formed call is the environment's fault (``tool_error``); to hand the
 policy an error that is its own (its code that raised, a number it got wrong), a tool *returns*
 the error text: see :class:`rlvr.episodes.tools.PythonTool`.
@@ -40,7 +45,7 @@ from rlvr.episodes.from_verifiers import environment_class as verifiers_class
 from rlvr.episodes.tools import toolbox
 from rlvr.errors import ConfigError
 
-_RESERVED = {"reset", "reward", "close"}
+_RESERVED = {"reset", "respond", "reward", "close"}
 logger = logging.getLogger(__name__)
 
 
@@ -51,8 +56,14 @@ class Environment(Protocol):
         """Start an episode from a data row; the text returned (if any) joins the prompt."""
 
 
+def responds(env: object) -> bool:
+    """Whether the environment (an instance or its class) answers turns without a call (``respond``)."""
+    return callable(getattr(env, "respond", None))
+
+
 def tools_of(env: object) -> dict[str, Callable[..., Any]]:
-    """The environment's tools: its public bound methods, but ``reset``, ``reward`` and ``close``; or,
+    """The environment's tools: its public bound methods, but ``reset``, ``respond``, ``reward`` and
+    ``close``; or,
     when it has a ``tools`` mapping (``name -> callable``, an engine's own tool list), those."""
     listed = getattr(env, "tools", None)
     if isinstance(listed, Mapping):
@@ -156,7 +167,7 @@ def environment_class(
 
 def check_environment(cls: type) -> dict[str, dict[str, Any]]:
     """Build one instance of ``cls`` and describe its tools, before a run spends anything: a class
-    that raises on construction, offers no tools, or has a tool the policy cannot be told how to
+    that raises on construction, offers neither tools nor ``respond``, or has a tool the policy cannot be told how to
     call is a :class:`ConfigError` naming it. (The guard's ``tool_timeout_s`` needs no relation to a
     tool's own limit: it does not count the policy's program, :mod:`rlvr.episodes.clock`.)
 
@@ -168,8 +179,9 @@ def check_environment(cls: type) -> dict[str, dict[str, Any]]:
     except Exception as e:
         raise ConfigError(f"env: the environment {cls.__name__} cannot be built: {type(e).__name__}: {e}") from None
     tools = tools_of(env)
-    if not tools:
+    if not tools and not responds(env):
         raise ConfigError(
-            f"env: the environment {cls.__name__} offers no tools (public methods other than reset, reward and close)"
+            f"env: the environment {cls.__name__} offers no tools (public methods other than reset, respond, "
+            "reward and close) and does not respond to the policy's turns (respond)"
         )
     return {name: tool_schema(fn) for name, fn in tools.items()}

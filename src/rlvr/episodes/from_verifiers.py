@@ -1,4 +1,4 @@
-"""``verifiers`` tool environments as rlvr episode environments (see :mod:`rlvr.data.verifiers_env`).
+"""``verifiers`` environments as rlvr episode environments (see :mod:`rlvr.data.verifiers_env`).
 
 :func:`environment_class` wraps a ``vf.ToolEnv`` / ``vf.StatefulToolEnv`` in the class rlvr's
 episodes run on every engine: ``reset(row)`` starts the row's state (the environment's own
@@ -6,6 +6,11 @@ episodes run on every engine: ``reset(row)`` starts the row's state (the environ
 ``StatefulToolEnv``'s hidden arguments filled by its ``update_tool_args``), ``reward`` the rubric.
 A tool that raises is the environment's ``tool_error`` (the guard records it); ``verifiers`` itself
 would hand the exception to the policy as the tool's message.
+
+A ``vf.MultiTurnEnv`` that answers with its own ``env_response`` becomes a class with ``respond``
+instead of tools: each turn of the policy is a step of ``state["trajectory"]``; when none of the
+environment's stop conditions holds, its ``env_response`` is the reply; a ``final_env_response`` it
+sets ends the episode (its messages seen by the rubric, as ``verifiers`` renders them).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rlvr.data.verifiers_env import gold_fields, load, plain, verifiers_module
+from rlvr.data.verifiers_env import converses, gold_fields, load, plain, verifiers_module
 from rlvr.errors import ConfigError
 from rlvr.types import EnvScore
 from rlvr.verify.verifiers_rubric import new_state, run_async, score
@@ -47,13 +52,17 @@ def _described(name: str, fn: Callable[..., Any], hidden: Sequence[str]) -> Call
 def environment_class(spec: str) -> type:
     """An rlvr environment class (``reset(row)``, tools as methods, ``reward(answer, row)``) running
     episodes of the tool environment ``spec`` names: a fresh state per episode, the environment's own
-    tools (async ones awaited), its rubric as the episode's score.
+    tools (async ones awaited), its rubric as the episode's score; for a ``MultiTurnEnv`` with its own
+    ``env_response``, a class whose ``respond`` is that response (see the module docstring).
 
     Raises:
-        ConfigError: the environment has no tools (a single-turn one: name it in ``data.path``).
+        ConfigError: the environment has no tools and does not answer the policy's turns (a
+            single-turn one: name it in ``data.path``).
     """
     env = load(spec)
     vf = verifiers_module()
+    if converses(spec):
+        return _dialogue_class(env)
     if not isinstance(env, vf.ToolEnv) or not env.tool_map:
         raise ConfigError(
             f"env.environment {spec!r} has no tools: a single-turn environment's rows go in data.path: {spec}"
@@ -103,3 +112,72 @@ def environment_class(spec: str) -> type:
         setattr(VerifiersEpisode, name, _described(name, fn, hidden.get(name, ())))
     VerifiersEpisode.__name__ = VerifiersEpisode.__qualname__ = f"Verifiers_{type(env).__name__}"
     return VerifiersEpisode
+
+
+def _dialogue_class(env: Any) -> type:
+    """The rlvr environment class of a ``MultiTurnEnv`` that answers with its own ``env_response``."""
+    from verifiers.legacy.utils.message_utils import normalize_messages
+
+    def messages(value: Any) -> list[dict[str, Any]]:
+        return list(plain(normalize_messages(value, field_name="env_response")))
+
+    class VerifiersDialogue:
+        """One episode of a verifiers multi-turn environment (made fresh per episode)."""
+
+        vf_env = env
+
+        def __init__(self) -> None:
+            self.state: Any = None
+            self.messages: list[dict[str, Any]] = []
+
+        def reset(self, row: dict[str, Any]) -> None:
+            fields = gold_fields(row.get("gold"))
+            self.state = new_state(env, fields, fields.get("prompt") or row.get("prompt") or [])
+            self.messages = []
+            setup = run_async(env.setup_state(self.state))
+            if setup is not None:
+                self.state = setup
+            return None
+
+        def respond(self, text: str) -> list[dict[str, Any]] | None:
+            """The environment's reply to the policy's turn ``text``; None once a stop condition holds
+            (checked after the turn, as the environment's own rollout does) or it set its final response."""
+            history = [*(plain(self.state["prompt"]) or []), *self.messages]
+            said = {"role": "assistant", "content": text}
+            self.messages.append(said)
+            step = {
+                "prompt": normalize_messages(history, field_name="prompt"),
+                "completion": normalize_messages([said], field_name="completion"),
+                "response": None,
+                "tokens": None,
+                "reward": None,
+                "advantage": None,
+                "is_truncated": False,
+                "trajectory_id": self.state.get("trajectory_id", ""),
+                "extras": {},
+            }
+            run_async(env.add_trajectory_step(self.state, step))
+            if run_async(env.is_completed(self.state)):
+                return None
+            reply = run_async(env.env_response(normalize_messages([*history, said]), self.state))
+            final = self.state.get("final_env_response")
+            if final is not None:  # the environment's last word: the rubric reads it, the policy does not answer
+                self.messages += messages(final)
+                return None
+            got = messages(reply)
+            self.messages += got
+            return got
+
+        def reward(self, answer: str, row: dict[str, Any]) -> EnvScore:
+            if self.state is None:
+                self.reset(row)
+            said = [m for m in self.messages if m.get("role") == "assistant"]
+            last = (
+                [{"role": "assistant", "content": answer}]
+                if answer and (not said or said[-1]["content"] != answer)
+                else []
+            )
+            return score(env, self.state, [*self.messages, *last])
+
+    VerifiersDialogue.__name__ = VerifiersDialogue.__qualname__ = f"Verifiers_{type(env).__name__}"
+    return VerifiersDialogue

@@ -15,12 +15,18 @@ says what and whose fault:
   ``env_crash`` (the environment's: the episode ends there, to be redrawn);
 * a result longer than ``max_result_chars`` is cut to it (said in the result and the turn).
 
+An environment that answers the policy's turns (its ``respond``, :mod:`rlvr.episodes.env`) is run
+by :meth:`Guard.respond` under the same rules: timed, its exceptions the environment's
+``tool_error`` (``env_crash`` for an :class:`~rlvr.episodes.tools.EnvCrash`), a reply that is not
+messages its ``tool_error`` too, each message's text made encodable and cut as a result is.
+
 :class:`Faults` injects the environment's faults on purpose, seeded per episode and call, for
 tests and benchmarks (off by default).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import random
@@ -148,12 +154,18 @@ class Outcome:
     event: Event | None = None
     cut: bool = False
     latency_s: float = 0.0
+    responded: bool = False  # the environment answering a turn without a call (:meth:`Guard.respond`)
+    reply: list[dict[str, str]] | None = None  # its messages; None: the episode is over
 
     def record(self, ep: Episode, text: str, tokens: int, owned: frozenset[Cause]) -> bool:
-        """Add the assistant turn that made this call, the tool turn that answers it and its event to
-        ``ep``; True when the event is the environment's fault (``owned``): the episode ends there."""
+        """Add the assistant turn that made this call, the tool turn that answers it (or the
+        environment's messages) and its event to ``ep``; True when the event is the environment's
+        fault (``owned``): the episode ends there."""
         ep.turns.append(Turn("assistant", text, self.call, tokens))
-        ep.turns.append(Turn("tool", self.result, latency_s=self.latency_s))
+        if self.responded:  # the environment's messages answering the turn (none when it failed)
+            ep.turns += [Turn(m["role"], m["content"], latency_s=self.latency_s) for m in self.reply or ()]
+        else:
+            ep.turns.append(Turn("tool", self.result, latency_s=self.latency_s))
         ep.tokens += tokens
         if self.event is None:
             return False
@@ -219,23 +231,65 @@ class Guard:
         return Outcome(f"error: {why}", call, Event(cause, turn, why, call.name if call else ""))
 
     def _run(self, call: ToolCall, turn: int) -> Outcome:
+        ran = self._timed(call.name, lambda: self.tools[call.name](**call.arguments), turn, call)
+        if isinstance(ran, Outcome):
+            return ran
+        value, latency = ran
+        text = encodable(value if isinstance(value, str) else json.dumps(value, default=str))
+        text, cut = self._cut(text)
+        return Outcome(text, call, None, cut, latency)
+
+    def _cut(self, text: str) -> tuple[str, bool]:
+        if len(text) <= self.max_result_chars:
+            return text, False
+        return text[: self.max_result_chars] + f"... [cut at {self.max_result_chars} characters]", True
+
+    def respond(self, text: str, turn: int) -> Outcome:
+        """The environment's answer to a turn without a call (its ``respond(text)``), run as a call
+        is (timed, faults injected, its exceptions the environment's): ``reply`` holds its messages
+        (``{"role", "content"}``, text made encodable and cut at ``max_result_chars``), None when it
+        says the episode is over."""
+        fn = getattr(self.env, "respond", None)
+        assert callable(fn), "respond is asked of an environment that has one"
+        ran = self._timed("respond", lambda: fn(text), turn, None)
+        if isinstance(ran, Outcome):
+            return dataclasses.replace(ran, responded=True)
+        value, latency = ran
+        try:
+            reply = messages_of(value)
+        except TypeError as e:  # the environment answered with something that is no message
+            why = f"respond returned {e}"
+            event = Event(Cause.TOOL_ERROR, turn, why, "respond", latency)
+            return Outcome(f"error: {why}", None, event, latency_s=latency, responded=True)
+        cut = False
+        if reply is not None:
+            for m in reply:
+                m["content"], c = self._cut(encodable(m["content"]))
+                cut = cut or c
+        return Outcome("", None, None, cut, latency, responded=True, reply=reply)
+
+    def _timed(
+        self, name: str, work_fn: Callable[[], Any], turn: int, call: ToolCall | None
+    ) -> tuple[Any, float] | Outcome:
+        """``work_fn()`` under the limit, as one of the environment's calls: ``(its value, seconds)``,
+        or the failed call's :class:`Outcome` (an injected fault, past the limit, raised)."""
         self.calls += 1
         start = time.monotonic()
         injected = self.faults.draw(self.key, self.calls, self.step)
         if injected is not None:
             why = "injected outage" if self.faults.down(self.step) else f"injected {injected.value}"
-            return Outcome(f"error: {why}", call, Event(injected, turn, why, call.name))
+            return Outcome(f"error: {why}", call, Event(injected, turn, why, name))
         box: dict[str, Any] = {}
         clock = CallClock()
 
         def work() -> None:
             with clock.running():
                 try:
-                    box["value"] = self.tools[call.name](**call.arguments)
+                    box["value"] = work_fn()
                 except BaseException as e:  # every failure of the tool is recorded
                     box["error"] = e
 
-        worker = threading.Thread(target=work, daemon=True, name=f"rlvr-tool-{call.name}")
+        worker = threading.Thread(target=work, daemon=True, name=f"rlvr-tool-{name}")
         worker.start()
         # the limit counts the environment's own time: the policy's program, which the tool bounds
         # and reports itself (episodes.clock.policy_time), is left out, up to its limit and a teardown's grace
@@ -246,21 +300,44 @@ class Guard:
         latency = time.monotonic() - start
         if worker.is_alive():  # left to finish on its own: a daemon thread holds no process or file of ours
             why = (
-                f"{call.name}'s sandbox did not come back within {TEARDOWN_S:g}s of its own limit"
+                f"{name}'s sandbox did not come back within {TEARDOWN_S:g}s of its own limit"
                 if clock.overdue()
-                else f"{call.name} ran past {self.timeout_s:g}s"
+                else f"{name} ran past {self.timeout_s:g}s"
             )
-            return Outcome(
-                f"error: {why}", call, Event(Cause.ENV_TIMEOUT, turn, why, call.name, latency), latency_s=latency
-            )
+            return Outcome(f"error: {why}", call, Event(Cause.ENV_TIMEOUT, turn, why, name, latency), latency_s=latency)
         if "error" in box:
             e = box["error"]
             cause = Cause.ENV_CRASH if isinstance(e, EnvCrash) else Cause.TOOL_ERROR
             why = encodable(f"{type(e).__name__}: {str(e)[:300]}")
-            return Outcome(f"error: {why}", call, Event(cause, turn, why, call.name, latency), latency_s=latency)
-        value = box.get("value")
-        text = encodable(value if isinstance(value, str) else json.dumps(value, default=str))
-        cut = len(text) > self.max_result_chars
-        if cut:
-            text = text[: self.max_result_chars] + f"... [cut at {self.max_result_chars} characters]"
-        return Outcome(text, call, None, cut, latency)
+            return Outcome(f"error: {why}", call, Event(cause, turn, why, name, latency), latency_s=latency)
+        return box.get("value"), latency
+
+
+def messages_of(value: Any) -> list[dict[str, str]] | None:
+    """An environment's reply as ``{"role", "content"}`` messages: None (the episode is over), a text
+    (one user message), or messages (dicts or objects with ``role`` and ``content``; an empty list
+    says nothing, so the episode is over).
+
+    Raises:
+        TypeError: anything else, or a message without text content.
+
+    Examples:
+        >>> messages_of("higher")
+        [{'role': 'user', 'content': 'higher'}]
+        >>> messages_of(None) is None and messages_of([]) is None
+        True
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"{type(value).__name__}, not a text or a list of messages")
+    out = []
+    for m in value:
+        get = m.get if isinstance(m, Mapping) else lambda k, m=m: getattr(m, k, None)
+        role, content = get("role"), get("content")
+        if not isinstance(role, str) or not isinstance(content, str):
+            raise TypeError(f"a message without a role and text content: {str(m)[:120]}")
+        out.append({"role": role, "content": content})
+    return out or None

@@ -6,7 +6,9 @@ message; at most ``max_turns`` assistant turns and ``max_tokens`` generated toke
 episode. Each way it can end is recorded where it happens:
 
 * a final answer (a turn without a call): ``finish`` is that turn's (``eos``, or ``length`` when
-  the turn ran out of the episode's tokens: then the answer is judged, and ``truncated``);
+  the turn ran out of the episode's tokens: then the answer is judged, and ``truncated``); with an
+  environment that responds (``respond``), a turn without a call is answered by its messages and
+  the episode goes on until it says the episode is over (that turn is the answer);
 * an environment fault (a call's event, or ``reset`` raising: ``env_crash``): ``fault``, the
   episode stops there, to be redrawn;
 * ``max_turns`` turns without an answer: ``turn_limit``; no tokens left after a tool result:
@@ -22,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rlvr.diagnostics.causes import Cause
+from rlvr.episodes.env import responds
 from rlvr.episodes.episode import ENVIRONMENT_FAULTS, Episode
 from rlvr.episodes.guard import Faults, Guard, find_call
 
@@ -68,11 +71,15 @@ def run_episode(
             return ep
         text, finish, n = policy(messages, budget)
         markup = find_call(text)
-        if markup is None:  # a final answer
+        if markup is None and (finish == "length" or not responds(env)):  # a final answer
             ep.answered(text, finish, n)
             return ep
-        out = guard.call(markup, turn)
-        messages += [{"role": "assistant", "content": text}, {"role": "tool", "content": out.result}]
+        out = guard.call(markup, turn) if markup is not None else guard.respond(text, turn)
+        if out.responded and out.event is None and out.reply is None:  # the environment says it is over
+            ep.answered(text, finish, n)
+            return ep
+        said = out.reply if out.responded else [{"role": "tool", "content": out.result}]
+        messages += [{"role": "assistant", "content": text}, *(said or ())]
         if out.record(ep, text, n, owned):
             return ep
     ep.stopped(Cause.TURN_LIMIT, max_turns - 1, f"{max_turns} turns without a final answer")

@@ -145,6 +145,11 @@ def generate(
             "constrained decoding of multi-turn episodes constrains the final answer segment only "
             "(decoding.constrain: answer); full would have to admit tool calls from the first token"
         )
+    if turns is not None and constrain is not None and turns.responding:
+        raise ValueError(
+            "constrained decoding with an environment that answers the policy's turns (respond): every "
+            "turn may be the last, so no segment is the answer's; decoding.constrain: none"
+        )
     was_training = model.training
     model.eval()
     try:
@@ -251,7 +256,8 @@ def _decode(
             if turns is not None:  # an episode the forced tokens ended (its closed answer's stop)
 
                 def on_forced(r: torch.Tensor, tk: torch.Tensor) -> None:
-                    end_turns(turns, r, tk, done, pos, out_tok, stop_t)
+                    assert rows.tools is not None
+                    end_turns(turns, r, tk, done, pos, out_tok, stop_t, rows.tools, limit)
 
             moved = grammar.jump(rows_go, done, pos, out_tok, stop_t, limit, on_forced) or moved
         if bool(done.all()):
@@ -287,6 +293,9 @@ def _batch(
     stopped = torch.isin(out_tok, stop_t) & (at[None] < rows.pos[:, None])
     # [N] the first stop, else the end (no column at all when no row sampled: every episode ended at reset)
     first = torch.where(stopped.any(1), stopped.float().argmax(1), rows.pos) if steps else rows.pos.clone()
+    if turns is not None and any(turns.replied):  # a turn the environment answered: its stop is not the row's end
+        replied = torch.tensor(turns.replied, device=first.device)
+        first = torch.where(replied, rows.pos, first)
     mask = ((at[None] <= first[:, None]) & (at[None] < rows.pos[:, None])).long()
     finish: list[FinishReason] = ["eos" if e else "length" for e in stopped.any(1).tolist()]
     if turns is not None:  # an episode's finish and text are its own: how it ended, its final answer

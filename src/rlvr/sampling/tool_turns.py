@@ -39,19 +39,22 @@ def turns_step(
         else []
     )
     for r, (add, end) in zip(closing, outcomes):  # the rows' calls ran together
-        at = int(pos[r])
         if end:
             done[r] = True
         elif add:
-            k = len(add)
-            out_tok[r, at : at + k] = torch.tensor(add, device=out_tok.device)
-            tools[r, at : at + k] = 1
-            pos[r] = at + k
+            _append(r, add, pos, out_tok, tools)
             moved = True
             if state is not None:
-                state.skip(r, k)
-    end_turns(turns, rows, toks, done, pos, out_tok, stops)
-    return moved
+                state.skip(r, len(add))
+    return end_turns(turns, rows, toks, done, pos, out_tok, stops, tools, limit - reserve) or moved
+
+
+def _append(r: int, add: list[int], pos: torch.Tensor, out_tok: torch.Tensor, tools: torch.Tensor) -> None:
+    """Row ``r`` takes ``add`` (not the policy's tokens: a tool's result, an environment's reply)."""
+    at, k = int(pos[r]), len(add)
+    out_tok[r, at : at + k] = torch.tensor(add, device=out_tok.device)
+    tools[r, at : at + k] = 1
+    pos[r] = at + k
 
 
 def end_turns(
@@ -62,8 +65,19 @@ def end_turns(
     pos: torch.Tensor,
     out_tok: torch.Tensor,
     stops: torch.Tensor,
-) -> None:
-    """The rows of ``rows`` that ended on their last token (``toks``) give their episode's final answer."""
+    tools: torch.Tensor,
+    limit: int,
+) -> bool:
+    """The rows of ``rows`` that ended on their last token (``toks``) give their episode's final
+    answer, or, where the environment answers the turn (``respond``), take its reply and go on
+    (``limit``: the budget a reply may use). True when some row took reply tokens."""
     ended = set(stops.tolist())
+    moved = False
     for r, t in zip(rows[done[rows]].tolist(), toks[done[rows]].tolist()):
-        turns.on_end(r, out_tok[r, : int(pos[r])].tolist(), "eos" if t in ended else "length")
+        at = int(pos[r])
+        add = turns.on_end(r, out_tok[r, :at].tolist(), "eos" if t in ended else "length", limit - at)
+        if add:
+            _append(r, add, pos, out_tok, tools)
+            done[r] = False
+            moved = True
+    return moved

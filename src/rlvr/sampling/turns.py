@@ -11,8 +11,15 @@ together with the other rows' sampled tokens: the cache carries over, nothing is
 way). Those tokens are marked in the batch's ``tool_mask`` and never carry loss; their
 log-probs are not the policy's and stay 0.
 
+An environment that responds (``respond``: a game, a simulated user) answers a turn that ends
+without a call: when the row samples its stop, the environment's messages are appended the same way,
+as the chat template writes them after the policy's turn (:func:`rlvr.sampling.replies.reply_ids`,
+out of the loss as a tool's result is), and the row decodes on; the policy's stop token stays in its
+sequence and in the loss (it chose to end its turn there).
+
 Each row's episode ends where :mod:`rlvr.episodes.loop` says: a turn without a call is the final
-answer (``eos``, or ``length`` when the budget cut it: judged, truncated); an environment fault
+answer (``eos``, or ``length`` when the budget cut it: judged, truncated), or, with an environment
+that responds, the turn after which it says the episode is over; an environment fault
 (a call's event, or ``reset`` raising: ``env_crash``) ends it as ``fault``, to be redrawn; the
 ``max_turns``-th call ends it as ``turn_limit``; a tool result that leaves no room to answer ends
 it as ``context_overflow``. The finished :class:`~rlvr.episodes.episode.Episode` objects are the
@@ -31,9 +38,10 @@ from typing import Any
 import torch
 
 from rlvr.diagnostics.causes import Cause
-from rlvr.episodes.env import release
+from rlvr.episodes.env import release, responds
 from rlvr.episodes.episode import ENVIRONMENT_FAULTS, Episode
 from rlvr.episodes.guard import CALL_END, Faults, Guard, find_call, result_markup
+from rlvr.sampling.replies import reply_ids
 
 
 def closing_tokens(tokenizer: Any, vocab: int) -> torch.Tensor:
@@ -63,6 +71,9 @@ class Turns:
         render_result: ``(result, tool name) -> token ids`` appended after a call (default: the
             ``<tool_response>`` markup, special tokens split); an engine whose turns go through a chat
             template passes what the template writes there (TRL's held-out episodes).
+        render_reply: ``(messages, the stop's text) -> token ids`` appended when an environment that
+            responds answers a turn (default: :func:`~rlvr.sampling.replies.reply_ids` with the
+            tokenizer's chat template).
     """
 
     def __init__(
@@ -80,6 +91,7 @@ class Turns:
         env_faults: Iterable[Cause] = ENVIRONMENT_FAULTS,
         render_result: Callable[[str, str], list[int]] | None = None,
         step: int | None = None,
+        render_reply: Callable[[list[dict[str, str]], str], list[int]] | None = None,
     ) -> None:
         if max_turns < 1:
             raise ValueError("env.max_turns must be at least 1")
@@ -87,6 +99,7 @@ class Turns:
             raise ValueError(f"{len(rows)} rows, {len(keys)} keys and {len(prompts)} prompts: one each per episode")
         self.tok, self.max_turns, self.owned = tokenizer, max_turns, frozenset(env_faults)
         self.render_result = render_result
+        self.render_reply = render_reply or (lambda msgs, stop: reply_ids(tokenizer, msgs, stop))
         self.rows = list(rows)
         self.episodes = [Episode(prompt=p) for p in prompts]
         self.envs: list[object | None] = [None] * len(rows)
@@ -94,6 +107,7 @@ class Turns:
         self.observations: list[str | None] = [None] * len(rows)
         self.seg_start = [0] * len(rows)  # where each row's current assistant turn starts in its completion
         self.turn = [0] * len(rows)
+        self.replied = [False] * len(rows)  # rows whose environment answered a turn (a stop mid-sequence)
         self.special = set(getattr(tokenizer, "all_special_ids", []) or [])
         self._closers: torch.Tensor | None = None
         for i, key in enumerate(keys):  # reset every environment before any token: its observation joins the prompt
@@ -111,6 +125,11 @@ class Turns:
                 self.guards[i] = None
 
     # ------------------------------------------------------------------ what generate asks
+    @property
+    def responding(self) -> bool:
+        """Whether some episode's environment answers the policy's turns (``respond``)."""
+        return any(g is not None and responds(g.env) for g in self.guards)
+
     def ended_at_start(self) -> list[int]:
         """Rows whose environment could not start (they sample nothing)."""
         return [i for i, g in enumerate(self.guards) if g is None]
@@ -191,15 +210,50 @@ class Turns:
         self.seg_start[row] = len(ids) + len(result)
         return list(result), False
 
-    def on_end(self, row: int, ids: Sequence[int], finish: str) -> None:
-        """Row ``row`` ended its turn with its eos, or ran out of budget (``length``): its final answer."""
+    def on_end(self, row: int, ids: Sequence[int], finish: str, room: int = 0) -> list[int]:
+        """Row ``row`` ended its turn with its eos, or ran out of budget (``length``): its final answer,
+        unless its environment responds and the episode goes on. Returns the tokens to append (the
+        environment's messages and the opening of the policy's next turn; ``room``: tokens left in
+        the row's budget), [] when the episode is over."""
         ep = self.episodes[row]
         if ep.finish in ("fault", "turn_limit", "context_overflow"):
-            return
+            return []
         seg = ids[self.seg_start[row] :]
         text = self._text(seg)
-        ep.answered(text, finish, len(seg))
-        self._judge(row)
+        guard = self.guards[row]
+        if finish == "length" or guard is None or not responds(guard.env):
+            ep.answered(text, finish, len(seg))
+            self._judge(row)
+            return []
+        turn = self.turn[row]
+        out = guard.respond(text, turn)
+        if out.event is None and out.reply is None:  # the environment says the episode is over
+            ep.answered(text, finish, len(seg))
+            self._judge(row)
+            return []
+        if out.record(ep, text, len(seg), self.owned):
+            return []
+        assert out.reply is not None
+        self.turn[row] = turn + 1
+        if self.turn[row] >= self.max_turns:
+            ep.answer = text  # what the environment judges the conversation by ends with this turn
+            ep.stopped(Cause.TURN_LIMIT, turn, f"{self.max_turns} turns and the environment still answers")
+            self._judge(row)
+            return []
+        stop = self.tok.convert_ids_to_tokens(ids[-1]) if ids and ids[-1] in self.special else ""
+        reply = self.render_reply(out.reply, stop or "")
+        if len(reply) >= room:
+            ep.stopped(
+                Cause.CONTEXT_OVERFLOW,
+                turn,
+                f"the environment's reply ({len(reply)} tokens) leaves no room in the episode's budget "
+                f"({room} tokens left)",
+            )
+            self._judge(row)
+            return []
+        self.seg_start[row] = len(ids) + len(reply)
+        self.replied[row] = True
+        return list(reply)
 
     def close(self) -> None:
         """End every episode's environment that has a ``close`` (a server session, a sandbox): called
