@@ -104,7 +104,7 @@ def test_an_openenv_server_trains_from_one_line(calculator_policy, tmp_path, eng
     assert any(r["episode"]["tool_calls"] for r in recs)
 
 
-@pytest.mark.parametrize("engine", ["rlvr"])
+@pytest.mark.parametrize("engine", ["rlvr", "trl"])
 def test_a_verifiers_multi_turn_environment_trains_from_one_line(echo_policy, tmp_path, engine) -> None:
     env = f"{{environment: '{ECHO_ENV}', max_turns: 4}}"
     out = _train(echo_policy, tmp_path, engine, env, "rollout.max_new_tokens=64")

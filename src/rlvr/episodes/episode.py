@@ -96,6 +96,8 @@ class Episode:
             has one; None: the task's verifier judges the answer.
         score: the environment's judgement with its components, when its ``reward`` returns an
             :class:`~rlvr.types.EnvScore` (a published environment's rubric); ``reward`` is its total.
+        replies: the policy's turns an environment that responds answered (its messages, or its
+            word that the episode is over).
     """
 
     prompt: str
@@ -106,6 +108,7 @@ class Episode:
     tokens: int = 0
     reward: float | None = None
     score: EnvScore | None = None
+    replies: int = 0
 
     def answered(self, text: str, finish: str, tokens: int) -> None:
         """The final turn (no call): its text is the answer the task's verifier judges."""
@@ -137,9 +140,9 @@ class Episode:
         return [t.call for t in self.turns if t.call is not None]
 
     def served(self) -> int:
-        """Calls the environment answered (every parsed call less those that failed): evidence the
-        environment was up."""
-        return len(self.calls()) - sum(e.cause in CALL_FAILURES for e in self.events)
+        """Calls the environment answered (every parsed call less those that failed) and turns it
+        replied to: evidence the environment was up."""
+        return len(self.calls()) - sum(e.cause in CALL_FAILURES for e in self.events) + self.replies
 
     def record(self) -> dict[str, Any]:
         """The episode for ``rollouts.jsonl``: turns, events with their causes, the finish."""
@@ -149,6 +152,7 @@ class Episode:
             "finish": self.finish,
             "tokens": self.tokens,
             "tool_calls": len(self.calls()),
+            **({"replies": self.replies} if self.replies else {}),
             **({"reward": self.reward} if self.reward is not None else {}),
             **({"env_components": dict(self.score.components)} if self.score is not None else {}),
         }

@@ -168,6 +168,7 @@ class Outcome:
             ep.turns.append(Turn("tool", self.result, latency_s=self.latency_s))
         ep.tokens += tokens
         if self.event is None:
+            ep.replies += self.responded
             return False
         ep.events.append(self.event)
         if self.event.cause in owned:

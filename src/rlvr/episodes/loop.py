@@ -70,12 +70,13 @@ def run_episode(
             ep.stopped(Cause.CONTEXT_OVERFLOW, turn, f"the episode's {max_tokens} tokens are spent")
             return ep
         text, finish, n = policy(messages, budget)
-        markup = find_call(text)
+        markup = find_call(text) if guard.tools else None  # an environment without tools takes no calls
         if markup is None and (finish == "length" or not responds(env)):  # a final answer
             ep.answered(text, finish, n)
             return ep
         out = guard.call(markup, turn) if markup is not None else guard.respond(text, turn)
         if out.responded and out.event is None and out.reply is None:  # the environment says it is over
+            ep.replies += 1
             ep.answered(text, finish, n)
             return ep
         said = out.reply if out.responded else [{"role": "tool", "content": out.result}]

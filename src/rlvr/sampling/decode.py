@@ -256,7 +256,6 @@ def _decode(
             if turns is not None:  # an episode the forced tokens ended (its closed answer's stop)
 
                 def on_forced(r: torch.Tensor, tk: torch.Tensor) -> None:
-                    assert rows.tools is not None
                     end_turns(turns, r, tk, done, pos, out_tok, stop_t, rows.tools, limit)
 
             moved = grammar.jump(rows_go, done, pos, out_tok, stop_t, limit, on_forced) or moved

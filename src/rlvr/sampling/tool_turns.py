@@ -65,7 +65,7 @@ def end_turns(
     pos: torch.Tensor,
     out_tok: torch.Tensor,
     stops: torch.Tensor,
-    tools: torch.Tensor,
+    tools: torch.Tensor | None,
     limit: int,
 ) -> bool:
     """The rows of ``rows`` that ended on their last token (``toks``) give their episode's final
@@ -77,6 +77,7 @@ def end_turns(
         at = int(pos[r])
         add = turns.on_end(r, out_tok[r, :at].tolist(), "eos" if t in ended else "length", limit - at)
         if add:
+            assert tools is not None, "decoding episodes marks their tokens"
             _append(r, add, pos, out_tok, tools)
             done[r] = False
             moved = True

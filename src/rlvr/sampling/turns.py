@@ -154,6 +154,9 @@ class Turns:
         tool holds the batch for its own limit, not for the sum of every call's."""
         calls: list[tuple[int, Sequence[int], int, str, int, str]] = []
         for row, ids, room in closing:
+            guard = self.guards[row]
+            if guard is None or not guard.tools:  # an environment without tools: no text is a call
+                continue
             seg = ids[self.seg_start[row] :]
             text = self._text(seg)
             if text.endswith(CALL_END):  # a closing tag without its opening: the guard records malformed_tool_call
@@ -228,6 +231,7 @@ class Turns:
         turn = self.turn[row]
         out = guard.respond(text, turn)
         if out.event is None and out.reply is None:  # the environment says the episode is over
+            ep.replies += 1
             ep.answered(text, finish, len(seg))
             self._judge(row)
             return []

@@ -151,6 +151,72 @@ def test_trl_tool_loop_runs_under_guards_and_environment_faults_leave_the_step(p
     assert len(ev) == 2 and ev[0]["eval/tool_rate"] == 1.0 and ev[0]["eval/accuracy"] >= 0.75, ev
 
 
+class Retry:
+    """A conversation written for rlvr: the environment asks again until a turn of the policy's holds
+    the answer (no tools: a call's markup is only text to it)."""
+
+    def reset(self, row: dict) -> None:
+        self.answer = str(row["answer"])
+
+    def respond(self, text: str) -> str | None:
+        return None if self.answer in text else "not yet: try again"
+
+    def reward(self, answer: str, row: dict) -> float:
+        return float(self.answer in answer)
+
+
+def test_a_conversation_runs_through_trl_s_rollout_func_its_replies_out_of_trl_s_loss(policy, tmp_path) -> None:
+    from rlvr.sampling.replies import reply_ids
+
+    tr = _trainer(
+        policy,
+        tmp_path,
+        tools=None,
+        conversation=Retry,
+        max_turns=3,
+        eval_rows=_samples(),
+        failure=FailureConfig(resample_tries=2),
+        env_faults=Faults({"tool_error": 0.3}, seed=1),
+    )
+    seen = []
+    score = tr._generate_and_score_completions
+    tr._generate_and_score_completions = lambda inputs: seen.append(score(inputs)) or seen[-1]
+    tr.train()
+    tok = tr.processing_class
+    recs = _lines(tmp_path / "rollouts.jsonl")
+    kept = [r for r in recs if not r.get("replaced")]
+    assert len(kept) == 8
+    talked = [r for r in kept if r["cause"] != "tool_error"]
+    assert talked and all(r["episode"]["replies"] >= 1 for r in talked)
+    for r in talked:  # the environment's turns between the policy's, as the conversation went
+        roles = [t["role"] for t in r["episode"]["turns"]]
+        assert set(roles[::2]) == {"assistant"} and set(roles[1::2]) <= {"user"}
+    replaced = [r for r in recs if r.get("replaced")]  # the environment's failures redrawn whole
+    assert replaced and all(r["cause"] == "tool_error" and r["episode"]["finish"] == "fault" for r in replaced)
+    for r in kept:
+        if r["cause"] == "tool_error":
+            assert not r["admitted"] and r["advantage"] == 0.0
+    out = seen[0]  # what TRL's loss reads: the replies' tokens carry none of it
+    eps = tr._gen.episodes
+    for i, ep in enumerate(eps):
+        ids = out["completion_ids"][i][out["completion_mask"][i].bool()]
+        theirs = ids[~out["tool_mask"][i][: len(ids)].bool()].tolist()
+        answered = ep.turns[: max((k for k, u in enumerate(ep.turns) if u.role == "assistant"), default=0)]
+        replies = [u.content for u in answered if u.role == "user"]  # those the policy read and answered
+        assert theirs == [t for c in replies for t in reply_ids(tok, [{"role": "user", "content": c}], "<eos>")]
+    ev = [x for x in _lines(tmp_path / "metrics.jsonl") if "eval/accuracy" in x]
+    assert len(ev) == 2  # held-out conversations, in the same format, fault-free
+
+
+def test_what_a_conversation_cannot_run_with_on_trl_is_refused(policy, tmp_path) -> None:
+    from rlvr.config import DecodingConfig
+
+    with pytest.raises(ConfigError, match="conversation with tools"):
+        _trainer(policy, tmp_path, conversation=Retry)
+    with pytest.raises(ConfigError, match="none is the answer's"):
+        _trainer(policy, tmp_path, tools=None, conversation=Retry, constrain=DecodingConfig(constrain="answer"))
+
+
 def test_an_environment_whose_reset_raises_is_an_env_crash_not_a_crashed_step(policy, tmp_path) -> None:
     class Flaky:
         calls = 0

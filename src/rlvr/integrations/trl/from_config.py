@@ -25,7 +25,7 @@ from rlvr.data.prompts import encode, render
 from rlvr.data.stream import DataStream, default_data
 from rlvr.decoding.truncation import Truncation
 from rlvr.episodes import Faults
-from rlvr.episodes.env import shutdown
+from rlvr.episodes.env import responds, shutdown
 from rlvr.errors import ConfigError, RunError
 from rlvr.integrations.trl.episodes import trl_environment
 from rlvr.integrations.trl.runfolder import checkpoint_step, last_complete_checkpoint
@@ -204,11 +204,14 @@ def train_trl(
         env = cfg.env
         rates = {str(k): v for k, v in env.faults.items()}
         episodes = {
-            "environment_factory": trl_environment(run.env_cls),
             "tool_timeout_s": env.tool_timeout_s,
             "max_result_chars": env.max_result_chars,
             "env_faults": Faults(rates, env.fault_seed, tuple(env.outages)) if rates or env.outages else None,
         }
+        if responds(run.env_cls):  # it answers the policy's turns: episodes through TRL's rollout_func
+            episodes.update(conversation=run.env_cls, max_turns=env.max_turns)
+        else:
+            episodes["environment_factory"] = trl_environment(run.env_cls)
     trainer = FailureAwareGRPOTrainer(
         model=model,
         processing_class=tok,

@@ -157,7 +157,8 @@ class RunFolder(TrainerCallback):
         rows = self.eval_rows[acc.process_index :: acc.num_processes]
         model = acc.unwrap_model(t.model)
         was = model.training
-        turns_for = t.eval_turns if t.tools else None  # episodes: as TRL's tool loop renders them, fault-free
+        # episodes: as TRL's tool loop (or the conversation's rollout) renders them, fault-free
+        turns_for = t.eval_turns if t.tools or t.conversation is not None else None
         with torch.no_grad():
             ev = (
                 greedy_eval(

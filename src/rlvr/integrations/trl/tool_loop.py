@@ -6,7 +6,9 @@ anything. Called by :class:`FailureAwareGRPOTrainer`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any, cast
 
@@ -25,9 +27,31 @@ from rlvr.integrations.trl.episodes import (
     row_tools,
     trl_methods,
 )
-from rlvr.integrations.trl.views import prompt_key
+from rlvr.integrations.trl.rows import TRLRows
+from rlvr.integrations.trl.views import call_rewards, prompt_key, row_views
 from rlvr.rewards.base import prompt_text
 from rlvr.sampling.turns import Turns
+
+#: The per-row entries of TRL's ``_generate`` tuple a redraw replaces: prompt ids, completion ids, tool
+#: mask, messages, log-probs, tool images.
+PER_ROW = (0, 1, 2, 3, 4, 7)
+
+
+def episode_rows(
+    trainer: Any, rows: list[dict[str, Any]], got: Sequence[Any], eps: list[Any], envs: list[Any], step: int
+) -> TRLRows:
+    """Episodes as the redraw loop reads them: TRL's ``_generate`` tuple ``got`` for the data ``rows``,
+    each row scored by TRL's rewards and seen with its episode, its environment (``envs``) kept."""
+    values = call_rewards(trainer, rows, got[3], got[1])
+    views = row_views(trainer, rows, got[1], [e.answer for e in eps], got[3], values, eps)
+    columns = tuple(got[k] for k in PER_ROW) + (envs,)
+    return TRLRows(columns, views, trainer.fa.causes(views, step), eps)
+
+
+def put_back(out: list[Any], rows: TRLRows) -> None:
+    """The redrawn ``rows``' columns into TRL's ``_generate`` tuple ``out`` (a list)."""
+    for k, column in zip(PER_ROW, rows.columns):
+        out[k] = column
 
 
 def guard_rows(trainer: Any, rows: list[int], envs: list[Any], step: int, attempt: int) -> list[Any]:
@@ -50,6 +74,28 @@ def guard_rows(trainer: Any, rows: list[int], envs: list[Any], step: int, attemp
             )
         )
     return guards
+
+
+@contextlib.contextmanager
+def tool_batch(trainer: Any, guards: list[Any], envs: list[Any], sub: list[int]) -> Iterator[None]:
+    """TRL's per-batch tool state set for a redraw of the rows ``sub`` (their guards, their fresh
+    environments, one generation each: each redrawn row is its own prompt, as vLLM groups them),
+    the batch's own restored after."""
+    t = trainer
+    saved = (t._sync_tool_dicts, t._async_tool_dicts, t.environments, getattr(t, "_batch_environments", None))
+    num_generations = t.num_generations
+    try:
+        t._sync_tool_dicts, t._async_tool_dicts = list(guards), [{} for _ in sub]
+        if t.environments is not None:
+            t.environments = list(envs)
+            t._batch_environments = [cast(list[Any], saved[3])[i] for i in sub]
+        t.num_generations = 1
+        yield
+    finally:
+        t._sync_tool_dicts, t._async_tool_dicts, t.environments, batch_envs = saved
+        t.num_generations = num_generations
+        if batch_envs is not None:
+            t._batch_environments = batch_envs
 
 
 def fresh(trainer: Any, rows: list[dict[str, Any]], sub: list[int]) -> tuple[list[Any], list[Any]]:
@@ -142,7 +188,10 @@ def eval_turns(trainer: Any, chunk: list[Any]) -> tuple[Any, list[list[int]]]:
     """Held-out episodes for rlvr's greedy evaluation (``turns_for`` of
     :func:`rlvr.sampling.evaluate.greedy_eval`): each sample with a fresh environment and no injected
     fault, its turns rendered exactly as TRL's tool loop renders them (the chat template's text
-    after a call, then TRL's tool suffix), so the policy is measured in the format it trains in."""
+    after a call, then TRL's tool suffix), so the policy is measured in the format it trains in; a
+    conversation's as its rollout renders them."""
+    if trainer.conversation is not None:
+        return cast(tuple[Any, list[list[int]]], trainer.conversation.eval_turns(trainer, chunk))
     tok = trainer._tokenizer
     rows = [{"prompt": s.prompt, "gold": s.gold, "task": s.task, "prompt_id": s.id, **s.extra} for s in chunk]
     if trainer._after_call is None:

@@ -17,6 +17,8 @@ It overrides the few methods TRL exposes, translating TRL's data into
   so sharded models (FSDP, ZeRO-3) stay in step;
 * ``_generate`` (with tools): each row's tools under a guard, each row read back as an episode, the
   failed episodes redrawn whole by the same loop; ``_get_tool_suffix_ids``: a tool result is text;
+  with ``conversation`` (an environment that answers the policy's turns), TRL's ``rollout_func``
+  samples each episode in rlvr's loop (:mod:`.conversations`) and the failed ones are redrawn the same way;
 * ``_calculate_rewards``: TRL's rewards, then each row's cause from its verdict (rlvr's rewards pass
   theirs through; a row that a user reward scored ``None`` is ``invalid``), gathered from every
   process: the decision (cold start, admission, advantages, quarantine) is made on the whole
@@ -66,19 +68,22 @@ from rlvr.integrations.trl.constrained import (
     stack_bits,
     vllm_structured_output,
 )
+from rlvr.integrations.trl.conversations import conversation_rollout, converse
 from rlvr.integrations.trl.rows import GatheredRow, Processes, TRLRows, padded
 from rlvr.integrations.trl.runfolder import STATE_FILE, RunFolder
 from rlvr.integrations.trl.sampler import QuarantineRepeatSampler
 from rlvr.integrations.trl.tool_loop import (
     check_episodes,
+    episode_rows,
     eval_turns,
     fresh,
     guard_rows,
+    put_back,
     read_episodes,
+    tool_batch,
     tool_suffix_ids,
 )
 from rlvr.integrations.trl.views import (
-    call_rewards,
     local_views,
     prompt_key,
     row_views,
@@ -89,9 +94,6 @@ from rlvr.integrations.trl.views import (
 from rlvr.sampling.rows import Replaced, redraw
 
 logger = logging.getLogger(__name__)
-#: The per-row entries of TRL's ``_generate`` tuple a redraw replaces: prompt ids, completion ids, tool
-#: mask, messages, log-probs, tool images.
-_PER_ROW = (0, 1, 2, 3, 4, 7)
 
 
 @dataclass
@@ -130,6 +132,9 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         max_result_chars: a longer tool result is cut to it (and says so).
         env_faults: injected environment faults (:class:`rlvr.episodes.Faults`), for tests and
             benchmarks.
+        conversation: instead of tools, an rlvr environment class that answers the policy's turns
+            (``respond``): its episodes sampled in rlvr's loop through TRL's ``rollout_func`` (:mod:`.conversations`).
+        max_turns: with ``conversation``: the policy's turns per episode (``turn_limit`` past them).
         *args: ``trl.GRPOTrainer``'s own.
         **kwargs: ``trl.GRPOTrainer``'s own.
     """
@@ -163,9 +168,14 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         max_result_chars: int = 2000,
         env_faults: Any = None,
         truncation: Any = None,
+        conversation: type | None = None,
+        max_turns: int = 4,
         **kwargs: Any,
     ) -> None:
         self.failure = failure or FailureConfig()
+        self.conversation = conversation_rollout(  # sampled in rlvr's loop, through TRL's rollout_func
+            conversation, kwargs, constrain, max_turns, tool_timeout_s, max_result_chars, env_faults
+        )
         self.truncation = truncation  # injected (tests, benchmarks): rlvr.decoding.truncation.Truncation
         self.tool_timeout_s, self.max_result_chars, self.env_faults = tool_timeout_s, max_result_chars, env_faults
         if kwargs.get("tools") or kwargs.get("environment_factory") is not None:
@@ -189,6 +199,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
             objective=cast(Any, self.multi_objective_aggregation),
             weights=self.reward_weights.tolist(),
         )
+        if self.conversation is not None:  # checked against TRL's settings; this run's causes of the environment's
+            self.conversation.attach(self)
         self.run_dir = Path(cast(str, run_dir or self.args.output_dir))
         if self.accelerator.is_main_process:
             self.fa.run_dir = self.run_dir  # quarantine.jsonl: one writer
@@ -199,7 +211,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         self.jump_forward = decoding.jump_forward if decoding is not None else True
         self.run_folder = RunFolder(self, eval_rows or [], eval_every, log_rollouts)
         self.add_callback(self.run_folder)
-        self.telling = what_it_tells(self.train_dataset, self.reward_funcs, self.tools or self.environment_factories)
+        episodic = self.tools or self.environment_factories or self.conversation
+        self.telling = what_it_tells(self.train_dataset, self.reward_funcs, episodic)
         logger.info("FailureAwareGRPOTrainer: %s", self.telling)
 
     # ------------------------------------------------------------------ construction
@@ -352,6 +365,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         back, and the episodes the step names (environment faults first) redrawn whole, with a fresh
         environment, every process joining every round."""
         gen = self._gen
+        if self.conversation is not None and gen is not None and self.model.training:
+            return converse(self, gen, prompts, lambda sub: super(FailureAwareGRPOTrainer, self)._generate(sub))
         if not self.tools or gen is None or not self.model.training:
             return super()._generate(prompts)
 
@@ -364,42 +379,18 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
         eps = read_episodes(self, out, guards, prompts, rows, first_envs)
 
         def scored(sub: list[int], got: Sequence[Any], eps: list[Any], envs: list[Any]) -> TRLRows:
-            data = [gen.rows[i] for i in sub]
-            values = call_rewards(self, data, got[3], got[1])
-            views = row_views(self, data, got[1], [e.answer for e in eps], got[3], values, eps)
-            columns = tuple(got[k] for k in _PER_ROW) + (envs,)
-            return TRLRows(columns, views, self.fa.causes(views, step), eps)
+            return episode_rows(self, [gen.rows[i] for i in sub], got, eps, envs, step)
 
         def again(bad: list[int], attempt: int, width: int) -> TRLRows:
             sub = padded(bad, width)  # a process with fewer rows to redraw still joins TRL's gathers
             sub_prompts, envs = fresh(self, gen.rows, sub)
             guards_sub = guard_rows(self, sub, envs, step, attempt)
-            saved = (
-                self._sync_tool_dicts,
-                self._async_tool_dicts,
-                self.environments,
-                getattr(self, "_batch_environments", None),
-                self.num_generations,
-            )
-            try:
-                self._sync_tool_dicts = list(guards_sub)
-                self._async_tool_dicts = [{} for _ in sub]
-                if self.environments is not None:
-                    self.environments = list(envs)
-                    self._batch_environments = [saved[3][i] for i in sub]
-                self.num_generations = 1  # each redrawn row is its own prompt (vLLM groups by it)
+            with tool_batch(self, guards_sub, envs, sub):  # TRL's per-batch tool state, for these rows
                 new = super(FailureAwareGRPOTrainer, self)._generate(sub_prompts)
-            finally:
-                (self._sync_tool_dicts, self._async_tool_dicts, self.environments, batch_envs, self.num_generations) = (
-                    saved
-                )
-                if batch_envs is not None:
-                    self._batch_environments = batch_envs
             return scored(sub, new, read_episodes(self, list(new), guards_sub, sub_prompts, sub, envs), envs)
 
         drawn = self._redraw(gen, scored(rows, out, eps, first_envs), again)
-        for k, column in zip(_PER_ROW, drawn.columns):
-            out[k] = column
+        put_back(out, drawn)
         if self.environments is not None:
             self.environments[:] = cast(list[Any], drawn.columns[-1])
         gen.episodes = drawn.episodes
