@@ -8,7 +8,9 @@ With ``--env SPEC`` the rows are an environment's (a ``verifiers`` tool environm
 ``verifiers:<module or file.py>[?argument=value]``, or an rlvr environment class ``module:Class``
 with ``--data``): each row also hands the environment's tools the row it is reset from, and
 ``tools.yaml`` beside the parquet lists its tools for ``rlvr_tool_agent``
-(:mod:`rlvr.integrations.verl.environments`)::
+(:mod:`rlvr.integrations.verl.environments`); an environment that answers the policy's turns (a
+``verifiers`` ``MultiTurnEnv``) is named in the config instead (``+rlvr.env.conversation=SPEC``,
+printed), and a tool YAML is written only for the tools it also has::
 
     .venv-verl/bin/python examples/verl/prepare.py data/gsm8k [--test-size 500]
     .venv-verl/bin/python examples/verl/prepare.py data/products --env verifiers:benchmarks/envs/vf_products.py
@@ -24,7 +26,8 @@ import pandas as pd
 import yaml
 
 from rlvr.data import load_samples, verifiers_env
-from rlvr.integrations.verl.environments import rows, tool_config
+from rlvr.episodes.env import responds
+from rlvr.integrations.verl.environments import loaded, rows, tool_config
 from rlvr.models import materialize_named
 
 SYSTEM = "Solve the problem step by step, then give the final number as <answer>N</answer>."
@@ -42,8 +45,14 @@ def environment(out: Path, spec: str, data: str | None, test_size: int) -> None:
     out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows(train, spec)).to_parquet(out / "train.parquet")
     pd.DataFrame(rows(test, spec)).to_parquet(out / "test.parquet")
-    (out / "tools.yaml").write_text(yaml.safe_dump(tool_config(spec), sort_keys=False))
-    print(f"{len(train)} training and {len(test)} held-out episodes of {spec} in {out}; tools: {out / 'tools.yaml'}")
+    tools = tool_config(spec)
+    said = []
+    if tools["tools"]:
+        (out / "tools.yaml").write_text(yaml.safe_dump(tools, sort_keys=False))
+        said.append(f"actor_rollout_ref.rollout.multi_turn.tool_config_path={out / 'tools.yaml'}")
+    if responds(loaded(spec)[0]):
+        said.append(f"+rlvr.env.conversation='{spec}'")
+    print(f"{len(train)} training and {len(test)} held-out episodes of {spec} in {out}; set {' '.join(said)}")
 
 
 def main() -> None:

@@ -182,3 +182,60 @@ def test_an_rlvr_environment_class_runs_the_same_way_its_number_the_accuracy(tmp
     bad = '<tool_call>{"name":"price","arguments":{"item":"cap"}}</tool_call><eos>'
     ep = episode([bad, "3<eos>"], [tool], row)
     assert [e["cause"] for e in ep["events"]] == ["tool_error"] and ep["finish"] == "fault"
+
+
+# ----------------------------------------------------------------------------- a conversation
+ECHO = f"verifiers:{PUBLISHED / 'vf_echo.py'}"
+
+
+def conversed(tmp: Path, env: str, said: list[str] | None, *overrides: str) -> tuple[Any, Any, list[int]]:
+    """One episode of the conversing environment ``env`` under ``rlvr_tool_agent``, its rows as
+    prepare.py writes them (no tool YAML: it has no tools) read back through verl's dataset; the
+    policy says ``said``, or each number it is asked for (None). Returns the output, the row and
+    the row's numbers."""
+    _prepare().environment(tmp, env, None, 2)
+    assert not (tmp / "tools.yaml").exists()
+    row = RLHFDataset(str(tmp / "train.parquet"), TOK, example().data)[0]
+    numbers = json.loads(row["reward_model"]["ground_truth"])["info"]["numbers"]
+    turns = [f"{x}<eos>" for x in (said if said is not None else numbers)]
+    out, _ = run(
+        turns,
+        f"+rlvr.env.conversation='{env}'",
+        *overrides,
+        tools=[],
+        prompt=f"say {numbers[0]}",
+        tools_kwargs=row["tools_kwargs"],
+    )
+    return out, row, numbers
+
+
+def test_a_multi_turn_environment_answers_each_turn_under_verls_agent_loop(tmp_path) -> None:
+    out, row, numbers = conversed(tmp_path, ECHO, None)
+    ep = out.extra_fields["rlvr_episode"]
+    assert ep["events"] == [] and ep["finish"] == "eos" and ep["turns"] == 3 and ep["replies"] == 3
+    assert ep["judge"] == "environment" and ep["score"]["components"] == {"said_back": 1.0}
+    ids, mask = list(out.response_ids), list(out.response_mask)
+    theirs = TOK.decode([t for t, m in zip(ids, mask) if m == 0])
+    assert theirs == "".join(f"Q:say {x}=" for x in numbers[1:])  # the replies, as written, out of the loss
+    assert TOK.decode([t for t, m in zip(ids, mask) if m == 1]) == "".join(f"{x}<eos>" for x in numbers)
+    got = scored(ep, row)
+    assert got["cause"] == "correct" and got["env_reward"] == 1.0 and got["admit"] == 1.0
+
+
+def test_a_conversation_s_failures_and_limits_are_told_apart_under_verl(tmp_path) -> None:
+    out, row, _ = conversed(tmp_path / "down", f"{ECHO}?fail_rate=1.0", ["1", "2"])
+    ep = out.extra_fields["rlvr_episode"]
+    assert [e["cause"] for e in ep["events"]] == ["tool_error"] and ep["finish"] == "fault" and "judge" not in ep
+    assert "the echo service is down" in ep["events"][0]["detail"]
+    assert scored(ep, row)["admit"] == 0.0
+    out, _, _ = conversed(tmp_path / "long", ECHO, None, "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=2")
+    ep = out.extra_fields["rlvr_episode"]
+    assert ep["finish"] == "turn_limit" and [e["cause"] for e in ep["events"]] == ["turn_limit"]
+    assert ep["judge"] == "environment"  # the policy's: judged, in the gradient
+
+
+def test_a_conversation_needs_rlvrs_agent_loop_and_reward_manager(tmp_path) -> None:
+    conv = f"+rlvr.env.conversation='{ECHO}'"
+    check_config(example(conv, "~actor_rollout_ref.rollout.multi_turn.tool_config_path"))  # no tools needed
+    with pytest.raises(ConfigError, match=r"rlvr\.env\.conversation=.*default_agent_loop=rlvr_tool_agent"):
+        check_config(example(conv, "actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent"))

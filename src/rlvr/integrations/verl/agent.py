@@ -20,6 +20,14 @@ changes three handlers and nothing else:
 * ``_handle_processing_tools_state``: a tool result that leaves no room in ``response_length`` is
   ``context_overflow``.
 
+With ``rlvr.env.conversation`` (an environment that answers the policy's turns: ``respond``, a
+``verifiers`` ``MultiTurnEnv``), a turn without a call goes to the episode's environment
+(:func:`rlvr.integrations.verl.environments.conversation_environment`) under rlvr's guard: its reply
+is appended as verl appends a tool's (the chat template's text, out of the loss) and the policy takes
+another turn; its word that the episode is over ends it; a reply that raises or stalls is the
+environment's fault; a reply past ``max_assistant_turns`` is the policy's ``turn_limit`` and one that
+leaves no room its ``context_overflow``.
+
 When the episode ends on the policy's answer and its tools are an environment's
 (:mod:`rlvr.integrations.verl.environments`), that environment judges the answer (a ``verifiers``
 rubric; a reward function that raises is ``tool_error``) and the episode's environments are closed.
@@ -46,7 +54,7 @@ from verl.tools.schemas import ToolResponse
 from rlvr.diagnostics.causes import Cause
 from rlvr.episodes.clock import CALL_CLOCK, TEARDOWN_S, CallClock
 from rlvr.episodes.episode import ENVIRONMENT_FAULTS
-from rlvr.episodes.guard import CALL_END, Faults, bad_arguments, find_call
+from rlvr.episodes.guard import CALL_END, Faults, Guard, bad_arguments, find_call
 from rlvr.episodes.tools import EnvCrash
 from rlvr.errors import ConfigError
 from rlvr.integrations.verl import environments
@@ -73,6 +81,7 @@ class RlvrToolAgentLoop(ToolAgentLoop):
         self.timeout_s, self.retries = env.tool_timeout_s, env.retries
         rates = {str(k): v for k, v in env.faults.items()}
         self.faults = Faults(rates, env.fault_seed) if rates else None
+        self.conversation = env.conversation
 
     # ------------------------------------------------------------------ a tool call
     def _event(
@@ -203,6 +212,9 @@ class RlvrToolAgentLoop(ToolAgentLoop):
             turn = max(agent_data.assistant_turns - 1, 0)
             if len(agent_data.response_mask) >= self.response_length:
                 st["finish"] = "length"
+            elif self.conversation is not None:  # the environment answers the turn, or ends the episode
+                if (going := await self._reply(agent_data, st, turn)) is not None:
+                    return going
             elif (
                 (self.max_assistant_turns and agent_data.assistant_turns >= self.max_assistant_turns)
                 or (self.max_user_turns and agent_data.user_turns >= self.max_user_turns)
@@ -213,6 +225,58 @@ class RlvrToolAgentLoop(ToolAgentLoop):
                 self._event(st, Cause.MALFORMED_TOOL_CALL, turn, f"the tool call does not parse: {text[-200:]!r}")
             await self._finish(agent_data)
         return state
+
+    async def _reply(self, agent_data: Any, st: dict[str, Any], turn: int) -> AgentState | None:
+        """The conversation's environment on the policy's last turn: GENERATING once its reply is
+        appended (out of the loss), None when the episode ends here (over, faulted, out of turns or
+        room: recorded in ``st``)."""
+        assert self.conversation is not None
+        text = self.tokenizer.decode(agent_data.response_ids, skip_special_tokens=True)
+        try:
+            env = await asyncio.to_thread(environments.conversation_environment, agent_data, self.conversation)
+        except EnvCrash as e:  # its reset failed: the environment could not start
+            self._event(st, Cause.ENV_CRASH, turn, str(e), "respond")
+            st["finish"] = "fault"
+            return None
+        guard = agent_data.__dict__.setdefault(
+            "_rlvr_guard", Guard(env, key=str(agent_data.request_id), timeout_s=self.timeout_s, faults=self.faults)
+        )
+        out = await asyncio.to_thread(guard.respond, text, turn)
+        if (ev := out.event) is not None:  # raised, stalled, or answered with something that is no message
+            self._event(st, ev.cause, turn, ev.detail, ev.tool, ev.latency_s)
+            if ev.cause in ENVIRONMENT_FAULTS:
+                st["finish"] = "fault"
+            return None
+        st["replies"] = st.get("replies", 0) + 1
+        if out.reply is None:  # the environment says the episode is over: this turn is the answer
+            return None
+        if (self.max_assistant_turns and agent_data.assistant_turns >= self.max_assistant_turns) or (
+            self.max_user_turns and agent_data.user_turns >= self.max_user_turns
+        ):
+            why = f"{agent_data.assistant_turns} turns and the environment still answers"
+            self._event(st, Cause.TURN_LIMIT, turn, why)
+            st["finish"] = "turn_limit"
+            return None
+        previous = list(agent_data.messages)
+        agent_data.messages.extend(out.reply)
+        merged, mask, logprobs = await self.ct_merge_context_msg(
+            previous,
+            agent_data.messages,
+            agent_data.prompt_ids,
+            agent_data.response_mask,
+            agent_data.response_logprobs or None,
+            tools=getattr(agent_data, "_active_tool_schemas", self.tool_schemas),
+        )
+        if len(mask) >= self.response_length:
+            why = f"the environment's reply leaves no room in the {self.response_length}-token response"
+            self._event(st, Cause.CONTEXT_OVERFLOW, turn, why)
+            st["finish"] = "context_overflow"
+            return None
+        agent_data.prompt_ids, agent_data.response_mask = merged.token_ids, mask
+        if agent_data.response_logprobs:
+            agent_data.response_logprobs = logprobs or []
+        agent_data.user_turns += 1
+        return AgentState.GENERATING
 
     async def _handle_processing_tools_state(self, agent_data: Any) -> AgentState:
         state = await super()._handle_processing_tools_state(agent_data)
@@ -245,7 +309,7 @@ class RlvrToolAgentLoop(ToolAgentLoop):
         if st["finish"] != "fault":  # an environment among the tools judges the answer (its rubric)
             tools = getattr(agent_data, "_active_tools", self.tools) or {}
             turn = max(agent_data.assistant_turns - 1, 0)
-            judged = await asyncio.to_thread(environments.judge, agent_data, tools, answer, turn)
+            judged = await asyncio.to_thread(environments.judge, agent_data, tools, answer, turn, self.conversation)
             st["events"].extend(judged.pop("events", []))
             if any(Cause(e["cause"]) in ENVIRONMENT_FAULTS for e in st["events"]):
                 st["finish"] = "fault"
@@ -255,6 +319,7 @@ class RlvrToolAgentLoop(ToolAgentLoop):
             "recovered": list(st["recovered"]),
             "tool_calls": st["tool_calls"],
             "turns": agent_data.assistant_turns,
+            "replies": st.get("replies", 0),
             "finish": st["finish"],
             "answer": answer,
             **judged,

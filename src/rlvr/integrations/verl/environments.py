@@ -18,6 +18,12 @@ arguments, the episode's messages its rubric reads) and which judges the final a
   components travel in the episode's record and the reward manager takes them as the row's reward
   (:func:`rlvr.integrations.verl.rows.score_row`); a reward function that raises is ``tool_error``.
 
+An environment that answers the policy's turns (``respond``: a ``verifiers`` ``MultiTurnEnv``) is no
+tool: it is named once, ``+rlvr.env.conversation=<spec>``, and each row hands it its data row in
+``extra_info.tools_kwargs.rlvr_conversation`` (:func:`rows` writes it); ``rlvr_tool_agent`` makes it
+per episode like the others (:func:`conversation_environment`), hands it each turn without a call
+and appends its reply as the chat template writes it (out of the loss), and it judges the episode.
+
 verl writes its prompts before the run, so an environment whose ``reset`` adds text to the prompt
 (an OpenEnv environment's first observation) cannot run here: refused with a :class:`ConfigError`.
 
@@ -38,13 +44,15 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from rlvr.data.tasks import Sample
 from rlvr.diagnostics.causes import Cause
 from rlvr.episodes.clock import timed
-from rlvr.episodes.env import check_environment, load_environment, release
+from rlvr.episodes.env import check_environment, load_environment, release, responds
 from rlvr.episodes.episode import Episode
 from rlvr.episodes.tools import EnvCrash
 from rlvr.errors import ConfigError
 
 #: Where the episode's environments live on verl's ``AgentData`` (by spec: one per episode).
 _ENVS = "_rlvr_envs"
+#: The ``tools_kwargs`` entry that hands a conversation's environment its row (no tool has this name).
+CONVERSATION = "rlvr_conversation"
 #: Environment classes and their tools' schemas, by spec, once per process (loading a verifiers
 #: environment builds its dataset).
 _LOADED: dict[str, tuple[type, dict[str, dict[str, Any]]]] = {}
@@ -79,8 +87,10 @@ def rows(samples: Iterable[Sample], spec: str, data_source: str = "rlvr_env") ->
     ``agent_name: rlvr_tool_agent``, ``reward_model.ground_truth`` (the gold) and ``extra_info``:
     ``index`` (the prompt id quarantine counts by), ``task``, and ``tools_kwargs`` (where verl's
     dataset reads them) handing each of the environment's tools the row its environment is reset
-    from (as JSON: a gold's fields vary by row)."""
-    _, schemas = loaded(spec)
+    from (as JSON: a gold's fields vary by row; a conversation's environment, under
+    :data:`CONVERSATION`)."""
+    cls, schemas = loaded(spec)
+    names = [*schemas, *([CONVERSATION] if responds(cls) else [])]
     out = []
     for i, s in enumerate(samples):
         row = json.dumps({"gold": s.gold, "prompt": s.prompt, "task": s.task, "id": s.id}, default=str)
@@ -95,7 +105,7 @@ def rows(samples: Iterable[Sample], spec: str, data_source: str = "rlvr_env") ->
                     "task": s.task,
                     "id": s.id,
                     "need_tools_kwargs": True,
-                    "tools_kwargs": {name: {"create_kwargs": {"row": row}} for name in schemas},
+                    "tools_kwargs": {name: {"create_kwargs": {"row": row}} for name in names},
                 },
             }
         )
@@ -135,6 +145,13 @@ def episode_environment(agent_data: Any, spec: str, row: dict[str, Any]) -> Any:
     return envs[spec]
 
 
+def conversation_environment(agent_data: Any, spec: str) -> Any:
+    """The episode's conversation environment ``spec`` (``rlvr.env.conversation``), made and reset at
+    its first turn from the row under :data:`CONVERSATION` (see :func:`episode_environment`)."""
+    kwargs = getattr(agent_data, "tools_kwargs", {}).get(CONVERSATION, {})
+    return episode_environment(agent_data, spec, _row(kwargs.get("create_kwargs"), CONVERSATION))
+
+
 class EnvironmentTool(BaseTool):
     """One tool of an rlvr environment (``config``: ``environment``, the spec; ``tool``, its name),
     called on the episode's own environment (see the module docstring)."""
@@ -168,20 +185,24 @@ class EnvironmentTool(BaseTool):
         self._rows.pop(instance_id, None)
 
 
-def judge(agent_data: Any, tools: Mapping[str, Any], answer: str, turn: int) -> dict[str, Any]:
+def judge(
+    agent_data: Any, tools: Mapping[str, Any], answer: str, turn: int, conversation: str | None = None
+) -> dict[str, Any]:
     """The environment's judgement of the episode's answer, for the episode's record: ``{}`` when no
-    environment among ``tools`` judges (the task's verifier does), else ``judge: environment`` with
-    ``score`` (an :class:`~rlvr.types.EnvScore` as a dict) or ``reward`` (a number), or with
-    ``events`` holding the ``tool_error`` of a ``reward`` that raised (the environment failing to
-    judge, never a 0). Blocking (a rubric runs): call it off the event loop."""
-    for tool in tools.values():
-        if not isinstance(tool, EnvironmentTool) or not callable(getattr(loaded(tool.spec)[0], "reward", None)):
+    environment among ``tools`` (nor the ``conversation``) judges (the task's verifier does), else
+    ``judge: environment`` with ``score`` (an :class:`~rlvr.types.EnvScore` as a dict) or ``reward``
+    (a number), or with ``events`` holding the ``tool_error`` of a ``reward`` that raised (the
+    environment failing to judge, never a 0). Blocking (a rubric runs): call it off the event loop."""
+    judges = [(conversation, CONVERSATION)] if conversation is not None else []
+    judges += [(t.spec, t.name) for t in tools.values() if isinstance(t, EnvironmentTool)]
+    for spec, name in judges:
+        if not callable(getattr(loaded(spec)[0], "reward", None)):
             continue
-        kwargs = getattr(agent_data, "tools_kwargs", {}).get(tool.name, {})
-        row = _row(kwargs.get("create_kwargs"), tool.name)
+        kwargs = getattr(agent_data, "tools_kwargs", {}).get(name, {})
+        row = _row(kwargs.get("create_kwargs"), name)
         ep = Episode(prompt="", answer=answer)
         try:
-            env = episode_environment(agent_data, tool.spec, row)
+            env = episode_environment(agent_data, spec, row)
         except EnvCrash as e:  # reset failed at the end (no call started it): the environment's crash
             ep.stopped(Cause.ENV_CRASH, turn, str(e))
         else:

@@ -57,6 +57,12 @@ class VerlEnvSettings(_Strict):
     faults: dict[Literal["tool_error", "env_timeout", "env_crash"], float] = Field(default_factory=dict)
     """Injected environment faults per kind, for tests and benchmarks (seeded; off by default)."""
     fault_seed: int = 0
+    conversation: str | None = None
+    """An environment that answers the policy's turns (``respond``: a ``verifiers`` ``MultiTurnEnv``,
+    ``verifiers:<module>``, or ``module:Class``): ``rlvr_tool_agent`` hands it each turn that makes
+    no call and goes on with its reply, until it ends the episode. Each row carries the data row the
+    episode's environment is reset from (``extra_info.tools_kwargs.rlvr_conversation``:
+    ``examples/verl/prepare.py --env`` writes it)."""
 
 
 class VerlSettings(_Strict):
@@ -149,15 +155,25 @@ def check_config(config: Any) -> VerlSettings:
 def check_tools_config(config: Any) -> None:
     """A multi-turn rollout rlvr cannot run is refused before any worker starts: the tool YAML and
     function-tool file must load (each tool described), the parser must be Hermes for
-    ``rlvr_tool_agent`` to see malformed calls, ``rlvr_tool_agent`` needs tools, and an environment's
+    ``rlvr_tool_agent`` to see malformed calls, ``rlvr_tool_agent`` needs tools (or a conversation,
+    ``rlvr.env.conversation``, which also needs rlvr's reward manager), and an environment's
     tools (:class:`rlvr.integrations.verl.environments.EnvironmentTool`) need ``rlvr_tool_agent`` and
     rlvr's reward manager (the environment judges the episode there)."""
     mt = "actor_rollout_ref.rollout.multi_turn"
     yaml_path = _get(config, f"{mt}.tool_config_path")
     fn_path = _get(config, f"{mt}.function_tool_path")
     agent = _get(config, "actor_rollout_ref.rollout.agent.default_agent_loop")
+    manager = _get(config, "reward.reward_manager.name", "naive")
+    conversation = settings_of(config).env.conversation
+    if conversation is not None and (agent != "rlvr_tool_agent" or manager != "rlvr"):
+        raise ConfigError(
+            f"rlvr.env.conversation={conversation!r}: the environment answers the policy's turns in "
+            "rlvr_tool_agent and judges there, and rlvr's reward manager scores it; set "
+            "actor_rollout_ref.rollout.agent.default_agent_loop=rlvr_tool_agent and "
+            f"reward.reward_manager.name=rlvr (they are {agent!r}, {manager!r})"
+        )
     if not yaml_path and not fn_path:
-        if agent == "rlvr_tool_agent":
+        if agent == "rlvr_tool_agent" and conversation is None:
             raise ConfigError(
                 f"actor_rollout_ref.rollout.agent.default_agent_loop=rlvr_tool_agent has no tools: set "
                 f"{mt}.tool_config_path (a tool YAML; rlvr's: examples/verl/rlvr_tools.yaml) or "
@@ -182,7 +198,6 @@ def check_tools_config(config: Any) -> None:
     if not tools:
         raise ConfigError(f"{mt}.tool_config_path / function_tool_path define no tools")
     envs = sorted({t.spec for t in tools if type(t).__name__ == "EnvironmentTool"})
-    manager = _get(config, "reward.reward_manager.name", "naive")
     if envs and (agent != "rlvr_tool_agent" or manager != "rlvr"):
         raise ConfigError(
             f"{mt}.tool_config_path lists the tools of {', '.join(envs)}: an environment's episodes are "
