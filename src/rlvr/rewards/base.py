@@ -43,7 +43,14 @@ class Scored:
 
 def completion_text(completion: Any) -> str:
     """The text of a completion: a string, or the assistant content of chat messages (after the
-    last ``tool`` message, when there is one: an episode's final answer)."""
+    last ``tool`` message, or the last message of an environment that answers the policy's turns,
+    when there is one: an episode's final answer).
+
+    Examples:
+        >>> completion_text([{"role": "assistant", "content": "3"}, {"role": "user", "content": "higher"},
+        ...                  {"role": "assistant", "content": "7"}])
+        '7'
+    """
     if isinstance(completion, str):
         return completion
     if isinstance(completion, Mapping):
@@ -52,7 +59,7 @@ def completion_text(completion: Any) -> str:
         msgs = [m for m in completion if isinstance(m, Mapping)]
         # an episode with tools (TRL's tool loop): the answer is what the policy wrote after the last
         # tool result, never a number it wrote before a call or one a tool printed
-        last_tool = max((i for i, m in enumerate(msgs) if m.get("role") == "tool"), default=-1)
+        last_tool = max((i for i, m in enumerate(msgs) if m.get("role") in ("tool", "user")), default=-1)
         parts = [
             str(m.get("content", "") or "") for m in msgs[last_tool + 1 :] if m.get("role", "assistant") == "assistant"
         ]
