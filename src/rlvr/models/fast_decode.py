@@ -344,8 +344,16 @@ class FastDecoder:
     def _step_static(self, tokens: torch.Tensor) -> torch.Tensor:
         """:meth:`step` for one token a row with the same shapes at every position (see ``static``):
         the slot is ``self._slot`` (a device tensor), attention runs over every slot of the cache."""
-        b, nq, nkv, hd = self.batch, self.n_heads, self.n_kv, self.head_dim
         self._room(1)  # a no-op unless a multi-token step filled the cache (the shapes then change once)
+        logits = self.static_core(tokens)
+        self.length += 1
+        return logits
+
+    def static_core(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The static step's device work alone (nothing on the host changes, nothing is read from
+        it): what a CUDA graph captures (:mod:`rlvr.models.graphed`). The caller keeps ``length``
+        and the cache's room."""
+        b, nq, nkv, hd = self.batch, self.n_heads, self.n_kv, self.head_dim
         slot = self._slot
         self.bias.index_fill_(0, slot, 0.0)
         bias = self.bias.permute(1, 2, 0)  # [B*nkv, 1, L]
@@ -363,10 +371,16 @@ class FastDecoder:
                 p = torch.softmax(scores.mul_(self.scale).add_(bias), -1)
                 o = torch.bmm(p, values.transpose(0, 1))  # [B*nkv, g, D]
             x = self._mlp(i, x, o.to(self.dtype).view(b, nq * hd))
-        self.length += 1
         self._slot.add_(1)
-        self._pos += 1
+        self._pos.add_(1)
         return self._logits(x)
+
+    def unstep_static(self) -> None:
+        """Undo a :meth:`static_core` run (a warm-up before a capture): the counters back, its slot
+        masked again. Its key and value stay in that slot, which the next step overwrites."""
+        self._slot.sub_(1)
+        self._pos.sub_(1)
+        self.bias.index_fill_(0, self._slot, float("-inf"))
 
     def _step_many(self, tokens: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
         """:meth:`step` for ``K`` tokens per row: ``K`` cache slots for every row, a row's slots past

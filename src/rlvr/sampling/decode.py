@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from rlvr.models.fast_decode import FastDecoder, supports
+from rlvr.models.graphed import GraphedDecoder, bucket
 from rlvr.sampling.batch import FinishReason, RolloutBatch
 from rlvr.sampling.draws import PositionDraws, sample_tokens
 from rlvr.sampling.grammar import GrammarRows
@@ -53,12 +54,15 @@ def _prefill(
     model: Any, ids: torch.Tensor, mask: torch.Tensor, group_size: int, capacity: int, decoder: str, dtype: Any
 ) -> tuple[Any, torch.Tensor]:
     """The stepper for ``model`` and the logits after the prompts: the lean decoder (``decoder``:
-    ``lean``, or ``static`` for its static one-token step) prefills each group's prompt once and writes
-    its cache to the G rows; any other model (or ``decoder: model``) runs its own forward."""
+    ``lean``; ``static`` for its static one-token step; ``graph`` for that step replayed from a CUDA
+    graph, :mod:`rlvr.models.graphed`) prefills each group's prompt once and writes its cache to the
+    G rows; any other model (or ``decoder: model``) runs its own forward."""
 
     stepper: Any
     if decoder != "model" and supports(model, lora=True):
-        stepper = FastDecoder(model, len(ids), capacity, dtype=dtype, static=decoder == "static")
+        stepper = FastDecoder(model, len(ids), capacity, dtype=dtype, static=decoder in ("static", "graph"))
+        if decoder == "graph":
+            stepper = GraphedDecoder(stepper)
         logits = stepper.prefill(ids[::group_size], mask[::group_size], repeat=group_size)
         return stepper, logits.repeat_interleave(group_size, 0) if group_size > 1 else logits
     stepper = HFStepper(model, dtype)
@@ -69,11 +73,17 @@ def _compact(
     stepper: Any, done: torch.Tensor, active: torch.Tensor, tok: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Drop the rows that ended from the lean decoder once they are :data:`COMPACT_AT` of the rows it
-    runs (one straggler then no longer costs a full batch per token): ``(tok, active)`` of the rest."""
+    runs (one straggler then no longer costs a full batch per token): ``(tok, active)`` of the rest.
+    A decoder that replays recorded steps keeps a batch-size bucket (:func:`~rlvr.models.graphed.bucket`),
+    ended rows filling it, so it records a few graphs, not one a row."""
     ended = done[active]
-    if not hasattr(stepper, "keep") or int(ended.sum()) < COMPACT_AT * len(active):
+    gone = int(ended.sum()) if hasattr(stepper, "keep") else 0
+    if gone < COMPACT_AT * len(active):
         return tok, active
-    keep = (~ended).nonzero().squeeze(1)
+    size = bucket(len(active) - gone) if getattr(stepper, "buckets", False) else len(active) - gone
+    if size >= len(active):
+        return tok, active
+    keep = torch.argsort(ended.to(torch.int8), stable=True)[:size]  # the rows going first, in order
     stepper.keep(keep)
     return tok[keep], active[keep]
 
@@ -110,6 +120,7 @@ def generate(
     turns: Any = None,
     stop_ids: Sequence[int] | None = None,
     static_cache: bool = False,
+    cuda_graphs: bool = False,
 ) -> RolloutBatch:
     """Sample ``group_size`` completions for each tokenised prompt.
 
@@ -136,6 +147,10 @@ def generate(
         static_cache: the lean decoder's one-token steps keep the same shapes at every position
             (:class:`~rlvr.models.fast_decode.FastDecoder`'s ``static``), the form a captured CUDA
             graph needs; the same samples as the dynamic steps for a fixed seed.
+        cuda_graphs: the static step recorded once per batch size and replayed as a CUDA graph
+            (:class:`~rlvr.models.graphed.GraphedDecoder`; rows that end are dropped by batch-size
+            buckets); off CUDA the step is replayed eagerly through the same buffers, said once.
+            The same samples as the dynamic steps for a fixed seed.
 
     Sampling runs under ``torch.inference_mode`` (less per-op bookkeeping than ``no_grad``); the
     returned tensors are copied out of it so training can use them.
@@ -152,12 +167,12 @@ def generate(
         )
     was_training = model.training
     model.eval()
+    decoder = "graph" if cuda_graphs else "static" if static_cache else "lean" if fast else "model"
     try:
         with torch.inference_mode():
             b = _decode(
                 model, tokenizer, prompts, group_size, max_new_tokens, temperature, top_p, generator,
-                policy_version, "static" if static_cache else "lean" if fast else "model", constrain, dtype, jump,
-                turns, stop_ids,
+                policy_version, decoder, constrain, dtype, jump, turns, stop_ids,
             )  # fmt: skip
     finally:
         if was_training:
