@@ -158,6 +158,13 @@ class RolloutConfig(_Strict):
     that would emulate it. ``auto``: bfloat16 where the device multiplies it natively, else the
     model's (the choice is logged as ``rollout/bf16``). Engine rlvr only (``auto`` on TRL: its own
     generation, in the model's precision)."""
+    cuda_graphs: bool = False
+    """The lean decoder's one-token step with a static cache, recorded once per batch size as a CUDA
+    graph and replayed (:mod:`rlvr.models.graphed`; rows that end are dropped by power-of-two
+    buckets): the same samples as the default step for a fixed seed, one launch a token instead of
+    hundreds. On a device without CUDA the step replays eagerly (slower there: it attends over the
+    whole cache), said once. Off by default until ``make bench-gpu`` has measured it on a GPU.
+    Engine rlvr (both modes) only."""
 
 
 class AlgoConfig(_Strict):
@@ -657,13 +664,8 @@ class TrainConfig(_Strict):
                 f"off_policy.lag {op.lag} > failure.max_staleness {self.failure.max_staleness}: every rollout "
                 "would be stale; raise failure.max_staleness to at least the lag"
             )
-        if self.rollout.mode == "async":
-            if self.engine != "rlvr":
-                raise ValueError(
-                    "rollout.mode async is rlvr's own engine; on TRL use its AsyncGRPOTrainer (or engine: rlvr)"
-                )
-            if op.lag:
-                raise ValueError("off_policy.lag with rollout.mode async: the sampler's lag is real there; drop lag")
+        if self.rollout.mode == "async" and op.lag:
+            raise ValueError("off_policy.lag with rollout.mode async: the sampler's lag is real there; drop lag")
         est = self.algo.estimator
         if self.engine == "rlvr" and est == "normalize_then_sum":
             raise ValueError(
@@ -682,6 +684,9 @@ class TrainConfig(_Strict):
                     "process); set engine=trl, or run.processes=1"
                 )
             return self
+        if self.rollout.cuda_graphs or self.rollout.mode == "async":  # rlvr's own sampler's settings
+            what = "rollout.cuda_graphs replays" if self.rollout.cuda_graphs else "rollout.mode async is"
+            raise ValueError(f"{what} rlvr's own decoder; on TRL use its own (AsyncGRPOTrainer), or engine: rlvr")
         if isinstance(tb, int):
             raise ValueError(
                 "algo.token_budget sizes rlvr's own micro-batches; TRL's are rows "

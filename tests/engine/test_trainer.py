@@ -81,6 +81,20 @@ def test_gradient_accumulation_equals_full_batch(tmp_path, loss):
         torch.testing.assert_close(acc[k], full[k], atol=1e-6, rtol=1e-5)
 
 
+def test_a_run_on_the_replayed_static_step_samples_and_learns_as_the_default_one(tmp_path):
+    """rollout.cuda_graphs (on a CPU: the recorded step replayed eagerly): the same rollouts, so the
+    same update up to the float rounding of attending over the whole cache."""
+    default = _run(tmp_path / "default")
+    graphed = _run(tmp_path / "graphed", "rollout.cuda_graphs=true")
+    read = [
+        [json.loads(x)["completion"] for x in (tmp_path / d / "rollouts.jsonl").read_text().splitlines()]
+        for d in ("default", "graphed")
+    ]
+    assert read[0] == read[1] and len(read[0]) >= 16
+    for k in default:
+        torch.testing.assert_close(graphed[k], default[k], atol=1e-5, rtol=1e-4)
+
+
 def test_kl_reference_and_multiple_iterations_run(tmp_path):
     cfg = load_config(
         None,

@@ -164,6 +164,7 @@ class Draws:
                 dtype=self.dtype,
                 jump=self.cfg.decoding.jump_forward,
                 turns=turns,
+                cuda_graphs=r.cuda_graphs,
             )
         if r.truncation:  # injected (tests, benchmarks): cut as a smaller budget would have
             b = b.cut(Truncation(r.truncation, self.cfg.run.seed), self.tok)

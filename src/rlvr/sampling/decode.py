@@ -21,8 +21,9 @@ from rlvr.models.graphed import GraphedDecoder, bucket
 from rlvr.sampling.batch import FinishReason, RolloutBatch
 from rlvr.sampling.draws import PositionDraws, sample_tokens
 from rlvr.sampling.grammar import GrammarRows
+from rlvr.sampling.plain import decode_plain
 from rlvr.sampling.steppers import HFStepper, stop_ids_of
-from rlvr.sampling.tool_turns import end_turns, turns_step
+from rlvr.sampling.tool_turns import end_turns, start_turns, turns_step
 
 COMPACT_AT = 0.5  # drop ended rows from decoding once they are this share of the rows decoded
 
@@ -222,12 +223,9 @@ def _decode(
     if grammar is not None:
         grammar.prime(rows.out_tok, rows.done)
     draws = PositionDraws(n, limit, temperature, generator, device)
-    closers: Any = None
-    if turns is not None:
-        rows.tools = torch.zeros((n, limit), dtype=torch.long, device=device)
-        closers = turns.closers(logits.shape[-1], device)
-        for r in turns.ended_at_start():
-            rows.done[r] = True
+    if grammar is None and turns is None:  # each row at the same position a step: few waits on the device
+        decode_plain(stepper, logits, rows, draws, temperature, top_p, stop_t, pad, _compact)
+    closers = start_turns(turns, rows, logits.shape[-1]) if turns is not None else None
     draws.upto(len(lead))  # the draws the prefilled steps would have made
     jumping = grammar is not None and jump
     active = torch.arange(n, device=device)  # the rows the decoder still runs
@@ -251,7 +249,7 @@ def _decode(
         start = pos.clone() if turns is not None or jumping else pos  # read only when rows moved ahead
         moved = False  # some row took tokens beyond its sampled one (forced, or a tool's result)
         if turns is not None:
-            assert rows.tools is not None
+            assert rows.tools is not None and closers is not None
             moved = turns_step(
                 turns,
                 rows_go,

@@ -45,12 +45,40 @@ class PositionDraws:
         self.u = torch.zeros((positions, n), device=device)
         self.drawn, self.n, self.on = 0, n, temperature > 0
         self.generator, self.device = generator, device
+        self.kept: dict[int, torch.Tensor] = {}  # the generator's state before each recent position (ahead)
 
     def upto(self, position: int) -> None:
         """Draw every position before ``position`` not drawn yet."""
         while self.drawn < position and self.on:
             self.u[self.drawn] = torch.rand(self.n, generator=self.generator, device=self.device)
             self.drawn += 1
+
+    def ahead(self, position: int, keep: int) -> None:
+        """:meth:`upto` for a loop that draws before it knows whether any row is left to sample (it
+        checks every few steps): the generator's state before each of the last ``keep`` positions
+        is kept, so :meth:`back` can return it to where decoding token by token leaves it."""
+        if self.on and self.drawn < position:
+            self.kept[self.drawn] = self._state()
+            self.kept.pop(self.drawn - keep, None)
+        self.upto(position)
+
+    def back(self, position: int) -> None:
+        """Undo the draws from ``position`` on (kept by :meth:`ahead`): the generator as if they were
+        never made."""
+        if self.on and self.drawn > position:
+            state = self.kept[position]
+            if self.generator is not None:
+                self.generator.set_state(state)
+            elif self.device.type == "cuda":
+                torch.cuda.set_rng_state(state, self.device)
+            else:
+                torch.set_rng_state(state)
+            self.drawn = position
+
+    def _state(self) -> torch.Tensor:
+        if self.generator is not None:
+            return self.generator.get_state()
+        return torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else torch.get_rng_state()
 
     def at(self, positions: torch.Tensor, rows: torch.Tensor) -> torch.Tensor | None:
         """The draws of ``rows`` at their ``positions`` (``[B, 1]``), None when greedy."""

@@ -5,9 +5,19 @@ the calls)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
+
+
+def start_turns(turns: Any, rows: Any, vocab: int) -> torch.Tensor:
+    """Decoding's record of its rows (``rows``: tokens, positions, ended) made ready for episodes:
+    a mask of the tokens not the policy's, the rows whose environment could not start ended.
+    Returns the token ids that may close a call (``[vocab]`` bool)."""
+    rows.tools = torch.zeros_like(rows.out_tok)
+    for r in turns.ended_at_start():
+        rows.done[r] = True
+    return cast(torch.Tensor, turns.closers(vocab, rows.out_tok.device))
 
 
 def turns_step(
