@@ -34,7 +34,7 @@ def test_yaml_and_overrides(tmp_path):
         (["data.task=null"], "set data.task"),
         (["lr"], "expected key.sub=value"),
         (["optim.lr.x=1"], "optim.lr: Input should be a valid number"),
-        (["engine=trl", "rollout.cuda_graphs=true"], "rollout.cuda_graphs replays rlvr's own decoder"),
+        (["engine=trl", "rollout.cuda_graphs=true"], "rollout.cuda_graphs (the decoder) is rlvr's own engine"),
     ],
 )
 def test_errors_name_the_field(overrides, message):

@@ -685,8 +685,8 @@ class TrainConfig(_Strict):
                 )
             return self
         if self.rollout.cuda_graphs or self.rollout.mode == "async":  # rlvr's own sampler's settings
-            what = "rollout.cuda_graphs replays" if self.rollout.cuda_graphs else "rollout.mode async is"
-            raise ValueError(f"{what} rlvr's own decoder; on TRL use its own (AsyncGRPOTrainer), or engine: rlvr")
+            what = "rollout.cuda_graphs (the decoder)" if self.rollout.cuda_graphs else "rollout.mode async"
+            raise ValueError(f"{what} is rlvr's own engine; on TRL use its AsyncGRPOTrainer, or engine: rlvr")
         if isinstance(tb, int):
             raise ValueError(
                 "algo.token_budget sizes rlvr's own micro-batches; TRL's are rows "
