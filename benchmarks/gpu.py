@@ -6,8 +6,10 @@ peak memory, each arm on the same random-weight model, prompts and precision, in
 * ``hf-generate``: ``model.generate`` (sampling, the KV cache transformers keeps), as TRL calls it;
 * ``rlvr-forward``: rlvr's sampler through the model's own forward (``fast=False``);
 * ``rlvr-lean``: rlvr's lean decoder (``models/fast_decode.py``);
-* ``rlvr-lean-static``: the lean decoder's static one-token step (``static_cache=True``: the shapes
-  a CUDA graph replays; captured graphs are the next step of this work).
+* ``rlvr-lean-graph``: that step recorded once per batch size as a CUDA graph and replayed
+  (``cuda_graphs=True``, ``models/graphed.py``; rows that end dropped by power-of-two buckets; the
+  decode loop waits on the device every 8 steps, ``sampling/plain.py``); recording is in the time;
+* ``rlvr-lean-static``: the lean decoder's static one-token step uncaptured (``static_cache=True``).
 
 Shapes: random Qwen2 models at Qwen2.5-0.5B and -1.5B dimensions with SmolLM2's 49,152-token
 vocabulary (0.40B, 1.39B parameters, as in the GPU issue), 16 prompts x 8 completions of 256 new
@@ -24,11 +26,17 @@ batch and reward (rlvr's ``repetition`` reward, which differs between completion
 learns), full fine-tuning; each arm in a process of its own under ``--arm-timeout-s`` (an arm out of
 memory, or one that stalls, is recorded as such and the others go on).
 
-Bars (a GPU run decides them): rlvr's lean decoder makes >= 5x ``generate``'s tokens per second at
-each shape; rlvr's engine peaks at <= 0.6x TRL's memory; the TRL adapter takes <= 1.1x TRL's seconds
-per step. Results ``benchmarks/results/gpu.json`` with the device's name.
+Part three, learning (``--part learn``): the shared tiny warmed-up model (``../shared/bench/trainer``,
+carried as ``.gpu/shared`` by the kit) trained ``--learn-steps`` steps by rlvr's engine on the
+device, with its default step and with ``rollout.cuda_graphs`` (``benchmarks/adapters/rlvr_grpo.py``,
+the shared judge before and after): the tiny model learns on CUDA as on CPU.
 
-    python benchmarks/gpu.py [--part sampling|train|all] [--shapes 0.5b 1.5b] [--tokens 256] [--budget-s 420] [--quick]
+Bars (a GPU run decides them): rlvr's sampler (its faster lean arm) makes >= 5x ``generate``'s
+tokens per second at each shape; rlvr's engine peaks at <= 0.6x TRL's memory; the TRL adapter takes
+<= 1.1x TRL's seconds per step. Results ``benchmarks/results/gpu.json`` with the device's name.
+
+    python benchmarks/gpu.py [--part sampling|train|learn|all] [--shapes 0.5b 1.5b] [--tokens 256]
+                             [--budget-s 420] [--quick]
 """
 
 from __future__ import annotations
@@ -54,7 +62,7 @@ SHAPES = {
     "1.5b": (1536, 28, 12, 2, 8960),
     "tiny": (64, 2, 4, 2, 128),
 }
-ARMS = ("hf-generate", "rlvr-forward", "rlvr-lean", "rlvr-lean-static")
+ARMS = ("hf-generate", "rlvr-lean-graph", "rlvr-lean", "rlvr-lean-static", "rlvr-forward")
 KIT_TOKENIZER = ROOT / ".gpu" / "smollm2-tokenizer"
 
 
@@ -117,6 +125,7 @@ def arm(torch: Any, name: str, model: Any, tok: Any, prompts: list[list[int]], g
         generator=torch.Generator(device=device).manual_seed(0),
         fast=name != "rlvr-forward",
         static_cache=name == "rlvr-lean-static",
+        cuda_graphs=name == "rlvr-lean-graph",
         dtype=dtype,
         stop_ids=[],
     )
@@ -300,6 +309,49 @@ def train_arms(shape: str, args: argparse.Namespace, deadline: float) -> dict[st
     return out
 
 
+LEARNERS = {"rlvr": [], "rlvr-graphs": ["--cuda-graphs"]}
+
+
+def learn(args: argparse.Namespace, deadline: float) -> dict[str, Any]:
+    """The shared tiny model trained by rlvr's engine on this device (each arm a child process of
+    ``benchmarks/adapters/rlvr_grpo.py``): held-out accuracy before and after, seconds a step."""
+    import json
+    import subprocess
+    import tempfile
+
+    bench = ROOT.parent / "shared" / "bench" / "trainer" / "models" / "tiny-warm"
+    if not bench.is_dir():
+        print(f"learn: skipped (no shared tiny model at {bench})", flush=True)
+        return {"skipped": f"no shared tiny model at {bench}"}
+    out: dict[str, Any] = {"steps": args.learn_steps}
+    for name, extra in LEARNERS.items():
+        left = deadline - time.monotonic()
+        if left <= 10:
+            out[name] = {"skipped": "past --budget-s"}
+            continue
+        log = Path(tempfile.mkdtemp(prefix="rlvr-gpu-learn-"))
+        cmd = [sys.executable, str(ROOT / "benchmarks" / "adapters" / "rlvr_grpo.py"), "--log-dir", str(log)]
+        cmd += ["--steps", str(args.learn_steps), *extra]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=min(args.arm_timeout_s * 2, left))
+        except subprocess.TimeoutExpired:
+            out[name] = {"stalled": "past its time"}
+            continue
+        summary = log / "summary.json"
+        if done.returncode != 0 or not summary.exists():
+            out[name] = {"failed": done.stderr[-400:]}
+        else:
+            s = json.loads(summary.read_text())
+            out[name] = {
+                "acc_before": s["heldout_before"]["acc"],
+                "acc_after": s["heldout_after"]["acc"],
+                "median_step_s": s["median_step_s"],
+            }
+        r = out[name]
+        print(f"learn {name}: {r}", flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", nargs="+", default=["0.5b", "1.5b"], choices=sorted(SHAPES))
@@ -309,7 +361,8 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--budget-s", type=float, default=420.0, help="arms past this many seconds are skipped")
     ap.add_argument("--tokenizer", help="a tokenizer folder (default: .gpu/smollm2-tokenizer, else rlvr's tiny one)")
-    ap.add_argument("--part", choices=["sampling", "train", "all"], default="all")
+    ap.add_argument("--part", choices=["sampling", "train", "learn", "all"], default="all")
+    ap.add_argument("--learn-steps", type=int, default=40, help="steps of the tiny model's learning arms")
     ap.add_argument("--steps", type=int, default=4, help="training steps per arm (the first is not timed)")
     ap.add_argument("--arm-timeout-s", type=float, default=150.0, help="a training arm past this has stalled")
     ap.add_argument("--child", choices=TRAINERS, help=argparse.SUPPRESS)
@@ -323,6 +376,7 @@ def main() -> None:
 
     if args.quick:
         args.shapes, args.prompts, args.tokens, args.prompt_len, args.steps = ["tiny"], 2, 32, 16, 2
+        args.learn_steps = 2
     if not torch.cuda.is_available():
         from rlvr.runtime import setup_torch
 
@@ -335,9 +389,10 @@ def main() -> None:
     for shape in args.shapes:
         if args.part in ("sampling", "all"):
             r = figures[shape] = measure(torch, shape, args, tok, deadline)
-            lean, hf = r.get("rlvr-lean", {}), r.get("hf-generate", {})
-            if "tokens_per_s" in lean and "tokens_per_s" in hf:
-                ratio = lean["tokens_per_s"] / hf["tokens_per_s"]
+            lean = max((r.get(a, {}).get("tokens_per_s", 0.0) for a in ("rlvr-lean", "rlvr-lean-graph")), default=0.0)
+            hf = r.get("hf-generate", {})
+            if lean and "tokens_per_s" in hf:
+                ratio = lean / hf["tokens_per_s"]
                 r["lean_over_generate"] = ratio
                 bars.append(
                     Bar(f"{shape}: rlvr lean / generate tokens per s", ratio, ">=", 5.0, "x", quick_decides=False)
@@ -352,6 +407,8 @@ def main() -> None:
             if on.get("s_per_step") and trl.get("s_per_step"):
                 ratio = on["s_per_step"] / trl["s_per_step"]
                 bars.append(Bar(f"{shape}: rlvr-on-TRL / TRL s per step", ratio, "<=", 1.1, "x", quick_decides=False))
+    if args.part in ("learn", "all"):
+        figures["learn"] = learn(args, deadline)
     print(f"device: {figures['device']}")
     report("gpu", figures, bars, args, quick=args.quick)
 

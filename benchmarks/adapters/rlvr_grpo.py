@@ -3,7 +3,7 @@
 Writes a ``summary.json`` with the same fields as ``../shared/bench/trainer/trl_grpo_baseline.py``,
 and evaluates before/after with the *shared* ``task.greedy_eval`` (the same judge for both).
 
-    python benchmarks/adapters/rlvr_grpo.py --model M --log-dir D [--steps 100 --seed 0 --lr 1e-4]
+    python benchmarks/adapters/rlvr_grpo.py --model M --log-dir D [--steps 100 --seed 0 --lr 1e-4] [--cuda-graphs]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--format-weight", type=float, default=0.2)
     ap.add_argument("--autocast", choices=["none", "bf16"], default="none")
+    ap.add_argument("--cuda-graphs", action="store_true", help="rollout.cuda_graphs (the recorded static step)")
     ap.add_argument(
         "--async-lag", type=int, default=0, help="rollout.mode=async with this max_lag (0: the synchronous engine)"
     )
@@ -69,6 +70,7 @@ def main() -> None:
             "algo.beta=0",
             f"rewards.weights={{accuracy: 1.0, format: {args.format_weight}}}",
             f"model.autocast={args.autocast}",
+            f"rollout.cuda_graphs={str(args.cuda_graphs).lower()}",
             # the sampler a process of its own, at most this many versions behind the learner
             *(["rollout.mode=async", f"rollout.max_lag={args.async_lag}"] if args.async_lag else []),
         ],
@@ -78,7 +80,7 @@ def main() -> None:
     t0 = time.perf_counter()
     trainer.train(on_step=lambda s, m: steps.append(m))
     wall = time.perf_counter() - t0  # the whole loop: metrics, logging, checkpoint and model saves too
-    after = task.greedy_eval(trainer.model, tok)
+    after = task.greedy_eval(trainer.model.cpu(), tok)  # the shared judge feeds its inputs on the CPU
     step_s = [m["time/step_s"] for m in steps]
     tokens = [m["completions/mean_length"] * 64 for m in steps]
     gen_s = [m["time/generate_s"] for m in steps]
