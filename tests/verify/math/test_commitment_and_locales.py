@@ -98,6 +98,37 @@ NEGATIONS = [
     ("Ответ не 15.", "15", False),
     ("It's not 10, it's 15.", "15", True),  # the negation is of the 10
 ]
+# the statement that names the value denied, or the value excluded (other wordings than the probes')
+DENIALS_AND_EXCLUSIONS = [
+    ("It is not the case that x equals 15.", "15", False),
+    ("It is true that the total is 15.", "15", True),
+    ("It is correct to say the total is 15.", "15", True),
+    ("It would be a mistake to conclude that the total is 15.", "15", False),
+    ("It's untrue that the count is 15.", "15", False),
+    ("We have to rule out the value 15.", "15", False),
+    ("After checking, 15 must be excluded.", "15", False),
+    ("The count is anything other than 15.", "15", False),
+    ("Incorrect: 15", "15", False),
+    ("No es cierto que el total sea 15.", "15", False),
+    ("Ce n'est pas vrai que le total vaut 15.", "15", False),
+    ("Es ist nicht wahr, dass die Summe 15 ist.", "15", False),
+    ("Неправда, что сумма равна 15.", "15", False),
+    ("Não é verdade que a soma é 15.", "15", False),
+    # a denial or an exclusion of another value, then the answer: committed
+    ("It is not true that y = 4, so the total is 15.", "15", True),
+    ("It is false that 2 works; the answer is 15.", "15", True),
+    ("Ruling out 6 and 9 leaves 15.", "15", True),
+    ("Excluding x = 1, the sum is 15.", "15", True),
+    ("The answer is 15 (we rejected 3 earlier).", "15", True),
+]
+# forms the last-number fallback reads whole
+LAST_VALUES = [
+    ("Putting it together, the ratio works out to 5:7.", "5:7", True),
+    ("Putting it together, the ratio works out to 5:7.", "5/7", True),  # ratio_as_fraction
+    ("so the probability is 0.1666...", "1/6", True),
+    ("which is roughly 2.71...", "2.71", True),
+    ("The meeting starts at 10:45", "10:45", True),
+]
 # the same refusals in each language models answer in (cue lists per language), and commitments
 # that mention a cue word elsewhere
 LANGUAGES = [
@@ -257,6 +288,8 @@ SECOND_SET = [
     + REPEATING_DECIMALS_AND_FORMS
     + HEDGES
     + NEGATIONS
+    + DENIALS_AND_EXCLUSIONS
+    + LAST_VALUES
     + LANGUAGES
     + QUESTIONS
     + HIDDEN_AND_QUOTED
@@ -286,6 +319,8 @@ def test_issue_47_phenomena(completion: str, gold: str, expected: bool) -> None:
         ("The key says the answer is 15.", "attributed"),
         ("The answer is one of 13, 14, 15.", "options"),
         ("The answer is 15 (not yet verified).", "disclaimed"),
+        ("It is not the case that the answer is 15.", "negated"),
+        ("15 is ruled out.", "negated"),
     ],
 )
 def test_each_refusal_names_its_rule(completion: str, rule: str) -> None:
@@ -305,6 +340,8 @@ def _searched_everywhere(text: str, span: str) -> str | None:
     clause = text[start : end_m.start() if end_m else len(text)]
     if c._NOT_BEFORE.search(before) or c._NOT_AFTER.match(after):
         return "negated"
+    if c._denied(before) or c._EXCLUDED_BEFORE.search(before):
+        return "negated"
     if c._CJK_NOT_BEFORE.search(before) or c._CJK_NOT_AFTER.match(after):
         return "negated"
     if c.hedged(before, clause[len(before) + len(value) :]):
@@ -322,7 +359,8 @@ _VOCABULARY = (
     "to be exactly simply just final result value is was would cannot can't correct right wrong incorrect "
     "false invalid true might could may well around about perhaps maybe possibly probably presumably "
     "vielleicht tal vez forse talvez I guess suppose my best sure certain confident unsure uncertain or "
-    "something else don't do know so hence we get thus answer: $x$ , . ; ! ? ( ) \\boxed{12}"
+    "something else don't do know so hence we get thus answer: $x$ , . ; ! ? ( ) \\boxed{12} it that case "
+    "untrue say rule out ruled excluded eliminated anything other than mistake wrong: incorrect: falso cierto"
 ).split()
 
 
@@ -350,6 +388,12 @@ _LEAD_INS = [
     "tal vez",
     "cannot be",
     "is not the answer:",
+    "it is not the case that the answer is",
+    "it is false that",
+    "would be wrong to say",
+    "rule out",
+    "anything but",
+    "wrong:",
 ]
 
 

@@ -6,7 +6,10 @@ never commits to it. Each is a rule (``details["rule"]``) with tables of its own
 
 * ``negated``: the value is said not to be the answer, before it ("the answer is not 12", "no es
   12", "ist nicht 12", "n'est pas 12") or after it ("12 cannot be right", "12 is wrong"), in the
-  languages models answer in;
+  languages models answer in; the statement that names it is denied ("it is not the case that the
+  answer is 12", "it would be wrong to say 12", "es falso que...", "il est faux que...", "es ist
+  falsch, dass...", "неверно, что..."); the value is excluded ("12 is ruled out", "we can rule out
+  12", "anything but 12", "wrong: 12");
 * ``hedged``: the value is offered without commitment ("the answer might be 12", "perhaps 12",
   "12, but I am not sure", "12 or something else");
 * ``repeated``: the answer block is the value written over and over (a flood meant to be read
@@ -64,13 +67,34 @@ _NOT_BEFORE = re.compile(
     r"(?:(?:the|a|an|answer|equal|to|be|exactly|simply|just|final|result|value|solution|die|la|el|le|il|o|a)\s+){0,3}$",
     re.IGNORECASE,
 )
+# the statement that names the value denied, earlier in its clause ("it is not the case that the answer
+# is 12"; "it would be wrong to say 12"), or the value excluded just before it ("rule out 12")
+_DENIED_BEFORE = re.compile(
+    r"\b(?:it\s+is|it's|that\s+is|that's)\s+(?:not\s+(?:the\s+case|true|correct|right)|false|untrue|incorrect|wrong)"
+    r"\s+(?:that|to\s+(?:say|claim|answer|conclude))\b"
+    r"|\b(?:would\s+be|is|be)\s+(?:wrong|incorrect|a\s+mistake|an\s+error|false)\s+to\s+(?:say|claim|answer|conclude|give)\b"
+    r"|\b(?:es|sería)\s+(?:falso|incorrecto|un\s+error)\s+(?:decir\s+)?que\b|\bno\s+es\s+(?:cierto|verdad)\s+que\b"
+    r"|\b(?:il\s+est|c'est)\s+faux\s+(?:de\s+dire\s+)?que\b|\b(?:il|ce)\s+n'est\s+pas\s+vrai\s+que\b"
+    r"|\bes\s+ist\s+(?:falsch|nicht\s+wahr|nicht\s+richtig),?\s+(?:zu\s+sagen,?\s+)?dass\b"
+    r"|\b(?:é|è)\s+falso\s+(?:dizer\s+)?(?:que|che)\b|\bn(?:ão|on)\s+(?:é|è)\s+(?:verdade|vero)\s+(?:que|che)\b"
+    r"|(?<!\w)(?:неверно|неправда|ложно|неправильно)\s*,?\s*что\b",
+    re.IGNORECASE,
+)
+_EXCLUDED_BEFORE = re.compile(
+    r"(?:\brul(?:e|ed|ing)\s+out|\bexclud(?:e|ed|ing)|\beliminat(?:e|ed|ing)|\bdiscard(?:ed|ing)?|\breject(?:ed|ing)?"
+    r"|\banything\s+(?:but|except|other\s+than)|\bsomething\s+other\s+than|\b(?:wrong|incorrect|false)\s*:)"
+    r"\s*(?:(?:the|a|an|value|answer|number|option)\s+){0,2}\$?\s*$",
+    re.IGNORECASE,
+)
 # a verdict on the value just after it
 _NOT_AFTER = re.compile(
     r"^[\s$}*)\]]*(?:[.,]\s*)?(?:is|was|would\s+be|ist|es|est|è|é)?\s*"
     r"(?:not\s+(?:correct|right|the\s+answer|it|valid|true)|wrong|incorrect|false|invalid|"
     r"cannot\s+be\s+(?:right|correct|it|the\s+answer|true)|can't\s+be\s+(?:right|correct|it)|"
     r"isn't\s+(?:right|correct|it|the\s+answer)|falsch|incorrecto|incorrecta|faux|fausse|sbagliato|errado|"
-    r"неверн\w*|неправильн\w*)\b",
+    r"неверн\w*|неправильн\w*|"
+    r"(?:(?:is|are|was|has\s+been|can\s+be|must\s+be|gets?|been)\s+)?(?:ruled\s+out|excluded|eliminated|discarded|"
+    r"rejected|impossible)|queda\s+descartad[oa]|est\s+exclue?|ist\s+ausgeschlossen)\b",
     re.IGNORECASE,
 )
 # a value offered, not given: a modal just before it, or a word of doubt earlier in its clause
@@ -171,6 +195,12 @@ _NOT_WORD_TO_SPACE = bytes.maketrans(
     b" " * sum(not _WORD.fullmatch(chr(b)) for b in range(128)),
 )
 _NOT_WORDS = frozenset({"not", "never", "isn", "wasn", "no", "nicht", "n", "ne", "non"})
+_DENIAL_WORDS = frozenset(
+    {"case", "true", "correct", "right", "false", "untrue", "incorrect", "wrong", "mistake", "error", "falso"}
+    | {"incorrecto", "cierto", "verdad", "faux", "vrai", "falsch", "wahr", "richtig", "vero", "verdade"}
+    | {"rule", "ruled", "ruling", "exclude", "excluded", "excluding", "eliminate", "eliminated", "eliminating"}
+    | {"discard", "discarded", "discarding", "reject", "rejected", "rejecting", "anything", "something"}
+)
 _HEDGE_WORDS = frozenset(
     {"might", "could", "may", "perhaps", "maybe", "possibly", "probably", "presumably", "vielleicht", "tal"}
     | {"forse", "talvez", "guess", "suppose", "sure", "certain", "confident", "unsure", "uncertain", "else"}
@@ -227,6 +257,10 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
         return "negated", f"the answer is said not to be {value[:60]!r}"
     if _NOT_AFTER.match(after):
         return "negated", f"the answer is said not to be {value[:60]!r}"
+    if (words is None or not words.isdisjoint(_DENIAL_WORDS)) and (
+        _denied(before) or _EXCLUDED_BEFORE.search(before)
+    ):
+        return "negated", f"the statement that the answer is {value[:60]!r} is denied"
     if words is None and (_CJK_NOT_BEFORE.search(before) or _CJK_NOT_AFTER.match(after)):
         return "negated", f"the answer is said not to be {value[:60]!r}"
     rest = text[at + len(value) : end]
@@ -276,6 +310,18 @@ def _about_the_value(pattern: re.Pattern[str], before: str) -> bool:
         return False
     between = before[m.end() :]
     turn = _last(_CONTRAST, between)
+    return turn is None or not _DIGIT.search(between[: turn.start()])
+
+
+def _denied(before: str) -> bool:
+    """The statement that names the value is denied earlier in its clause (:data:`_DENIED_BEFORE`):
+    not when the denial is of an earlier value and a turn or a conclusion follows it ("it is not true
+    that x = 3, so the answer is 15")."""
+    m = _last(_DENIED_BEFORE, before)
+    if m is None:
+        return False
+    between = before[m.end() :]
+    turn = _last(_CONTRAST, between) or _last(_CONCLUSION, between)
     return turn is None or not _DIGIT.search(between[: turn.start()])
 
 

@@ -232,6 +232,9 @@ def _main_clause(span: str) -> str:
     return head.strip() if _CLAUSE_WORD.match(rest) or _CJK_CLAUSE.match(rest) else span
 
 
+_GOES_ON = re.compile(r"(\d\.\d+)\.\.\.")
+
+
 def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
     """Text after the last "the answer is" / "Final Answer:", up to the sentence's end.
 
@@ -252,6 +255,7 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
     math = _leading_math(rest)
     if math is not None:
         return Candidate("answer_is", (math.strip(),))
+    rest = _GOES_ON.sub("\\1…", rest)  # "0.333...": an ellipsis, not the sentence's end
     sentence = re.match(r"(.*?)(?:\.\s|\.$|[。！？；]|\n|$)", rest, re.DOTALL)
     span = _unquote((sentence.group(1) if sentence else rest).strip().strip("\\").strip())
     head = span.split(" (", 1)[0].strip(" ,;:")
@@ -477,6 +481,8 @@ _GSM8K = re.compile(r"####\s*([^\n]+)")
 # decimals, a decimal comma ("2,74"), fractions and a trailing percent sign.
 _NUMBER = re.compile(
     r"(?<![A-Za-z\d])(?:[-+]?\d+ \d+/\d+(?![\d/])"  # a mixed number: "2 1/2"
+    r"|\d+(?::\d+)+(?![\d:])"  # a ratio (or a time): "3:4", "9:30"
+    r"|[-+]?\d+\.\d+(?:\.\.\.|…)(?!\.)"  # a decimal that goes on: "0.333..."
     r"|[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+,\d{1,2}(?![\d,])|\d+)(?:\.\d+)?(?:[eE][-+]?\d+(?![\w.]))?(?:/\d+)?"
     r"|[-+]?\.\d+)"
     r"(?:\s?\\?%)?"
