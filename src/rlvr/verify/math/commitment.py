@@ -257,9 +257,7 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
         return "negated", f"the answer is said not to be {value[:60]!r}"
     if _NOT_AFTER.match(after):
         return "negated", f"the answer is said not to be {value[:60]!r}"
-    if (words is None or not words.isdisjoint(_DENIAL_WORDS)) and (
-        _denied(before) or _EXCLUDED_BEFORE.search(before)
-    ):
+    if (words is None or not words.isdisjoint(_DENIAL_WORDS)) and (_denied(before) or _EXCLUDED_BEFORE.search(before)):
         return "negated", f"the statement that the answer is {value[:60]!r} is denied"
     if words is None and (_CJK_NOT_BEFORE.search(before) or _CJK_NOT_AFTER.match(after)):
         return "negated", f"the answer is said not to be {value[:60]!r}"
