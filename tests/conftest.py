@@ -109,15 +109,11 @@ def calculator_rows() -> list:
     ]
 
 
-@pytest.fixture(scope="session")
-def calculator_policy():
-    """The tiny model after SFT on calculator traces of :data:`CALCULATOR_PAIRS` (it calls the tool,
-    then answers): a real model through rlvr's sampling loop, nothing scripted. Shared: copy it
-    before training it."""
+def tiny_after_sft(rows: list, steps: int, batch_size: int, completion_of) -> tuple:
+    """The tiny model (64 wide, 2 layers, seeded) after ``steps`` of SFT on ``rows`` (cycled), in eval mode."""
     torch = pytest.importorskip("torch")
     import itertools
 
-    from rlvr.episodes.traces import trace_of
     from rlvr.models.tiny import build_model, build_tokenizer
     from rlvr.sft import sft
 
@@ -127,15 +123,26 @@ def calculator_policy():
     sft(
         model,
         tok,
-        itertools.cycle(calculator_rows()),
-        steps=150,
-        batch_size=4,
+        itertools.cycle(rows),
+        steps=steps,
+        batch_size=batch_size,
         lr=5e-3,
         eval_every=0,
         warmup_steps=10,
-        completion_of=trace_of,
+        completion_of=completion_of,
     )
     return model.eval(), tok
+
+
+@pytest.fixture(scope="session")
+def calculator_policy():
+    """The tiny model after SFT on calculator traces of :data:`CALCULATOR_PAIRS` (it calls the tool,
+    then answers): a real model through rlvr's sampling loop, nothing scripted. Shared: copy it
+    before training it."""
+    pytest.importorskip("torch")
+    from rlvr.episodes.traces import trace_of
+
+    return tiny_after_sft(calculator_rows(), 150, 4, trace_of)
 
 
 def echo_rows(n: int = 400, seed: int = 0) -> list:
@@ -160,24 +167,4 @@ def echo_policy():
     """The tiny model after SFT on :func:`echo_rows` (it says a number back, turn after turn, and gets
     about a third of them right: a real model for conversations, nothing scripted). Shared: copy it
     before training it."""
-    torch = pytest.importorskip("torch")
-    import itertools
-
-    from rlvr.models.tiny import build_model, build_tokenizer
-    from rlvr.sft import sft
-
-    torch.manual_seed(0)
-    tok = build_tokenizer()
-    model = build_model(tok, hidden=64, layers=2, heads=4, max_positions=256)
-    sft(
-        model,
-        tok,
-        itertools.cycle(echo_rows()),
-        steps=300,
-        batch_size=8,
-        lr=5e-3,
-        eval_every=0,
-        warmup_steps=10,
-        completion_of=lambda s: s.gold,
-    )
-    return model.eval(), tok
+    return tiny_after_sft(echo_rows(), 300, 8, lambda s: s.gold)

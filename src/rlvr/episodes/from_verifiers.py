@@ -27,6 +27,27 @@ from rlvr.types import EnvScore
 from rlvr.verify.verifiers_rubric import new_state, run_async, score
 
 
+class _Episode:
+    """One episode of the verifiers environment ``vf_env`` (its subclass's): the row's fresh state
+    (the environment's own ``setup_state``) and the episode's messages after the prompt."""
+
+    vf_env: Any = None
+
+    def __init__(self) -> None:
+        self.state: Any = None
+        self.messages: list[dict[str, Any]] = []
+
+    def reset(self, row: dict[str, Any]) -> None:
+        env = self.vf_env
+        fields = gold_fields(row.get("gold"))
+        self.state = new_state(env, fields, fields.get("prompt") or row.get("prompt") or [])
+        self.messages = []
+        setup = run_async(env.setup_state(self.state))
+        if setup is not None:
+            self.state = setup
+        return None
+
+
 def _described(name: str, fn: Callable[..., Any], hidden: Sequence[str]) -> Callable[..., Any]:
     """A method calling tool ``name`` with ``fn``'s visible parameters, type hints and docstring (what
     the policy is told, on every engine), the ``hidden`` ones left for ``update_tool_args``."""
@@ -69,23 +90,10 @@ def environment_class(spec: str) -> type:
         )
     hidden: dict[str, list[str]] = dict(getattr(env, "skipped_args", {}) or {})
 
-    class VerifiersEpisode:
+    class VerifiersEpisode(_Episode):
         """One episode of a verifiers tool environment (made fresh per episode)."""
 
         vf_env = env
-
-        def __init__(self) -> None:
-            self.state: Any = None
-            self.messages: list[dict[str, Any]] = []
-
-        def reset(self, row: dict[str, Any]) -> None:
-            fields = gold_fields(row.get("gold"))
-            self.state = new_state(env, fields, fields.get("prompt") or row.get("prompt") or [])
-            self.messages = []
-            setup = run_async(env.setup_state(self.state))
-            if setup is not None:
-                self.state = setup
-            return None
 
         def _call(self, name: str, args: dict[str, Any]) -> Any:
             call_id = f"call_{len(self.messages) // 2}"
@@ -121,23 +129,10 @@ def _dialogue_class(env: Any) -> type:
     def messages(value: Any) -> list[dict[str, Any]]:
         return list(plain(normalize_messages(value, field_name="env_response")))
 
-    class VerifiersDialogue:
+    class VerifiersDialogue(_Episode):
         """One episode of a verifiers multi-turn environment (made fresh per episode)."""
 
         vf_env = env
-
-        def __init__(self) -> None:
-            self.state: Any = None
-            self.messages: list[dict[str, Any]] = []
-
-        def reset(self, row: dict[str, Any]) -> None:
-            fields = gold_fields(row.get("gold"))
-            self.state = new_state(env, fields, fields.get("prompt") or row.get("prompt") or [])
-            self.messages = []
-            setup = run_async(env.setup_state(self.state))
-            if setup is not None:
-                self.state = setup
-            return None
 
         def respond(self, text: str) -> list[dict[str, Any]] | None:
             """The environment's reply to the policy's turn ``text``; None once a stop condition holds
