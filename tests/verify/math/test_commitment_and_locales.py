@@ -86,6 +86,11 @@ HEDGES = [
     ("It was 12 before, but I'm not sure it is 15.", "15", False),
     ("The answer is 15, but I'm not sure.", "15", False),
     ("我猜是12，但也许是15。", "15", False),
+    ("Final answer: 15, probably.", "15", False),  # doubt right after the value
+    (r"\boxed{15} (maybe)", "15", False),
+    ("La respuesta es 15, quizás.", "15", False),
+    ("The answer is 15, probably the simplest count.", "15", False),
+    ("The answer is 15. Probably the hardest step was the second.", "15", True),  # another clause
 ]
 NEGATIONS = [
     ("The answer is not 15.", "15", False),
@@ -127,6 +132,11 @@ LAST_VALUES = [
     ("Putting it together, the ratio works out to 5:7.", "5/7", True),  # ratio_as_fraction
     ("so the probability is 0.1666...", "1/6", True),
     ("which is roughly 2.71...", "2.71", True),
+    ("In all, the baker sold 24 loaves (she baked 30 and kept 6).", "24", True),  # a closing aside
+    ("In all, the baker sold 24 loaves (she baked 30 and kept 6).", "6", False),
+    ("So the midpoint lands at (2, -5).", "(2,-5)", True),  # a tuple in plain text
+    ("So the midpoint lands at (2, -5).", "-5", False),
+    ("So the midpoint lands at (2, -5) (we averaged both ends).", "(2,-5)", True),
     ("The meeting starts at 10:45", "10:45", True),
 ]
 # the same refusals in each language models answer in (cue lists per language), and commitments
@@ -257,6 +267,13 @@ COUNTERFACTUALS = [
     (r"If we add the two parts, we get \boxed{40}.", "40", True),
     (r"If x = 5, then y = 40. So the answer is \boxed{40}.", "40", True),
     ("如果把两部分相加，得到40。", "40", True),
+    # a contracted conditional, and a condition said after the value not to be given
+    ("Were the tank full, we'd have 40 litres.", "40", False),
+    ("If each box holds 8, the total is 40. But the box size is not given.", "40", False),
+    ("假如每箱8个，一共40个。可是每箱的个数题目没有给出。", "40", False),
+    ("Wenn jede Kiste 8 enthält, sind es 40. Die Größe ist aber nicht gegeben.", "40", False),
+    ("If each box holds 8, the total is 40.", "40", True),  # the condition is the problem's
+    ("The total is 40. The box count is not given, so we found it first.", "40", True),  # no condition
 ]
 
 # someone else's claim is not the model's answer
@@ -321,6 +338,8 @@ def test_issue_47_phenomena(completion: str, gold: str, expected: bool) -> None:
         ("The answer is 15 (not yet verified).", "disclaimed"),
         ("It is not the case that the answer is 15.", "negated"),
         ("15 is ruled out.", "negated"),
+        ("The answer is 15 (probably).", "hedged"),
+        ("If the side is 5, the answer is 15; the side is not given.", "counterfactual"),
     ],
 )
 def test_each_refusal_names_its_rule(completion: str, rule: str) -> None:

@@ -58,6 +58,10 @@ RATIOS_AND_CHANCES = [
     ("9:30", r"\boxed{19:60}", False),  # a time as the gold is read as written
     ("9:30", r"\boxed{9:30}", True),
     ("2:5", r"\boxed{6:15}", True),  # an unreduced ratio with a time's shape is still a ratio
+    ("4:7", "Final answer: 8 to 14", True),  # a whole answer that is "k to n" is a ratio in words
+    ("4:7", "Final answer: 7 to 4", False),
+    ("4", "The answer is 4 to 7.", False),  # never one of its numbers
+    ("3:2", "The odds in favour are 3 to 2.", True),
 ]
 
 NUMBER_WORDS = [
@@ -144,6 +148,33 @@ COMPLEX = [
     ("-3", r"\boxed{3\,\text{cis}(\pi)}", True),
     ("3i", r"\boxed{3 \angle 90^\circ}", True),
     ("3i", r"\boxed{3 \angle 45^\circ}", False),
+    # as programs print them: function names, pi and a power in parentheses in plain text
+    ("-2", "The answer is 2 exp(i*pi)", True),
+    (r"\sqrt{2}+\sqrt{2}i", "The answer is 2(cos(pi/4) + i sin(pi/4))", True),
+    (r"\sqrt{2}+\sqrt{2}i", "The answer is 2(cos(pi/4) - i sin(pi/4))", False),
+    ("2i", "The answer is 2 e^(i pi/2)", True),
+    ("2i", "The answer is 2∠90°", True),
+    ("2i", "The answer is 2∠60°", False),
+]
+PLAIN_TEXT_MATHS = [
+    (r"3\pi", "The answer is 3pi.", True),
+    (r"3\pi", "The answer is 3*pi", True),
+    (r"\frac{\pi}{4}", "Final answer: pi/4", True),
+    (r"\frac{\pi}{4}", "Final answer: pi/3", False),
+    (r"\frac{\sqrt{3}}{2}", "The answer is cos(pi/6).", True),
+    ("2", "The answer is log(9)/log(3).", True),
+    (r"\ln 5", "The answer is ln(5).", True),
+    (r"\ln 5", "The answer is ln(6).", False),
+    ("1", "The answer is e^(0).", True),
+    ("1", "The spinning top is 1 unit tall.", True),  # a word that holds "pi" is no constant
+    # LaTeX written without math delimiters after an answer phrase is read whole
+    (r"\langle 3, -1 \rangle", r"The final answer is \langle 3, -1 \rangle.", True),
+    (r"\langle 3, -1 \rangle", r"The final answer is \langle -1, 3 \rangle.", False),
+    (r"\frac{x^2}{2}", r"The answer is \frac{x^2}{2} + C.", True),
+    (r"(1,\infty)", r"The answer is \{x \in \mathbb{R} : x > 1\}.", True),
+    (r"(-\infty,0)\cup(1,\infty)", "The answer is (-oo, 0) U (1, oo).", True),
+    (r"(-\infty,0)\cup(1,\infty)", "The answer is (-oo, 0) U (2, oo).", False),
+    ("12", "The answer is 12 (the two sides are 3 and 4).", True),  # an aside in words is still cut
 ]
 
 PLUS_MINUS = [
@@ -237,6 +268,7 @@ TABLES = {
     "congruences": CONGRUENCES,
     "labels": LABELS,
     "multi-part": MULTI_PART,
+    "plain-text-maths": PLAIN_TEXT_MATHS,
     "check-after": CHECK_AFTER,
     "grouping": GROUPING,
     "bases": BASES,

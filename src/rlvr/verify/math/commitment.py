@@ -11,13 +11,15 @@ never commits to it. Each is a rule (``details["rule"]``) with tables of its own
   falsch, dass...", "неверно, что..."); the value is excluded ("12 is ruled out", "we can rule out
   12", "anything but 12", "wrong: 12");
 * ``hedged``: the value is offered without commitment ("the answer might be 12", "perhaps 12",
-  "12, but I am not sure", "12 or something else");
+  "12, but I am not sure", "12 (probably)", "12 or something else");
 * ``repeated``: the answer block is the value written over and over (a flood meant to be read
   somewhere as the answer), not one answer;
 * ``questioned``: the value is asked about, not given ("Is it 12?", "Is 12 the answer?", "¿Es 12 la
   respuesta?", "答案是12吗？"); a question why the answer is the value does not doubt it.
 * ``counterfactual``: the value is what the answer would be if something not given held ("if the
-  price had doubled, it would be 12", "sería 12 si...", "wäre 12, wenn...", "假如..., 答案就是12");
+  price had doubled, it would be 12", "we'd get 12", "sería 12 si...", "wäre 12, wenn...", "假如...,
+  答案就是12"), or is worked out under a condition said after it not to be given ("if the radius is 2,
+  the area is 16, but the radius is not given", "如果半径是2，面积就是16。但题目没有给出");
 * ``attributed``: the value is someone else's claim, not the model's ("the book says 12", "my friend
   claims the answer is 12", "他说答案是12"); the model's own "I think" commits.
 * ``options``: the value is an item of a list of alternatives ("one of 13, 14, 15", "either 14 or
@@ -104,6 +106,12 @@ _HEDGE_BEFORE = re.compile(
     r"возможно|наверное)\b|\bI\s+(?:guess|suppose)\b|\bmy\s+(?:best\s+)?guess\b",
     re.IGNORECASE,
 )
+# a word of doubt right after the value ("16, probably", "16 (I guess)", "16 — maybe")
+_HEDGE_AFTER = re.compile(
+    r"^[\s$}*)\]]*[,(—–-]?\s*(?:probably|maybe|perhaps|possibly|presumably|I\s+(?:guess|suppose)|vielleicht"
+    r"|quizás?|tal\s+vez|peut-être|forse|talvez|возможно|наверное)\b",
+    re.IGNORECASE,
+)
 # a turn to a correction: a hedge before it was about the value it takes back ("my guess at first was
 # 12, but it is 15")
 _CONTRAST = re.compile(
@@ -121,6 +129,7 @@ _DOUBT = re.compile(
 # clause, per language ("would be 12 if ...", "sería 12 si ...", "serait 12 si ...", "wäre 12, wenn ...")
 _WOULD = re.compile(
     r"\bwould(?:\s+(?:have\s+)?(?:be|been|equal|give|get|make|come\s+to|yield))?\b|\bwould've\b"
+    r"|\b(?:we|you|it|they|he|she|I|that|this|one)'d\b"
     r"|\bser[íi]a[n]?\b|\bhabr[íi]a\b|\bdar[íi]a\b|\bserai(?:en)?t\b|\baurait\b|\bdonnerait\b"
     r"|\bw[äa]ren?\b|\bw[üu]rde[n]?\b|\bh[äa]tte[n]?\b|\bsarebbe(?:ro)?\b|\bseria[m]?\b|\bбы(?:ло|л|ла)?\s+бы\b|\bбы\b",
     re.IGNORECASE,
@@ -131,6 +140,15 @@ _CONDITION = re.compile(
     r"|\bsi\b|\bs'il\b|\bwenn\b|\bfalls\b|\bse\b|\bесли\b",
     re.IGNORECASE,
 )
+# the condition a value was worked out under said not to be given, after it ("if the radius is 2, the area
+# is 16; but the radius is not given"): the value answers a problem that was not asked
+_NOT_GIVEN = re.compile(
+    r"\b(?:is|are|was|were)\s+(?:not|never)\s+(?:given|stated|known|provided)\b|\bisn't\s+(?:given|stated|known)\b"
+    r"|\bnot\s+given\b|\bno\s+es\s+dad[oa]|\bn'est\s+pas\s+donn[ée]|\bnicht\s+gegeben|\bне\s+дан"
+    r"|没有给出|沒有給出|未给出|未給出|没给出|沒給出|没有给定|未给定|与えられていない",
+    re.IGNORECASE,
+)
+_CJK_CONDITION = re.compile(r"如果|假如|要是|倘若|假设|假設|若|もし|としたら|なら")
 _CJK_COUNTERFACTUAL = re.compile(
     r"假如|要是|倘若|假设|假設|如果.{0,30}的话|如果.{0,30}的話|もし|としたら|だったら|ならば"
 )
@@ -209,8 +227,12 @@ _HEDGE_WORDS = frozenset(
 
 
 _WOULD_WORDS = frozenset(
-    {"would", "ve", "seria", "serian", "habria", "daria", "serait", "seraient", "aurait", "donnerait"}
+    {"would", "ve", "d", "seria", "serian", "habria", "daria", "serait", "seraient", "aurait", "donnerait"}
     | {"ware", "waren", "wurde", "wurden", "hatte", "hatten", "sarebbe", "sarebbero", "seriam"}
+)
+_CONDITION_WORDS = frozenset(
+    {"if", "had", "were", "unless", "suppose", "supposing", "assuming", "otherwise", "case", "si", "wenn"}
+    | {"falls", "se"}
 )
 _ATTRIBUTION_WORDS = frozenset(
     {"claim", "claims", "claimed", "says", "said", "states", "stated", "writes", "wrote", "thinks", "believes"}
@@ -273,6 +295,8 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
     if words is None and _CJK_COUNTERFACTUAL.search(clause[: at - start]):
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
+    if _conditional(clause, words) and _NOT_GIVEN.search(text, at + len(value), at + len(value) + _DISCLAIMER_REACH):
+        return "counterfactual", f"{value[:60]!r} is worked out under a condition the problem does not give"
     if (words is None or not words.isdisjoint(_ATTRIBUTION_WORDS)) and _attributed(before):
         return "attributed", f"{value[:60]!r} is someone else's claim, not the answer given"
     if _options(before):
@@ -295,8 +319,12 @@ def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
 def hedged(before: str, rest: str) -> bool:
     """The value between ``before`` and ``rest`` (its clause's two sides) is offered without
     commitment: a modal or a word of doubt before it that is about it (:func:`_about_the_value`), or
-    doubt after it in its clause ("15, but I'm not sure")."""
-    return _about_the_value(_HEDGE_BEFORE, before) or _about_the_value(_DOUBT, before) or bool(_DOUBT.search(rest))
+    doubt after it in its clause ("15, but I'm not sure", "15, probably")."""
+    return (
+        _about_the_value(_HEDGE_BEFORE, before)
+        or _about_the_value(_DOUBT, before)
+        or bool(_DOUBT.search(rest) or _HEDGE_AFTER.match(rest))
+    )
 
 
 def _about_the_value(pattern: re.Pattern[str], before: str) -> bool:
@@ -331,6 +359,13 @@ def _counterfactual(before: str, clause: str) -> bool:
     if m is None or not _CONDITION.search(clause):
         return False
     return not _CONCLUSION.search(before[m.end() :]) and not _MUST.search(before[m.end() :])
+
+
+def _conditional(clause: str, words: frozenset[str] | None) -> bool:
+    """The clause states a condition ("if ...", "assuming ...", "如果...")."""
+    if words is not None:
+        return not words.isdisjoint(_CONDITION_WORDS) and _CONDITION.search(clause) is not None
+    return _CONDITION.search(clause) is not None or _CJK_CONDITION.search(clause) is not None
 
 
 def _options(before: str) -> bool:

@@ -235,6 +235,16 @@ def _main_clause(span: str) -> str:
 _GOES_ON = re.compile(r"(\d\.\d+)\.\.\.")
 
 
+def _stray_backslashes(span: str) -> str:
+    """``span`` without a backslash that ends it (a LaTeX line break, ``12\\\\``) or that starts it
+    and begins no command (an escaped quotation, ``\\"12\\"``): ``\\langle 1, 2 \\rangle`` and
+    ``\\frac{x^3}{3} + C``, LaTeX written without math delimiters, keep theirs."""
+    span = span.rstrip("\\").strip()
+    while span[:1] == "\\" and not re.match(r"\\[a-zA-Z{}|,;!]", span):
+        span = span[1:].strip()
+    return span
+
+
 def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
     """Text after the last "the answer is" / "Final Answer:", up to the sentence's end.
 
@@ -257,9 +267,11 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
         return Candidate("answer_is", (math.strip(),))
     rest = _GOES_ON.sub("\\1…", rest)  # "0.333...": an ellipsis, not the sentence's end
     sentence = re.match(r"(.*?)(?:\.\s|\.$|[。！？；]|\n|$)", rest, re.DOTALL)
-    span = _unquote((sentence.group(1) if sentence else rest).strip().strip("\\").strip())
-    head = span.split(" (", 1)[0].strip(" ,;:")
-    if head != span and re.search(r"\d", head) and is_bare_answer(head):  # "12 cm (the side is 3 cm, ...)"
+    span = _unquote(_stray_backslashes((sentence.group(1) if sentence else rest).strip()))
+    head, paren, aside = span.partition(" (")
+    head = head.strip(" ,;:")
+    # "12 cm (the side is 3 cm, ...)": an aside in words; "(-oo, 2) U (3, oo)" is the answer whole
+    if paren and re.search(r"\d", head) and is_bare_answer(head) and not is_bare_answer("(" + aside):
         span = head
     span = _main_clause(span)
     # "The largest $n$ is 34": the value comes after the last " is " (not inside a parenthetical)
@@ -450,13 +462,17 @@ def _spans_and_numbers(text: str) -> tuple[list[tuple[int, str]], list[tuple[int
 
 _CHANCE_HEAD = re.compile(r"(?<![\d.])(\d+)\s+(out\s+of|in)\s+$", re.IGNORECASE)
 _CHANCE_WORDS = re.compile(r"\b(?:probabilit|chance|odds|likel|risk)", re.IGNORECASE)
-_RATIO_WORD = re.compile(r"\bratio\b", re.IGNORECASE)
+# a tuple of numbers in plain text that the last number closes: "(3, 4)", "(-1, 2.5, 0)"
+_TUPLE_HEAD = re.compile(r"(?<![\w)\]])\(\s*(?:[-+]?\d+(?:\.\d+)?\s*,\s*){1,7}[-+]?$")
+_TUPLE_CLOSE = re.compile(r"\s*\)")
+_RATIO_WORD = re.compile(r"\b(?:ratio|odds)\b", re.IGNORECASE)
 
 
 def _number_phrase(text: str, start: int, end: int) -> tuple[int, str] | None:
     """The phrase that the last number at ``text[start:end]`` closes, as (its start, the phrase as an
     answer span): a quantity in two units ("2 hours and 30 minutes"), a chance ("3 out of 8", "1 in 4"
-    where the sentence speaks of chance), a ratio ("3 to 2" where it speaks of a ratio), a range."""
+    where the sentence speaks of chance), a ratio ("3 to 2" where it speaks of a ratio), a tuple ("(3, 4)"),
+    a range."""
     window_start = max(0, start - 80)
     window = text[window_start : end + 16]
     if any(c.isalpha() for c in text[end : end + 16]):
@@ -469,6 +485,8 @@ def _number_phrase(text: str, start: int, end: int) -> tuple[int, str] | None:
         sentence = before[: c.start()].rsplit(".", 1)[-1] + text[end : end + 30].split(".", 1)[0]
         if c.group(2).lower() != "in" or _CHANCE_WORDS.search(sentence):
             return c.start() + window_start, f"{c.group(1)} out of {text[start:end]}"
+    if (t := _TUPLE_HEAD.search(before)) is not None and (close := _TUPLE_CLOSE.match(text, end)) is not None:
+        return t.start() + window_start, text[t.start() + window_start : close.end()]  # "the point is (3, 4)"
     r = _RANGE_HEAD.search(before)
     ratio = r is not None and r.end() == len(before) and r.group(2) == "to"
     if r is not None and ratio and _RATIO_WORD.search(before[: r.start()].rsplit(".", 1)[-1]):
@@ -544,9 +562,22 @@ _CHECK_MARK = re.compile(r"[✓✔]")
 _CONCLUDES = re.compile(r"\b(?:so|therefore|thus|hence|answer|final|conclude)\b", re.IGNORECASE)
 
 
+# a closing parenthetical in words after the text's last number outside it: "The total is 15 (we
+# rejected 3)." is 15
+_CLOSING_ASIDE = re.compile(r"(\d[^\d()]{0,40}?)\s*\(([^()\n]{3,200})\)[\s.!]*$")
+
+
+def _without_closing_aside(text: str) -> str:
+    m = _CLOSING_ASIDE.search(text[-300:])
+    if m is None or is_bare_answer(m.group(2)):  # "(3, 4)", "(in cm)": the answer's own
+        return text
+    return text[: len(text) - len(text[-300:]) + m.start(1) + len(m.group(1))]
+
+
 def before_check(text: str) -> str:
     """``text`` cut before a check or aside that follows its answer, or ``text`` when it has none.
 
+    A closing parenthetical in words after a number is an aside ("The total is 15 (we rejected 3).").
     A check counts only when a number stands before it and nothing after it concludes ("so",
     "therefore", "answer": "Checking n = 5: it works. So n = 5." states its answer last).
 
@@ -555,7 +586,11 @@ def before_check(text: str) -> str:
         'x = 4.'
         >>> before_check("Let us check n = 3: fails. Checking n = 5: works. So n = 5.")
         'Let us check n = 3: fails. Checking n = 5: works. So n = 5.'
+        >>> before_check("The total is 15 (we rejected 3).")
+        'The total is 15'
     """
+    if ")" in text[-8:]:
+        text = _without_closing_aside(text)
     tail_at = max(0, len(text) - 2000)
     tail = text[tail_at:]
     folded = tail.casefold()

@@ -15,7 +15,7 @@ every other span as it is (each is guarded by a substring test: most spans hold 
 * :func:`vectors`: ``\langle 1, 2 \rangle``, ``\mathbf{i} + 2\mathbf{j}``, ``[[1], [2]]``, a named point ``P(3, 4)``;
 * :func:`european_interval`: ``]1, 2]``, ``[1; 2[`` -> ``(1, 2]``, ``[1, 2)``;
 * :func:`environments`: ``\begin{aligned} x &= 5 \end{aligned}`` -> ``x = 5`` (rows become a list);
-* :func:`chances`: "3 out of 8", "1 in 4" -> ``\frac{3}{8}``.
+* :func:`chances`: "3 out of 8", "1 in 4" -> ``\frac{3}{8}``; "2 to 3" -> ``2:3``.
 
 :func:`rewrite` applies them all, in an order where none undoes another; it runs inside
 :func:`rlvr.verify.math.normalize.normalize`, so gold and prediction are read alike.
@@ -269,6 +269,13 @@ _INF = re.compile(r"(?<![a-zA-Z\\])inf(?:inity)?(?![a-zA-Z])")
 _U = re.compile(r"(?<=[)\]])\s*U\s*(?=[(\[])")
 _SQRT_CALL = re.compile(r"(?<![\\a-zA-Z])sqrt\s*\(([^()]*)\)")
 _SQRT_BARE = re.compile(r"(?<![\\a-zA-Z])sqrt\s*(\d+)")
+# a function or a constant named as a program prints it ("sin(pi/6)", "2pi", "log(8)/log(2)"), and a power
+# in parentheses ("e^(i pi/3)"): the parser reads the LaTeX command and braces
+_PLAIN_FUNCTION = re.compile(
+    r"(?<![\\a-zA-Z])(arcsin|arccos|arctan|sinh|cosh|tanh|sin|cos|tan|sec|csc|cot|ln|log|exp)(?=\s*\()"
+)
+_PLAIN_PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")
+_POWER_PAREN = re.compile(r"\^\s*\(([^()]*)\)")
 _PY_COMPLEX = re.compile(r"(?<![\w.])complex\s*\(\s*([-+]?[\d.]+)\s*,\s*([-+]?[\d.]+)\s*\)")
 _JULIA_IM = re.compile(r"(?<=\d)\s*im(?![a-zA-Z])")
 _J_UNIT = re.compile(r"(?<=[\d.)\s+\-])j(?![a-zA-Z])|^j(?![a-zA-Z])")
@@ -285,6 +292,8 @@ def ascii_math(s: str) -> str:
         ('2 \\pm \\sqrt{3}', '(-\\infty, 0) \\cup (1, \\infty)', '3+4i')
         >>> ascii_math("complex(3, -4)"), ascii_math("<1, 2>"), ascii_math(r"x \geqq 2")
         ('(3-4i)', '(1, 2)', 'x \\ge 2')
+        >>> ascii_math("sin(pi/6)"), ascii_math("2pi"), ascii_math("5 e^(i pi/3)"), ascii_math("5∠60°")
+        ('\\sin(\\pi /6)', '2\\pi ', '5 e^{i \\pi /3}', '5\\angle 60°')
     """
     if "+" in s and ("+/" in s or "+-" in s or "+ /" in s):
         s = _PLUS_MINUS.sub(r"\\pm", s)
@@ -296,6 +305,14 @@ def ascii_math(s: str) -> str:
         s = _U.sub(r" \\cup ", s)
     if "sqrt" in s:
         s = _SQRT_BARE.sub(r"\\sqrt{\1}", _SQRT_CALL.sub(r"\\sqrt{\1}", s))
+    if "pi" in s:
+        s = _PLAIN_PI.sub(r"\\pi ", s)
+    if "(" in s:
+        s = _PLAIN_FUNCTION.sub(r"\\\1", s)
+        if "^" in s:
+            s = _POWER_PAREN.sub(r"^{\1}", s)
+    if "∠" in s:  # a phasor as text: 5∠60°
+        s = s.replace("∠", "\\angle ")
     if "complex" in s:
         s = _PY_COMPLEX.sub(lambda m: f"({m.group(1)}{'' if m.group(2)[0] in '+-' else '+'}{m.group(2)}i)", s)
     if "im" in s and _JULIA_IM.search(s):
@@ -451,15 +468,19 @@ def environments(s: str) -> str:
 # --- chances -----------------------------------------------------------------------------------
 
 _CHANCE = re.compile(r"^(\d+)\s+(?:out\s+of|in)\s+(\d+)$", re.IGNORECASE)
+_RATIO_TO = re.compile(r"^(\d+)\s+to\s+(\d+)$", re.IGNORECASE)
 
 
 def chances(s: str) -> str:
-    r"""A chance in words as the fraction it is: "3 out of 8", "1 in 4" -> ``\frac{3}{8}``.
+    r"""A chance in words as the fraction it is: "3 out of 8", "1 in 4" -> ``\frac{3}{8}``; a ratio in
+    words as one: "2 to 3" -> ``2:3`` (a range is never a whole answer span).
 
     Examples:
-        >>> chances("1 in 4"), chances("3 out of 8")
-        ('\\frac{1}{4}', '\\frac{3}{8}')
+        >>> chances("1 in 4"), chances("3 out of 8"), chances("2 to 3")
+        ('\\frac{1}{4}', '\\frac{3}{8}', '2:3')
     """
+    if " to " in s and (r := _RATIO_TO.match(s)):  # a span that is only "2 to 3" is a ratio in words
+        return f"{r.group(1)}:{r.group(2)}"
     if " in " not in s and " of " not in s:
         return s
     m = _CHANCE.match(s)
