@@ -332,7 +332,8 @@ _QUOTED_BOX = re.compile(
 _QUOTATION = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|«[^»\n]*»|„[^“”\n]*[“”]|「[^」\n]*」|『[^』\n]*』")
 _QUOTE_MARKS = ('"', "“", "«", "„", "「", "『")
 
-_ENGLISH_ANSWER_IS = r"(?:final\s+answer|the\s+answer|answer)\s*(?:is\b|:|=|(?=\$|\\[(\[]))\s*(?::\s*)?"
+# (one "answer" alternative, the plural of a several-part answer inside it: "the answers are 3 and 5")
+_ENGLISH_ANSWER_IS = r"(?:final\s+|the\s+)?answer(?:\s*(?:is\b|:|=|(?=\$|\\[(\[]))|s\s*(?:are\b|:|=))\s*(?::\s*)?"
 _ENGLISH_ONLY = re.compile(_ENGLISH_ANSWER_IS, re.IGNORECASE)
 #: "The answer is" / "Final answer:" in the languages models answer in.
 ANSWER_IS = re.compile(

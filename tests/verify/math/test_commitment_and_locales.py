@@ -87,10 +87,22 @@ HEDGES = [
     ("The answer is 15, but I'm not sure.", "15", False),
     ("我猜是12，但也许是15。", "15", False),
     ("Final answer: 15, probably.", "15", False),  # doubt right after the value
+    ("The total is 15 (unless I've made an arithmetic slip).", "15", False),
+    ("About 15, but don't hold me to it.", "15", False),
     (r"\boxed{15} (maybe)", "15", False),
     ("La respuesta es 15, quizás.", "15", False),
     ("The answer is 15, probably the simplest count.", "15", False),
     ("The answer is 15. Probably the hardest step was the second.", "15", True),  # another clause
+    # a modal in the other languages, and a guess in other words
+    ("El resultado podría ser 15.", "15", False),
+    ("Le résultat pourrait être 15.", "15", False),
+    ("Das Ergebnis könnte 15 sein.", "15", False),
+    ("Il risultato potrebbe essere 15.", "15", False),
+    ("Ответ может быть 15.", "15", False),
+    ("If I have to guess: 15.", "15", False),
+    ("15 will be my guess.", "15", False),
+    ("I can't say for certain, but it is 15.", "15", False),
+    ("Ich konnte zeigen, dass das Ergebnis 15 ist.", "15", True),  # "konnte": was able to, no doubt
 ]
 NEGATIONS = [
     ("The answer is not 15.", "15", False),
@@ -125,6 +137,14 @@ DENIALS_AND_EXCLUSIONS = [
     ("Ruling out 6 and 9 leaves 15.", "15", True),
     ("Excluding x = 1, the sum is 15.", "15", True),
     ("The answer is 15 (we rejected 3 earlier).", "15", True),
+    # the saying of it denied, and a value said to be impossible
+    ("We would not conclude that it is 15.", "15", False),
+    ("I can't claim the total is 15.", "15", False),
+    ("No one can say the total is 15.", "15", False),
+    ("15 is not possible here.", "15", False),
+    ("15 is not an option.", "15", False),
+    ("The answer is 15, since 14 is not possible.", "15", True),
+    ("We cannot conclude that x = 4, so the total is 15.", "15", True),
 ]
 # forms the last-number fallback reads whole
 LAST_VALUES = [
@@ -437,3 +457,36 @@ def test_the_word_prefilter_never_changes_a_commitment_verdict(
     text = text.upper() if upper else text
     got = uncommitted(text, "12")
     assert (got[0] if got else None) == _searched_everywhere(text, "12")
+
+
+# one phrase for each alternative of the disclaimer rule, in the case a model may write it
+_DISCLAIMERS = [
+    "not yet double-checked", "UNVERIFIED", "without verification", "with some caution", "with a grain of salt",
+    "don't rely on it", "cannot guarantee", "won't commit", "could well be off", "not 100% certain",
+    "unsure about this", "hmm, that's not right", "scratch that", "ignore the above", "is my educated guess",
+    "do not hold me to it", "don't quote me", "unless I made a slip", "if I didn't mess up", "no estoy segura",
+    "sin verificar", "no lo he verificado", "PAS SÛR", "pas sur", "non vérifié", "sans vérifier", "nicht sicher",
+    "ungeprüft", "nicht überprüft", "nicht verifiziert", "не уверен", "НЕ ПРОВЕРЯЛ", "non sono sicuro",
+    "non verificato", "não tenho certeza", "sem verificar", "未验证", "沒有檢查", "不能保證", "確認していない",
+    "検証していない",
+]  # fmt: skip
+
+
+@given(
+    before=st.lists(st.sampled_from(_VOCABULARY), max_size=6),
+    disclaimer=st.sampled_from([*_DISCLAIMERS, ""]),
+    after=st.lists(st.sampled_from(_VOCABULARY), max_size=6),
+    upper=st.booleans(),
+)
+@settings(max_examples=400, deadline=None)
+def test_the_disclaimer_word_gate_never_changes_what_the_rule_finds(
+    before: list[str], disclaimer: str, after: list[str], upper: bool
+) -> None:
+    """_disclaimed() searches only text holding one of _DISCLAIMER_WORDS: it finds what the rule finds."""
+    from rlvr.verify.math import commitment
+
+    text = " ".join([*before, disclaimer, *after])
+    text = text.upper() if upper else text
+    assert commitment._disclaimed(text) == bool(text.strip() and commitment._DISCLAIMER.search(text))
+    if disclaimer:
+        assert commitment._DISCLAIMER.search(disclaimer), disclaimer  # each phrase is one of the rule's

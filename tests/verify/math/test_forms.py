@@ -126,6 +126,12 @@ INEQUALITIES = [
 ]
 
 VECTORS = [
+    ("(4,-1,2)", "The answer is 4i - j + 2k.", True),  # unit vectors in plain text
+    ("(4,-1,2)", "The answer is 4i + j + 2k.", False),
+    ("(4,-1)", "The answer is 4i - j.", True),
+    ("4+3i", "The answer is 4+3j.", True),  # Python's complex number, not a vector
+    (r"\begin{pmatrix}4\\-1\end{pmatrix}", "The answer is [4, -1]^T.", True),  # transposed row: a column
+    (r"\begin{pmatrix}4\\-1\end{pmatrix}", r"$(-1, 4)^{\top}$", False),
     ("(4, -1, 2)", r"\boxed{\langle 4, -1, 2 \rangle}", True),
     ("(4, -1, 2)", r"\boxed{4\mathbf{i} - \mathbf{j} + 2\mathbf{k}}", True),
     ("(4, -1, 2)", r"\boxed{4\hat{i} - \hat{j} + 2\hat{k}}", True),
@@ -175,6 +181,11 @@ PLAIN_TEXT_MATHS = [
     (r"(-\infty,0)\cup(1,\infty)", "The answer is (-oo, 0) U (1, oo).", True),
     (r"(-\infty,0)\cup(1,\infty)", "The answer is (-oo, 0) U (2, oo).", False),
     ("12", "The answer is 12 (the two sides are 3 and 4).", True),  # an aside in words is still cut
+    (r"\mathbb{R}\setminus\{-1\}", "So x may be any real number except -1.", True),
+    (r"\mathbb{R}\setminus\{-1, 4\}", "So the domain is all real numbers except -1 and 4.", True),
+    (r"\mathbb{R}\setminus\{-1, 4\}", "So the domain is all real numbers except -1 and 5.", False),
+    ("4, 9", "The answers are 4 and 9.", True),
+    ("4, 9", "The solutions are 4 and 9.", False),  # no answer phrase: the last number, 9
 ]
 
 PLUS_MINUS = [
@@ -249,6 +260,8 @@ DEGREES_MINUTES = [
 ]
 
 ENVIRONMENTS = [
+    ("x=3, y=-2", r"$\begin{cases} x = 3 \\ y = -2 \end{cases}$", True),  # a system's solution
+    ("x=3, y=-2", r"$\begin{cases} x = 3 \\ y = 2 \end{cases}$", False),
     ("9", r"\boxed{\begin{aligned} y &= 9 \end{aligned}}", True),
     ("(2, 7)", r"\boxed{\begin{array}{l} x = 2 \\ y = 7 \end{array}}", True),
     ("(2, 7)", r"\boxed{\begin{array}{l} x = 7 \\ y = 2 \end{array}}", False),

@@ -79,7 +79,10 @@ _DENIED_BEFORE = re.compile(
     r"|\b(?:il\s+est|c'est)\s+faux\s+(?:de\s+dire\s+)?que\b|\b(?:il|ce)\s+n'est\s+pas\s+vrai\s+que\b"
     r"|\bes\s+ist\s+(?:falsch|nicht\s+wahr|nicht\s+richtig),?\s+(?:zu\s+sagen,?\s+)?dass\b"
     r"|\b(?:é|è)\s+falso\s+(?:dizer\s+)?(?:que|che)\b|\bn(?:ão|on)\s+(?:é|è)\s+(?:verdade|vero)\s+(?:que|che)\b"
-    r"|(?<!\w)(?:неверно|неправда|ложно|неправильно)\s*,?\s*что\b",
+    r"|(?<!\w)(?:неверно|неправда|ложно|неправильно)\s*,?\s*что\b"
+    r"|\b(?:I|we)\s+(?:wouldn'?t|would\s+not|won'?t|will\s+not|can'?t|cannot|couldn'?t|could\s+not|don'?t|do\s+not)"
+    r"\s+(?:say|claim|conclude|assert)\b(?!\s+(?:for\s+)?(?:sure|certain))"
+    r"|\b(?:nobody|no\s+one|no-one)\s+(?:\w+\s+)?(?:say|says|claim|claims|conclude|assert)\b",
     re.IGNORECASE,
 )
 _EXCLUDED_BEFORE = re.compile(
@@ -91,7 +94,7 @@ _EXCLUDED_BEFORE = re.compile(
 # a verdict on the value just after it
 _NOT_AFTER = re.compile(
     r"^[\s$}*)\]]*(?:[.,]\s*)?(?:is|was|would\s+be|ist|es|est|è|é)?\s*"
-    r"(?:not\s+(?:correct|right|the\s+answer|it|valid|true)|wrong|incorrect|false|invalid|"
+    r"(?:not\s+(?:correct|right|the\s+answer|it|valid|true|possible|an?\s+option|allowed|feasible)|wrong|incorrect|false|invalid|"
     r"cannot\s+be\s+(?:right|correct|it|the\s+answer|true)|can't\s+be\s+(?:right|correct|it)|"
     r"isn't\s+(?:right|correct|it|the\s+answer)|falsch|incorrecto|incorrecta|faux|fausse|sbagliato|errado|"
     r"неверн\w*|неправильн\w*|"
@@ -103,7 +106,10 @@ _NOT_AFTER = re.compile(
 _HEDGE_BEFORE = re.compile(
     r"\b(?:might|could|may)\s+(?:(?:well|also|even)\s+)?be\s+(?:(?:around|about|roughly|approximately)\s+)?$|"
     r"\b(?:perhaps|maybe|possibly|probably|presumably|vielleicht|quizás?|tal\s+vez|peut-être|forse|talvez|"
-    r"возможно|наверное)\b|\bI\s+(?:guess|suppose)\b|\bmy\s+(?:best\s+)?guess\b",
+    r"возможно|наверное)\b|\bI\s+(?:guess|suppose)\b|\bmy\s+(?:best\s+)?guess\b"
+    r"|\bif\s+I\s+(?:had|have)\s+to\s+guess\b|\bat\s+a\s+guess\b|\bguessing\b"
+    r"|\bpodr[íi]a[n]?\s+ser\b|\bpourrai(?:t|ent)\s+[êe]tre\b|\bk(?:ö|oe)nnte[n]?\b|\bpotrebbe(?:ro)?\s+essere\b"
+    r"|\bpoderia[m]?\s+ser\b|\bмо(?:жет|гло|г|гла)\s+(?:бы\s+)?быть\b",
     re.IGNORECASE,
 )
 # a word of doubt right after the value ("16, probably", "16 (I guess)", "16 — maybe")
@@ -122,6 +128,7 @@ _CONTRAST = re.compile(
 _DIGIT = re.compile(r"\d")
 _DOUBT = re.compile(
     r"\bnot\s+(?:sure|certain|confident)\b|\bunsure\b|\buncertain\b|\bcan'?t\s+be\s+(?:sure|certain)\b|"
+    r"\b(?:can'?t|cannot)\s+say\s+(?:for\s+)?(?:sure|certain)\b|"
     r"\bor\s+(?:maybe\s+|perhaps\s+)?something\s+else\b|\bI\s+(?:don't|do\s+not)\s+know\b|\bjust\s+a\s+guess\b",
     re.IGNORECASE,
 )
@@ -192,7 +199,10 @@ _DISCLAIMER = re.compile(
     r"|\b(?:not\s+(?:sure|certain|confident)|unsure|uncertain)\s+(?:about|of)\s+(?:this|that|it)\b"
     r"|\b(?:wait|hmm+|oops|no)\b[,.!]?\s+(?:that'?s|this\s+is|it'?s)\s+(?:wrong|not\s+right|incorrect)\b"
     r"|\bscratch\s+that\b|\bignore\s+(?:that|this|the\s+above)\b"
-    r"|^[\s$}*)\]]*(?:[,(—-]\s*)?(?:is|was|as)?\s*(?:my|a|an|just\s+a|only\s+a)\s+(?:best\s+|educated\s+|rough\s+|wild\s+)?guess\b"
+    r"|^[\s$}*)\]]*(?:[,(—-]\s*)?(?:is|was|as|would\s+be|will\s+be)?\s*(?:my|a|an|just\s+a|only\s+a)\s+"
+    r"(?:best\s+|educated\s+|rough\s+|wild\s+)?guess\b"
+    r"|\b(?:don'?t|do\s+not)\s+(?:quote|hold)\s+me\b"
+    r"|\bunless\s+I(?:'ve|\s+have)?\s+(?:made|make|messed|got|am|'m)\b|\bif\s+I\s+(?:didn'?t|did\s+not)\s+(?:make|mess)\b"
     r"|\bno\s+estoy\s+segur[oa]|\bsin\s+verificar|\bno\s+(?:lo\s+)?(?:he\s+)?verificad[oa]|\bpas\s+(?:s[ûu]r|certain)"
     r"|\bnon\s+v[ée]rifi[ée]|\bsans\s+v[ée]rifi|\bnicht\s+sicher|\bungepr[üu]ft|\bnicht\s+(?:[üu]ber)?pr[üu]ft"
     r"|\bnicht\s+verifiziert|\bне\s+уверен|\bне\s+провер|\bnon\s+sono\s+sicur|\bnon\s+verificat"
@@ -200,6 +210,15 @@ _DISCLAIMER = re.compile(
     r"|未验证|未驗證|没有验证|沒有驗證|没有检查|沒有檢查|没检查|沒檢查|不能保证|不能保證|未確認|確認していない|検証していない",
     re.IGNORECASE,
 )
+# A word (case folded) every alternative of _DISCLAIMER holds: text after the value holding none of them
+# is not searched (the search over the next 200 characters was most of this module's cost)
+_DISCLAIMER_WORDS = (
+    "check", "verif", "vérifi", "confirm", "test", "valid", "caution", "salt", "trust", "rely", "guarantee",
+    "commit", "wrong", "mistaken", "incorrect", "off", "sur", "sûr", "certain", "confident", "right",
+    "scratch", "ignore", "guess", "quote", "hold", "unless", "make", "mess", "segur", "sicher", "prüf",
+    "pruf", "уверен", "провер", "sicur", "certeza", "验证", "驗證", "检查", "檢查", "保证", "保證", "確認",
+    "検証",
+)  # fmt: skip
 _DISCLAIMER_REACH = 200  # characters after the value a disclaimer of it is looked for in
 _REPEATS = 8  # the value this many times in its own answer block: a flood, not an answer
 
@@ -218,11 +237,13 @@ _DENIAL_WORDS = frozenset(
     | {"incorrecto", "cierto", "verdad", "faux", "vrai", "falsch", "wahr", "richtig", "vero", "verdade"}
     | {"rule", "ruled", "ruling", "exclude", "excluded", "excluding", "eliminate", "eliminated", "eliminating"}
     | {"discard", "discarded", "discarding", "reject", "rejected", "rejecting", "anything", "something"}
+    | {"say", "claim", "claims", "conclude", "assert", "says"}
 )
 _HEDGE_WORDS = frozenset(
     {"might", "could", "may", "perhaps", "maybe", "possibly", "probably", "presumably", "vielleicht", "tal"}
     | {"forse", "talvez", "guess", "suppose", "sure", "certain", "confident", "unsure", "uncertain", "else"}
-    | {"know"}
+    | {"know", "guessing", "podria", "podrian", "pourrait", "pourraient", "potrebbe", "potrebbero", "poderia"}
+    | {"poderiam", "koennte", "koennten"}
 )
 
 
@@ -284,7 +305,9 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
     if words is None and (_CJK_NOT_BEFORE.search(before) or _CJK_NOT_AFTER.match(after)):
         return "negated", f"the answer is said not to be {value[:60]!r}"
     rest = text[at + len(value) : end]
-    if (words is None or not words.isdisjoint(_HEDGE_WORDS)) and hedged(before, rest):
+    # "x may be any real number": a modal before "any" grants a range, it does not doubt a value
+    permission = value[:6].lower().startswith(("any ", "all ", "every "))
+    if (words is None or not words.isdisjoint(_HEDGE_WORDS)) and not permission and hedged(before, rest):
         return "hedged", f"{value[:60]!r} is offered without being committed to"
     if words is None and (_about_the_value(_CJK_HEDGE, before) or _CJK_HEDGE_AFTER.match(after)):
         return "hedged", f"{value[:60]!r} is offered without being committed to"
@@ -379,7 +402,10 @@ def _options(before: str) -> bool:
 
 def _disclaimed(after: str) -> bool:
     """The text just after the value disowns it (a later answer would have been the one read)."""
-    return bool(after.strip()) and _DISCLAIMER.search(after) is not None
+    if not after.strip():
+        return False
+    low = after.casefold()
+    return any(w in low for w in _DISCLAIMER_WORDS) and _DISCLAIMER.search(after) is not None
 
 
 def _attributed(before: str) -> bool:

@@ -379,6 +379,19 @@ def _unit_vector_tuple(s: str) -> str | None:
     return "(" + ", ".join(coeffs[u] for u in units) + ")"
 
 
+_PLAIN_UNIT = re.compile(r"(?<![a-zA-Z\\])([ijk])(?![a-zA-Z])")
+_TRANSPOSED = re.compile(r"^([\[(].*[\])])\s*\^\s*\{?\s*(?:T|\\top|\\intercal|\\mathsf\{T\}|\\mathrm\{T\})\s*\}?$")
+
+
+def _plain_unit_vector_tuple(s: str) -> str | None:
+    """``2i - 3j + k`` in plain text as ``(2, -3, 1)``: only with ``j`` or ``k`` among two units or more
+    (``3 + 4i`` and Python's ``3 + 4j`` are complex numbers) and every term on a unit."""
+    units = set(_PLAIN_UNIT.findall(s))
+    if len(units) < 2 or not units & {"j", "k"} or re.search(r"[a-hl-zA-Z]", s):
+        return None
+    return _unit_vector_tuple(_PLAIN_UNIT.sub(r"\\mathbf{\1}", s))
+
+
 def _nested_list(s: str) -> str | None:
     """``[[1, 2], [3, 4]]`` (a matrix as Python prints it) as a ``pmatrix``."""
     rows = re.findall(r"\[([^\[\]]*)\]", s[1:-1])
@@ -398,11 +411,17 @@ def vectors(s: str) -> str:
         ('(1, 2, 3)', '(1, -2)', '(3, 4)')
         >>> vectors("[[1], [2]]")
         '\\begin{pmatrix}1 \\\\ 2\\end{pmatrix}'
+        >>> vectors("2i - 3j + k"), vectors("3 + 4j"), vectors("[1, 2, 3]^T")
+        ('(2, -3, 1)', '3 + 4j', '[1, 2, 3]')
     """
     if "\\langle" in s:
         s = _LANGLE.sub(r"(\1)", s)
     if ("i" in s or "j" in s or "k" in s) and ("\\" in s) and (t := _unit_vector_tuple(s)) is not None:
         return t
+    if ("j" in s or "k" in s) and "\\" not in s and (t := _plain_unit_vector_tuple(s)) is not None:
+        return t
+    if "^" in s and s[-1:] in "T}p" and (m := _TRANSPOSED.match(s)):  # a row written transposed: a column
+        s = m.group(1)
     if s[:1].isupper() and (m := _NAMED_POINT.match(s)) and "," in m.group(1):
         return m.group(1)
     if s.startswith("[[") and _NESTED.match(s) and (mat := _nested_list(s)) is not None:
@@ -441,15 +460,22 @@ _LAYOUT_ENV = re.compile(
 )
 
 
+# a row of a system's solution written in ``cases``: one unknown set to a value, no condition
+_SYSTEM_ROW = re.compile(r"^[a-zA-Z](?:_\{?\w+\}?)?\s*=\s*[^=<>,\\]*(?:\\(?:frac|sqrt|dfrac)[^=<>,]*)?$")
+
+
 def environments(s: str) -> str:
     r"""Layout environments left in an answer (``aligned``, ``align*``, ``gathered``; an ``array`` of
-    equations) read as their rows, a list when there are several.
+    equations; ``cases`` whose rows each set one unknown, a system's solution) read as their rows, a
+    list when there are several (``cases`` with conditions is a piecewise definition, kept).
 
     Examples:
         >>> environments(r"\begin{aligned} x &= 5 \end{aligned}")
         'x = 5'
         >>> environments(r"\begin{array}{c} x = 1 \\ y = 2 \end{array}")
         'x = 1, y = 2'
+        >>> environments(r"\begin{cases} x = 1 \\ y = -2 \end{cases}")
+        'x = 1, y = -2'
     """
     if "\\begin" not in s:
         return s
@@ -457,9 +483,9 @@ def environments(s: str) -> str:
     def rows(m: re.Match[str]) -> str:
         if m.group(1) == "array" and "=" not in m.group(2):
             return m.group(0)  # an array of values is a matrix
-        if m.group(1) == "cases":
-            return m.group(0)
         parts = [r.replace("&", " ").strip() for r in re.split(r"\\\\", m.group(2))]
+        if m.group(1) == "cases" and not all(_SYSTEM_ROW.match(p) for p in parts if p):
+            return m.group(0)  # a piecewise definition, not a system's solution
         return ", ".join(re.sub(r"\s+", " ", p) for p in parts if p)
 
     return _LAYOUT_ENV.sub(rows, s)

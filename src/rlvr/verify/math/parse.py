@@ -561,6 +561,8 @@ def _read(span: str) -> Alts:
         return (both,)
     if (parts := labelled_parts(s)) is not None:  # "(a) 3 (b) 5": the parts in order
         return (Items(tuple(parse_alts(p) for p in parts), ordered=True),)
+    if ("," in s or " and " in s or " or " in s) and (named := _named_text(s)) is not None:
+        return named  # "all real numbers except 2 and -2" is one set, not a list
     for seps in ((";",), (",", " or ", " and ", r"\text{or}")):
         parts = [p for p in split_top(s, seps) if p]
         if len(parts) > 1:

@@ -30,10 +30,18 @@ _WHOLE = re.compile(
     re.IGNORECASE,
 )
 
-#: A text answer stated in prose ("... has no solution", "the limit does not exist").
+_NUMBER = r"[-+]?\d+(?:\.\d+)?(?:/\d+)?"
+# the values an "all real numbers" in prose leaves out ("any real number except 2 and 3")
+_EXCEPT = (
+    rf"(?:\s*,?\s*(?:except|other\s+than|excluding|besides|apart\s+from)\s+(?:for\s+)?(?:x\s*=\s*)?{_NUMBER}"
+    rf"(?:\s*(?:,|\band\b|\bor\b)\s*(?:x\s*=\s*)?{_NUMBER})*)?"
+)
+
+#: A text answer stated in prose ("... has no solution", "the limit does not exist", "x can be any
+#: real number except 2").
 PHRASE = re.compile(
-    rf"\b(?:has|have|there\s+(?:is|are)|with|gives|yields|so|thus|therefore|hence|is|are|:)\s+"
-    rf"(?P<phrase>{_NO_SOLUTION}|{_ALL_REALS})\b|\b(?P<dne>{_DNE})\b",
+    rf"\b(?:has|have|there\s+(?:is|are)|with|gives|yields|so|thus|therefore|hence|is|are|be|:)\s+"
+    rf"(?P<phrase>{_NO_SOLUTION}|(?:{_ALL_REALS}){_EXCEPT})\b|\b(?P<dne>{_DNE})\b",
     re.IGNORECASE,
 )
 
