@@ -87,6 +87,9 @@ HEDGES = [
     ("The answer is 15, but I'm not sure.", "15", False),
     ("我猜是12，但也许是15。", "15", False),
     ("Final answer: 15, probably.", "15", False),  # doubt right after the value
+    ("The total could conceivably be 15.", "15", False),
+    ("The total is most likely 15.", "15", False),
+    ("So 15, which seems plausible.", "15", False),
     ("The total is 15 (unless I've made an arithmetic slip).", "15", False),
     ("About 15, but don't hold me to it.", "15", False),
     (r"\boxed{15} (maybe)", "15", False),
@@ -105,6 +108,14 @@ HEDGES = [
     ("Ich konnte zeigen, dass das Ergebnis 15 ist.", "15", True),  # "konnte": was able to, no doubt
 ]
 NEGATIONS = [
+    ("The total can't be 15.", "15", False),
+    ("El total no puede ser 15.", "15", False),
+    ("Le total ne peut pas être 15.", "15", False),
+    ("Итог не может быть 15.", "15", False),
+    ("15 fails the second condition.", "15", False),
+    ("15 does not satisfy the equation.", "15", False),
+    ("15は正解ではありません。", "15", False),
+    ("It can't be 14, so the total is 15.", "15", True),
     ("The answer is not 15.", "15", False),
     ("15 cannot be right, so I stop here.", "15", False),
     ("It is 15? No: 15 is wrong.", "15", False),
@@ -217,6 +228,9 @@ OPTIONS = [
 ]
 # an answer followed by a disclaimer of it is not given
 DISCLAIMED = [
+    (r"\boxed{15} (a placeholder until I finish)", "15", False),
+    (r"\boxed{15} is a dummy value.", "15", False),
+    ("The answer is 15, though that's not my real answer.", "15", False),
     ("\\boxed{15}\n\nI have not verified this result, so use it with caution.", "15", False),
     ("Final answer: 15 (unchecked).", "15", False),
     ("The total is \\boxed{15}. I might be wrong about the overlap, though.", "15", False),
@@ -291,6 +305,8 @@ COUNTERFACTUALS = [
     ("Were the tank full, we'd have 40 litres.", "40", False),
     ("If each box holds 8, the total is 40. But the box size is not given.", "40", False),
     ("假如每箱8个，一共40个。可是每箱的个数题目没有给出。", "40", False),
+    ("Hypothetically, with 8 per box, the total is 40.", "40", False),
+    ("For the sake of argument take 8 per box; then the total is 40.", "40", True),  # its own clause
     ("Wenn jede Kiste 8 enthält, sind es 40. Die Größe ist aber nicht gegeben.", "40", False),
     ("If each box holds 8, the total is 40.", "40", True),  # the condition is the problem's
     ("The total is 40. The box count is not given, so we found it first.", "40", True),  # no condition
@@ -298,6 +314,8 @@ COUNTERFACTUALS = [
 
 # someone else's claim is not the model's answer
 ATTRIBUTED = [
+    ("The teacher's answer is 15, but I get 16.", "15", False),
+    ("My friend's result was 15.", "15", False),
     ('The textbook says "40", but that is a misprint.', "40", False),
     ("My classmate claims the answer is 40.", "40", False),
     ("According to the key, the answer is 40.", "40", False),

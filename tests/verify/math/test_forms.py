@@ -19,6 +19,8 @@ from rlvr.verify.math.quantities import compound_quantity
 from rlvr.verify.math.words import parse_cjk_number, parse_number_words
 
 UNITS = [
+    ("7", r"The answer is $7\,\mathrm{N\cdot m}$.", True),  # a product of units inside \mathrm
+    ("7", r"The answer is $8\,\mathrm{N\cdot m}$.", False),
     ("7", r"\boxed{\SI{7}{\kilo\meter}}", True),
     ("4.5", r"\boxed{\qty{4.5}{m/s^2}}", True),
     ("4.5", r"\boxed{\qty{4.6}{m/s^2}}", False),
@@ -65,6 +67,9 @@ RATIOS_AND_CHANCES = [
 ]
 
 NUMBER_WORDS = [
+    (r"\frac{9}{4}", "答案是二又四分之一", True),  # a mixed number in CJK numerals
+    ("15", "答えは十五です。", True),  # a Japanese copula after the value
+    ("15", "答えは十六です。", False),
     ("36", "The answer is three dozen", True),
     ("6", "The answer is half a dozen", True),
     ("4/7", "The answer is four sevenths", True),
@@ -82,6 +87,10 @@ NUMBER_WORDS = [
 ]
 
 REPEATING = [
+    (r"\frac{5}{33}", "The answer is 0.1515...", True),  # a two-digit block shown twice
+    (r"\frac{5}{33}", "The answer is 0.15...", False),  # shown once: a truncation
+    (r"\frac{7}{9}", "The answer is 0.7\u0305.", True),  # a combining overline
+    (r"\frac{1}{6}", "The answer is 0.1[6].", True),  # the block in brackets
     ("2/9", r"\boxed{0.222...}", True),
     ("2/9", r"\boxed{0.(2)}", True),
     ("2/9", r"\boxed{0.\bar{2}}", True),
@@ -117,6 +126,9 @@ INTERVALS_AND_SETS = [
 ]
 
 INEQUALITIES = [
+    (r"x \ge 2", "The answer is x ≧ 2.", True),
+    (r"x \le 2", "The answer is x ≦ 2.", True),
+    (r"x \le 2", "The answer is x ≧ 2.", False),
     (r"x \ge -3", r"\boxed{x \geqq -3}", True),
     (r"x \le -3", r"\boxed{x \leqslant -3}", True),
     (r"x \ge -3", "x ⩾ -3", True),
@@ -161,6 +173,9 @@ COMPLEX = [
     ("2i", "The answer is 2 e^(i pi/2)", True),
     ("2i", "The answer is 2∠90°", True),
     ("2i", "The answer is 2∠60°", False),
+    ("2i", "The answer is 2 cis 90°.", True),
+    ("2i", "The answer is 2 cis 45°.", False),
+    ("12", r"\boxed{\small 12}", True),  # a font size is how it looks, not what it is
 ]
 PLAIN_TEXT_MATHS = [
     (r"3\pi", "The answer is 3pi.", True),
@@ -233,6 +248,8 @@ CHECK_AFTER = [
 ]
 
 GROUPING = [
+    ("25000", "The answer is 25_000.", True),  # Python's digit separator
+    ("101", r"The answer is $101_{2}$.", False),  # a base subscript is still a base
     ("2345678", "The answer is 23,45,678", True),
     ("300000", "The answer is 3,00,000", True),
     ("2345678", "The answer is 2.345.678", True),
@@ -254,6 +271,8 @@ BASES = [
 ]
 
 DEGREES_MINUTES = [
+    ("30.25", "The angle is 30 degrees 15 minutes.", True),
+    ("30.25", "The angle is 30 degrees and 20 minutes.", False),
     ("45.75", r"\boxed{45^\circ 45'}", True),
     (r"45.75^\circ", "45°45′", True),
     ("45.75", r"\boxed{45^\circ 46'}", False),

@@ -45,6 +45,7 @@ _CLAUSE_END = re.compile(r"(?<!\d)[.!?](?!\d)|[;\n。！？；]")
 _CJK_NOT_BEFORE = re.compile(r"(?:不是|并非|並非|并不是|並不是|不等于|不等於|不会是|不會是|不可能是|绝不是|絕不是)\s*$")
 _CJK_NOT_AFTER = re.compile(
     r"^[\s$}*)\]]*(?:[，,]\s*)?(?:是错的|是錯的|是错误的|是錯誤的|不对|不對|不正确|不正確|错了|錯了|"
+    r"は正解ではない|は正解ではありません|は正解じゃない|は不正解|"
     r"ではない|ではありません|じゃない|じゃありません|ではなかった|は間違い|は誤り|は正しくない)"
 )
 _CJK_HEDGE = re.compile(
@@ -64,7 +65,8 @@ _WHY = re.compile(
 # a negation standing just before the value (only words that name the answer between: "not 10, it's
 # 12" negates the 10, not the 12)
 _NOT_BEFORE = re.compile(
-    r"(?:\bnot|\bnever|\bisn't|\bwasn't|\bno\s+es|\bno\s+era|\bnicht|\bkein\w*|\bn'est\s+pas|\bn'est\s+point"
+    r"(?:\bnot|\bnever|\bisn't|\bwasn't|\bcan't\s+be|\bcannot\s+be|\bcouldn't\s+be|\bno\s+puede\s+ser"
+    r"|\bne\s+peut\s+pas\s+[êe]tre|\bне\s+может\s+быть|\bno\s+es|\bno\s+era|\bnicht|\bkein\w*|\bn'est\s+pas|\bn'est\s+point"
     r"|\bne\s+\w+\s+pas|\bnon\s+è|\bnon\s+sono|\bnão\s+é|\bnão\s+são|\bне|\bнет)\s+"
     r"(?:(?:the|a|an|answer|equal|to|be|exactly|simply|just|final|result|value|solution|die|la|el|le|il|o|a)\s+){0,3}$",
     re.IGNORECASE,
@@ -99,12 +101,15 @@ _NOT_AFTER = re.compile(
     r"isn't\s+(?:right|correct|it|the\s+answer)|falsch|incorrecto|incorrecta|faux|fausse|sbagliato|errado|"
     r"неверн\w*|неправильн\w*|"
     r"(?:(?:is|are|was|has\s+been|can\s+be|must\s+be|gets?|been)\s+)?(?:ruled\s+out|excluded|eliminated|discarded|"
-    r"rejected|impossible)|queda\s+descartad[oa]|est\s+exclue?|ist\s+ausgeschlossen)\b",
+    r"rejected|impossible)|queda\s+descartad[oa]|est\s+exclue?|ist\s+ausgeschlossen"
+    r"|fails|does\s*n[o']t\s+(?:work|hold|satisfy|fit)|does\s+not\s+(?:work|hold|satisfy|fit)"
+    r"|is\s+not\s+a\s+solution|isn't\s+a\s+solution)\b",
     re.IGNORECASE,
 )
 # a value offered, not given: a modal just before it, or a word of doubt earlier in its clause
 _HEDGE_BEFORE = re.compile(
-    r"\b(?:might|could|may)\s+(?:(?:well|also|even)\s+)?be\s+(?:(?:around|about|roughly|approximately)\s+)?$|"
+    r"\b(?:might|could|may)\s+(?:(?:well|also|even|conceivably|possibly|perhaps|plausibly)\s+)?be\s+"
+    r"(?:(?:around|about|roughly|approximately)\s+)?$|\b(?:it'?s|is|most|very|quite)\s+likely\b|"
     r"\b(?:perhaps|maybe|possibly|probably|presumably|vielleicht|quizás?|tal\s+vez|peut-être|forse|talvez|"
     r"возможно|наверное)\b|\bI\s+(?:guess|suppose)\b|\bmy\s+(?:best\s+)?guess\b"
     r"|\bif\s+I\s+(?:had|have)\s+to\s+guess\b|\bat\s+a\s+guess\b|\bguessing\b"
@@ -114,7 +119,9 @@ _HEDGE_BEFORE = re.compile(
 )
 # a word of doubt right after the value ("16, probably", "16 (I guess)", "16 — maybe")
 _HEDGE_AFTER = re.compile(
-    r"^[\s$}*)\]]*[,(—–-]?\s*(?:probably|maybe|perhaps|possibly|presumably|I\s+(?:guess|suppose)|vielleicht"
+    r"^[\s$}*)\]]*(?:[,.]\s*)?(?:which\s+)?(?:seems?|looks?|sounds?|is|appears?)\s+(?:\w+\s+)?"
+    r"(?:plausible|likely|reasonable)\b"
+    r"|^[\s$}*)\]]*[,(—–-]?\s*(?:probably|maybe|perhaps|possibly|presumably|I\s+(?:guess|suppose)|vielleicht"
     r"|quizás?|tal\s+vez|peut-être|forse|talvez|возможно|наверное)\b",
     re.IGNORECASE,
 )
@@ -155,6 +162,13 @@ _NOT_GIVEN = re.compile(
     r"|没有给出|沒有給出|未给出|未給出|没给出|沒給出|没有给定|未给定|与えられていない",
     re.IGNORECASE,
 )
+# a value worked out in a scenario the model says it made up ("in a hypothetical where n = 4")
+_HYPOTHETICAL = re.compile(
+    r"\bhypothetical(?:ly)?\b|\bfor\s+the\s+sake\s+of\s+argument\b|\bhipot[ée]tic|\bhypoth[ée]tique|\bhypothetisch"
+    r"|гипотетическ|假设性|假設性|仮に",
+    re.IGNORECASE,
+)
+_HYPOTHETICAL_HINTS = ("hypothe", "hipot", "sake")  # in every ASCII match of _HYPOTHETICAL, lower-cased
 _CJK_CONDITION = re.compile(r"如果|假如|要是|倘若|假设|假設|若|もし|としたら|なら")
 _CJK_COUNTERFACTUAL = re.compile(
     r"假如|要是|倘若|假设|假設|如果.{0,30}的话|如果.{0,30}的話|もし|としたら|だったら|ならば"
@@ -166,6 +180,11 @@ _ATTRIBUTED = re.compile(
     r"(?:key|solutions?|manual|book|textbook|teacher|tutor|friend|classmate|reference|grader|internet|web|source|"
     r"someone|others?|website|forum)\b|\bdice\s+que\b|\bdicen\s+que\b|\bdit\s+que\b|"
     r"\bsagt\b|\bbehauptet\b|\bговорит\b|\bутверждает\b|\bсчитает\b",
+    re.IGNORECASE,
+)
+_POSSESSED = re.compile(
+    r"\b(?:textbook|book|key|teacher|tutor|friend|classmate|grader|website|forum|reference|manual|author|student)"
+    r"s?'s?\s+(?:\w+\s+)?(?:answer|result|value|solution|claim)\b",
     re.IGNORECASE,
 )
 _CJK_ATTRIBUTED = re.compile(
@@ -201,7 +220,8 @@ _DISCLAIMER = re.compile(
     r"|\bscratch\s+that\b|\bignore\s+(?:that|this|the\s+above)\b"
     r"|^[\s$}*)\]]*(?:[,(—-]\s*)?(?:is|was|as|would\s+be|will\s+be)?\s*(?:my|a|an|just\s+a|only\s+a)\s+"
     r"(?:best\s+|educated\s+|rough\s+|wild\s+)?guess\b"
-    r"|\b(?:don'?t|do\s+not)\s+(?:quote|hold)\s+me\b"
+    r"|\b(?:don'?t|do\s+not)\s+(?:quote|hold)\s+me\b|\bplaceholder\b|\bdummy\s+(?:value|answer|number)\b"
+    r"|\bnot\s+(?:the|my)\s+(?:real|actual|true)\s+answer\b|\bmade[\s-]up\s+(?:value|answer|number)\b"
     r"|\bunless\s+I(?:'ve|\s+have)?\s+(?:made|make|messed|got|am|'m)\b|\bif\s+I\s+(?:didn'?t|did\s+not)\s+(?:make|mess)\b"
     r"|\bno\s+estoy\s+segur[oa]|\bsin\s+verificar|\bno\s+(?:lo\s+)?(?:he\s+)?verificad[oa]|\bpas\s+(?:s[ûu]r|certain)"
     r"|\bnon\s+v[ée]rifi[ée]|\bsans\s+v[ée]rifi|\bnicht\s+sicher|\bungepr[üu]ft|\bnicht\s+(?:[üu]ber)?pr[üu]ft"
@@ -215,7 +235,8 @@ _DISCLAIMER = re.compile(
 _DISCLAIMER_WORDS = (
     "check", "verif", "vérifi", "confirm", "test", "valid", "caution", "salt", "trust", "rely", "guarantee",
     "commit", "wrong", "mistaken", "incorrect", "off", "sur", "sûr", "certain", "confident", "right",
-    "scratch", "ignore", "guess", "quote", "hold", "unless", "make", "mess", "segur", "sicher", "prüf",
+    "scratch", "ignore", "guess", "quote", "hold", "unless", "placeholder", "dummy", "answer", "made",
+    "make", "mess", "segur", "sicher", "prüf",
     "pruf", "уверен", "провер", "sicur", "certeza", "验证", "驗證", "检查", "檢查", "保证", "保證", "確認",
     "検証",
 )  # fmt: skip
@@ -231,7 +252,7 @@ _NOT_WORD_TO_SPACE = bytes.maketrans(
     bytes(b for b in range(128) if not _WORD.fullmatch(chr(b))),
     b" " * sum(not _WORD.fullmatch(chr(b)) for b in range(128)),
 )
-_NOT_WORDS = frozenset({"not", "never", "isn", "wasn", "no", "nicht", "n", "ne", "non"})
+_NOT_WORDS = frozenset({"not", "never", "isn", "wasn", "no", "nicht", "n", "ne", "non", "can", "cannot", "couldn"})
 _DENIAL_WORDS = frozenset(
     {"case", "true", "correct", "right", "false", "untrue", "incorrect", "wrong", "mistake", "error", "falso"}
     | {"incorrecto", "cierto", "verdad", "faux", "vrai", "falsch", "wahr", "richtig", "vero", "verdade"}
@@ -242,7 +263,8 @@ _DENIAL_WORDS = frozenset(
 _HEDGE_WORDS = frozenset(
     {"might", "could", "may", "perhaps", "maybe", "possibly", "probably", "presumably", "vielleicht", "tal"}
     | {"forse", "talvez", "guess", "suppose", "sure", "certain", "confident", "unsure", "uncertain", "else"}
-    | {"know", "guessing", "podria", "podrian", "pourrait", "pourraient", "potrebbe", "potrebbero", "poderia"}
+    | {"know", "likely", "plausible", "reasonable", "guessing", "podria", "podrian", "pourrait", "pourraient"}
+    | {"potrebbe", "potrebbero", "poderia"}
     | {"poderiam", "koennte", "koennten"}
 )
 
@@ -258,7 +280,7 @@ _CONDITION_WORDS = frozenset(
 _ATTRIBUTION_WORDS = frozenset(
     {"claim", "claims", "claimed", "says", "said", "states", "stated", "writes", "wrote", "thinks", "believes"}
     | {"suggests", "insists", "argues", "reports", "asserts", "according", "dice", "dicen", "dit", "sagt"}
-    | {"behauptet"}
+    | {"behauptet", "s"}
 )
 
 
@@ -318,6 +340,9 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
     if words is None and _CJK_COUNTERFACTUAL.search(clause[: at - start]):
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
+    low = clause.lower() if words is not None else ""
+    if (words is None or any(h in low for h in _HYPOTHETICAL_HINTS)) and _HYPOTHETICAL.search(before):
+        return "counterfactual", f"{value[:60]!r} is worked out in a scenario the model made up"
     if _conditional(clause, words) and _NOT_GIVEN.search(text, at + len(value), at + len(value) + _DISCLAIMER_REACH):
         return "counterfactual", f"{value[:60]!r} is worked out under a condition the problem does not give"
     if (words is None or not words.isdisjoint(_ATTRIBUTION_WORDS)) and _attributed(before):
@@ -410,6 +435,8 @@ def _disclaimed(after: str) -> bool:
 
 def _attributed(before: str) -> bool:
     """The clause before the value reports someone else's claim (and not the model's own)."""
+    if "'" in before and (p := _last(_POSSESSED, before)) is not None and not _CONCLUSION.search(before[p.end() :]):
+        return True  # "the textbook's answer is 12"
     m = _last(_ATTRIBUTED, before)  # the last report
     if m is not None:
         subject = before[max(0, m.start() - 30) : m.end()]

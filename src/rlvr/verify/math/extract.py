@@ -232,6 +232,7 @@ def _main_clause(span: str) -> str:
     return head.strip() if _CLAUSE_WORD.match(rest) or _CJK_CLAUSE.match(rest) else span
 
 
+_COPULA = re.compile(r"\s*(?:です|でした|である|だ|になります|となります|となる|になる)$")
 _GOES_ON = re.compile(r"(\d\.\d+)\.\.\.")
 
 
@@ -267,7 +268,10 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
         return Candidate("answer_is", (math.strip(),))
     rest = _GOES_ON.sub("\\1…", rest)  # "0.333...": an ellipsis, not the sentence's end
     sentence = re.match(r"(.*?)(?:\.\s|\.$|[。！？；]|\n|$)", rest, re.DOTALL)
-    span = _unquote(_stray_backslashes((sentence.group(1) if sentence else rest).strip()))
+    span = _stray_backslashes((sentence.group(1) if sentence else rest).strip())
+    if span[-1:] in "すだるりま":  # Japanese copula after the value: "答えは十二です"
+        span = _COPULA.sub("", span)
+    span = _unquote(span)
     head, paren, aside = span.partition(" (")
     head = head.strip(" ,;:")
     # "12 cm (the side is 3 cm, ...)": an aside in words; "(-oo, 2) U (3, oo)" is the answer whole
@@ -460,6 +464,9 @@ def _spans_and_numbers(text: str) -> tuple[list[tuple[int, str]], list[tuple[int
     return spans, nums
 
 
+_ANGLE_WORDS = re.compile(
+    r"(?<![\d.])\d+(?:\.\d+)?\s*degrees?\s*(?:,\s*|and\s+)?\d+(?:\.\d+)?\s*(?:arc\s*)?minutes?\b", re.IGNORECASE
+)
 _CHANCE_HEAD = re.compile(r"(?<![\d.])(\d+)\s+(out\s+of|in)\s+$", re.IGNORECASE)
 _CHANCE_WORDS = re.compile(r"\b(?:probabilit|chance|odds|likel|risk)", re.IGNORECASE)
 # a tuple of numbers in plain text that the last number closes: "(3, 4)", "(-1, 2.5, 0)"
@@ -480,6 +487,8 @@ def _number_phrase(text: str, start: int, end: int) -> tuple[int, str] | None:
             covers = q.start() + window_start <= start and q.end() + window_start > end
             if covers and compound_quantity(q.group(0)) is not None:
                 return q.start() + window_start, q.group(0).strip()
+    if "egree" in window and (a := _ANGLE_WORDS.search(window)) is not None and a.end() + window_start >= end:
+        return a.start() + window_start, a.group(0)  # "30 degrees 15 minutes"
     before = text[window_start:start]
     if (c := _CHANCE_HEAD.search(before)) is not None:  # the chance may be named after it: "a 1 in 6 chance"
         sentence = before[: c.start()].rsplit(".", 1)[-1] + text[end : end + 30].split(".", 1)[0]
@@ -519,6 +528,11 @@ _MATHS_WORDS = {"sqrt", "oo", "inf", "infinity", "mod", "complex", "cis", "pi", 
 _MATHS_WORDS |= {"part", "ii", "iii", "iv"}  # the labels of a multi-part answer: "(ii) 12"
 
 
+# words after a number that judge it rather than measure it ("12 fails", "12 works", "12 maybe")
+_NEVER_UNITS = {"fails", "fail", "failed", "works", "worked", "holds", "wrong", "incorrect", "right", "correct"}
+_NEVER_UNITS |= {"valid", "invalid", "possible", "impossible", "maybe", "perhaps", "probably", "not", "no", "is"}
+
+
 _TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|mbox|textbf|textnormal|operatorname|begin|end)\s*\{[^{}]*\}")
 _COMMAND = re.compile(r"\\[a-zA-Z]+")
 
@@ -546,7 +560,7 @@ def is_bare_answer(text: str, *, gold: bool = False) -> bool:
     words = [w for w in words if w.lower() not in _MATHS_WORDS]
     # A word is allowed only as a unit after a number ("125 miles", "5 feet 2 inches"), not
     # "Therefore, x = 5".
-    units = re.findall(r"\d[\s$]*([a-zA-Z]{2,})", free)
+    units = [u for u in re.findall(r"\d[\s$]*([a-zA-Z]{2,})", free) if u.lower() not in _NEVER_UNITS]
     return len(words) == 0 or (len(words) <= 3 and all(w in units for w in words))
 
 

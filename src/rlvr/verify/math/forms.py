@@ -109,7 +109,10 @@ _PARENS = re.compile(r"(?<![\d.])(\d*)\.(\d*)\((\d+)\)(?![\d(])")
 # 0.\dot{1}4\dot{2}: dots over the first and last digits of the repeating block (one dot: one digit)
 _DOTS = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\dot\s*\{\s*(\d)\s*\}(?:(\d*)\\dot\s*\{\s*(\d)\s*\})?")
 # a decimal whose digits show a block repeating, then an ellipsis: 0.333..., 0.142857142857\ldots
-_ELLIPSIS = re.compile(r"(?<![\d.])(\d*)\.(\d+?)((\d+?)\4+)(?:\.\.\.|…|\\[lc]?dots\b)")
+_ELLIPSIS = re.compile(r"(?<![\d.])(\d*)\.(\d*?)((\d+?)\4+)(?:\.\.\.|…|\\[lc]?dots\b)")
+# the block marked by a combining overline on each digit (0.2̅, 0.1̅2̅) or in square brackets (0.1[6])
+_COMBINING = re.compile(r"(?<![\d.])(\d*)\.(\d*?)((?:\d\u0305)+)(?![\d\u0305])")
+_BRACKETS = re.compile(r"(?<![\d.])(\d*)\.(\d*)\[(\d+)\](?![\d\]])")
 
 
 def repeating(s: str) -> str:
@@ -121,8 +124,10 @@ def repeating(s: str) -> str:
     Examples:
         >>> repeating(r"0.\overline{3}"), repeating("0.8(3)"), repeating(r"0.\dot{1}4\dot{2}")
         ('\\frac{3}{9}', '\\frac{75}{90}', '\\frac{142}{999}')
-        >>> repeating("0.1666..."), repeating("3.14159...")
-        ('\\frac{15}{90}', '3.14159...')
+        >>> repeating("0.1666..."), repeating("3.14159..."), repeating("0.1212...")
+        ('\\frac{15}{90}', '3.14159...', '\\frac{12}{99}')
+        >>> repeating("0.2\u0305"), repeating("0.1[6]")
+        ('\\frac{2}{9}', '\\frac{15}{90}')
     """
     if "." not in s and "…" not in s:
         return s
@@ -135,6 +140,10 @@ def repeating(s: str) -> str:
             )
     if "(" in s:
         s = _PARENS.sub(lambda m: _fraction(m.group(1), m.group(2), m.group(3)), s)
+    if "\u0305" in s:
+        s = _COMBINING.sub(lambda m: _fraction(m.group(1), m.group(2), m.group(3).replace("\u0305", "")), s)
+    if "[" in s:
+        s = _BRACKETS.sub(lambda m: _fraction(m.group(1), m.group(2), m.group(3)), s)
     if "..." in s or "…" in s or "dots" in s:
         s = _ELLIPSIS.sub(_ellipsis, s)
     return s
@@ -184,16 +193,23 @@ _SEC = r"(?:''|″|\"|\^\s*\{?\s*\\prime\s*\\prime\s*\}?)"
 _DMS = re.compile(
     rf"(?<![\d.])(\d+(?:\.\d+)?)\s*{_DEG}\s*(\d+(?:\.\d+)?)\s*{_MIN}(?!')(?:\s*(\d+(?:\.\d+)?)\s*{_SEC})?"
 )
+# the same in words: "45 degrees 30 minutes", "45 degrees and 30 minutes"
+_DMS_WORDS = re.compile(
+    r"(?<![\d.])(\d+(?:\.\d+)?)\s*degrees?\s*(?:,\s*|and\s+)?(\d+(?:\.\d+)?)\s*(?:arc\s*)?minutes?\b"
+    r"(?:\s*(?:,\s*|and\s+)?(\d+(?:\.\d+)?)\s*(?:arc\s*)?seconds?\b)?",
+    re.IGNORECASE,
+)
 
 
 def degrees_minutes(s: str) -> str:
     r"""An angle in degrees, minutes (and seconds) as degrees: ``30^\circ 15'`` -> ``\frac{121}{4}^\circ``.
 
     Examples:
-        >>> degrees_minutes(r"30^\circ 30'"), degrees_minutes("12°0′36″")
-        ('\\frac{61}{2}^\\circ', '\\frac{1201}{100}^\\circ')
+        >>> degrees_minutes(r"30^\circ 30'"), degrees_minutes("12°0′36″"), degrees_minutes("30 degrees 30 minutes")
+        ('\\frac{61}{2}^\\circ', '\\frac{1201}{100}^\\circ', '\\frac{61}{2}^\\circ')
     """
-    if "'" not in s and "′" not in s and "prime" not in s:
+    words = "egree" in s and "inute" in s
+    if "'" not in s and "′" not in s and "prime" not in s and not words:
         return s
 
     def degrees(m: re.Match[str]) -> str:
@@ -201,7 +217,7 @@ def degrees_minutes(s: str) -> str:
         text = str(value.numerator) if value.denominator == 1 else f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
         return text + "^\\circ"
 
-    return _DMS.sub(degrees, s)
+    return _DMS_WORDS.sub(degrees, _DMS.sub(degrees, s)) if words else _DMS.sub(degrees, s)
 
 
 # --- numbers in a base ---------------------------------------------------------------------------
@@ -326,7 +342,7 @@ def ascii_math(s: str) -> str:
     return s
 
 
-_CIS = re.compile(r"^(.*?)\s*(?:\\text|\\operatorname|\\mathrm)?\s*\{?\s*cis\s*\}?\s*(\(.*\)|\{.*\}|\\[a-z]+.*)$")
+_CIS = re.compile(r"^(.*?)\s*(?:\\text|\\operatorname|\\mathrm)?\s*\{?\s*cis\s*\}?\s*(\(.*\)|\{.*\}|\\[a-z]+.*|\d.*)$")
 _PHASOR = re.compile(r"^(.+?)\s*\\angle\s*(.+)$")
 
 
@@ -341,6 +357,8 @@ def polar(s: str) -> str:
         r, theta = m.group(1).strip() or "1", m.group(2).strip()
         if theta[0] in "({":
             theta = theta[1:-1]
+        if deg := re.fullmatch(rf"\s*([-+]?\d+(?:\.\d+)?)\s*{_DEG}\s*", theta):  # "2 cis 60°"
+            theta = f"{deg.group(1)} \\pi / 180"
         return f"({r}) e^{{({theta}) i}}"
     if "\\angle" in s and (m := _PHASOR.match(s)):
         r, theta = m.group(1).strip(), m.group(2).strip()

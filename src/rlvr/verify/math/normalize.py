@@ -62,6 +62,8 @@ _UNICODE_MATH = {
     "≥": "\\ge ",
     "⩾": "\\ge ",
     "⩽": "\\le ",
+    "≧": "\\ge ",
+    "≦": "\\le ",
     "≠": "\\ne ",
     "≡": "\\equiv ",
     "π": "\\pi ",
@@ -83,6 +85,12 @@ _DOUBLE_ESCAPED = re.compile(r"(?<!\\)\\\\(?=[a-zA-Z])")
 _DELIMS = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$")
 _SPACING = re.compile(r"(?<!\\)\\[,;:! ]|\\q?quad|~|\\(?:display|text|script)style\b|\\hspace\{[^}]*\}")
 _LEFT_RIGHT = re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![a-zA-Z])\s*\.?")
+# a font size or a display style changes how the value looks, never what it is: \tiny 12, \displaystyle
+_SIZES = re.compile(
+    r"\\(?:tiny|scriptsize|footnotesize|small|normalsize|large|Large|LARGE|huge|Huge|displaystyle|textstyle)(?![a-zA-Z])\s*"
+)
+# Python's digit separators: 10_000 (a base subscript is one or two digits: 101_2, FF_{16})
+_UNDERSCORE_GROUPS = re.compile(r"(?<![\w.])(\d{1,3})((?:_\d{3})+)(?![\w.])")
 _FRAC_VARIANTS = re.compile(r"\\[dtc]frac\b")
 _DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ\b|\\circ\b|\\degree\b|\bdegrees?\b")
 _TRIG_DEGREES = re.compile(
@@ -100,7 +108,7 @@ _THOUSANDS_PLAIN = re.compile(
 _SPACED_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _DOLLAR_WORD = re.compile(r"\\\$")
 # a unit's letters, with powers inside the braces: "m/s^2", "m s^{-1}", "kg m^{2}"
-_UNIT_BODY = r"(?:[a-zA-Z/ .]|\^\s*(?:-?\d|\{\s*-?\d\s*\}))*"
+_UNIT_BODY = r"(?:[a-zA-Z/ .]|\\cdot\s*|\\[,;!]\s*|\^\s*(?:-?\d|\{\s*-?\d\s*\}))*"
 # Trailing units after a quantity: "35 cm", "125 miles", "15 cm^2", "50 km/h", "7 \mathrm{m}^2",
 # "50 \text{ km/h}" (one letter is a unit only inside \text/\mathrm: "7 m" may be a product).
 _TRAILING_UNITS = re.compile(
@@ -179,6 +187,10 @@ def _canonical(s: str) -> str:
     s = unicode_to_latex(s)
     s = _DELIMS.sub(" ", s.replace("\\$", " "))
     s = _LEFT_RIGHT.sub("", s)
+    if "style" in s or "size" in s or "tiny" in s or "small" in s or "arge" in s or "uge" in s:
+        s = _SIZES.sub("", s)
+    if "_" in s:
+        s = _UNDERSCORE_GROUPS.sub(lambda m: m.group(1) + m.group(2).replace("_", ""), s)
     s = _FRAC_VARIANTS.sub(r"\\frac", s)
     s = forms.rewrite(s)  # written forms: siunitx, repeating decimals, bases, vectors... (forms.py)
     s = _CHOOSE.sub(r"\\binom{\1}{\2}", s) if "choose" in s else s

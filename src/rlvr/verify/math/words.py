@@ -202,13 +202,17 @@ def parse_cjk_number(text: str) -> Fraction | None:
     Examples:
         >>> parse_cjk_number("一百零五"), parse_cjk_number("负三分之二"), parse_cjk_number("三点一四")
         (Fraction(105, 1), Fraction(-2, 3), Fraction(157, 50))
-        >>> parse_cjk_number("四十二个") is None
-        True
+        >>> parse_cjk_number("四十二个") is None, parse_cjk_number("三又二分之一")
+        (True, Fraction(7, 2))
     """
     t = text.strip().rstrip("。.")
     sign = 1
     if t[:1] in ("负", "負", "-"):
         sign, t = -1, t[1:]
+    if "又" in t and ("分之" in t or "分の" in t):  # "三又二分之一": a whole and a fraction, 3 1/2
+        whole, _, part = t.partition("又")
+        w, f = _cjk_whole(whole), parse_cjk_number(part)
+        return sign * (w + f) if w is not None and f is not None and f >= 0 else None
     for mark in ("分之", "分の"):  # "三分之一": one of three parts, the denominator first
         if mark in t:
             den, _, num = t.partition(mark)
