@@ -300,6 +300,18 @@ _RELATION_SPELLING = {"geqq": r"\ge", "leqq": r"\le", "geqslant": r"\ge", "leqsl
 _RELATION_VARIANTS = re.compile(r"\\(geqq|leqq|geqslant|leqslant|ngeq|nleq|gtreqless|eqslantgtr)(?![a-zA-Z])")
 
 
+#: (a substring the rewrite needs, its pattern, the LaTeX it writes), in order
+_ASCII_REWRITES = (
+    ("oo", _OO, r"\\infty"),
+    ("inf", _INF, r"\\infty"),
+    ("U", _U, r" \\cup "),
+    ("sqrt", _SQRT_CALL, r"\\sqrt{\1}"),
+    ("sqrt", _SQRT_BARE, r"\\sqrt{\1}"),
+    ("pi", _PLAIN_PI, r"\\pi "),
+    ("(", _PLAIN_FUNCTION, r"\\\1"),
+)
+
+
 def ascii_math(s: str) -> str:
     r"""Maths as keyboards and programs print it, in the LaTeX the parser reads.
 
@@ -313,20 +325,11 @@ def ascii_math(s: str) -> str:
     """
     if "+" in s and ("+/" in s or "+-" in s or "+ /" in s):
         s = _PLUS_MINUS.sub(r"\\pm", s)
-    if "oo" in s:
-        s = _OO.sub(r"\\infty", s)
-    if "inf" in s:
-        s = _INF.sub(r"\\infty", s)
-    if "U" in s:
-        s = _U.sub(r" \\cup ", s)
-    if "sqrt" in s:
-        s = _SQRT_BARE.sub(r"\\sqrt{\1}", _SQRT_CALL.sub(r"\\sqrt{\1}", s))
-    if "pi" in s:
-        s = _PLAIN_PI.sub(r"\\pi ", s)
-    if "(" in s:
-        s = _PLAIN_FUNCTION.sub(r"\\\1", s)
-        if "^" in s:
-            s = _POWER_PAREN.sub(r"^{\1}", s)
+    for marker, pattern, spelled in _ASCII_REWRITES:  # each guarded by a substring: most spans hold none
+        if marker in s:
+            s = pattern.sub(spelled, s)
+    if "(" in s and "^" in s:
+        s = _POWER_PAREN.sub(r"^{\1}", s)
     if "∠" in s:  # a phasor as text: 5∠60°
         s = s.replace("∠", "\\angle ")
     if "complex" in s:
