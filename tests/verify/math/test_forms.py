@@ -104,6 +104,8 @@ REPEATING = [
 ]
 
 INTERVALS_AND_SETS = [
+    (r"\mathbb{R}", "Each real number is a solution.", True),
+    (r"\emptyset", "Each real number is a solution.", False),
     ("(2, 5]", r"\boxed{]2, 5]}", True),
     ("[2, 5)", r"\boxed{[2; 5[}", True),
     ("[2, 5)", r"\boxed{]2; 5[}", False),

@@ -21,6 +21,7 @@ _NO_SOLUTION = (
 _ALL_REALS = (
     r"(?:all|any|every)\s+real\s+(?:numbers?|values?|x)|all\s+reals|(?:the\s+)?(?:set\s+of\s+)?real\s+numbers"
     r"|all\s+x|every\s+x|infinitely\s+many\s+solutions|(?:all\s+)?x\s+in\s+\\mathbb\s*\{?\s*R\s*\}?"
+    r"|(?:every|each|any)\s+real\s+number\s+(?:is\s+a\s+solution|works|satisfies\s+(?:it|the\s+(?:equation|inequality)))"
 )
 _DNE = r"does\s*n[o']t\s+exist|dne|undefined|no\s+limit|not\s+defined|doesnt\s+exist"
 
