@@ -68,7 +68,7 @@ from rlvr.integrations.trl.constrained import (
     stack_bits,
     vllm_structured_output,
 )
-from rlvr.integrations.trl.conversations import conversation_rollout, converse
+from rlvr.integrations.trl.conversations import ConversationRollout, conversation_rollout, converse
 from rlvr.integrations.trl.rows import GatheredRow, Processes, TRLRows, padded
 from rlvr.integrations.trl.runfolder import STATE_FILE, RunFolder
 from rlvr.integrations.trl.sampler import QuarantineRepeatSampler
@@ -152,6 +152,8 @@ class FailureAwareGRPOTrainer(GRPOTrainer):
     # set before TRL's __init__ can call an overridden method (its rollout_func dispatch, say)
     _gen: _Generation | None = None
     _pending_bits: torch.Tensor | None = None
+    # (a trainer built without __init__, as TRL's own dispatch tests build one, has none)
+    conversation: ConversationRollout | None = None
 
     def __init__(
         self,
