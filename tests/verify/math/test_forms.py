@@ -275,6 +275,7 @@ BASES = [
 DEGREES_MINUTES = [
     ("30.25", "The angle is 30 degrees 15 minutes.", True),
     ("30.25", "The angle is 30 degrees and 20 minutes.", False),
+    ("30.26", "The angle is 30 degrees 15 minutes 36 seconds.", True),  # seconds too, as the normaliser reads
     ("45.75", r"\boxed{45^\circ 45'}", True),
     (r"45.75^\circ", "45°45′", True),
     ("45.75", r"\boxed{45^\circ 46'}", False),

@@ -102,7 +102,7 @@ _NOT_AFTER = re.compile(
     r"неверн\w*|неправильн\w*|"
     r"(?:(?:is|are|was|has\s+been|can\s+be|must\s+be|gets?|been)\s+)?(?:ruled\s+out|excluded|eliminated|discarded|"
     r"rejected|impossible)|queda\s+descartad[oa]|est\s+exclue?|ist\s+ausgeschlossen"
-    r"|fails|does\s*n[o']t\s+(?:work|hold|satisfy|fit)|does\s+not\s+(?:work|hold|satisfy|fit)"
+    r"|fails|does\s*n[o']t\s+(?:work|hold|satisfy|fit)"
     r"|is\s+not\s+a\s+solution|isn't\s+a\s+solution)\b",
     re.IGNORECASE,
 )
@@ -236,9 +236,8 @@ _DISCLAIMER_WORDS = (
     "check", "verif", "vérifi", "confirm", "test", "valid", "caution", "salt", "trust", "rely", "guarantee",
     "commit", "wrong", "mistaken", "incorrect", "off", "sur", "sûr", "certain", "confident", "right",
     "scratch", "ignore", "guess", "quote", "hold", "unless", "placeholder", "dummy", "answer", "made",
-    "make", "mess", "segur", "sicher", "prüf",
-    "pruf", "уверен", "провер", "sicur", "certeza", "验证", "驗證", "检查", "檢查", "保证", "保證", "確認",
-    "検証",
+    "make", "mess", "segur", "sicher", "prüf", "pruf", "уверен", "провер", "sicur", "certeza",
+    "验证", "驗證", "检查", "檢查", "保证", "保證", "確認", "検証",
 )  # fmt: skip
 _DISCLAIMER_REACH = 200  # characters after the value a disclaimer of it is looked for in
 _REPEATS = 8  # the value this many times in its own answer block: a flood, not an answer
@@ -264,8 +263,7 @@ _HEDGE_WORDS = frozenset(
     {"might", "could", "may", "perhaps", "maybe", "possibly", "probably", "presumably", "vielleicht", "tal"}
     | {"forse", "talvez", "guess", "suppose", "sure", "certain", "confident", "unsure", "uncertain", "else"}
     | {"know", "likely", "plausible", "reasonable", "guessing", "podria", "podrian", "pourrait", "pourraient"}
-    | {"potrebbe", "potrebbero", "poderia"}
-    | {"poderiam", "koennte", "koennten"}
+    | {"potrebbe", "potrebbero", "poderia", "poderiam", "koennte", "koennten"}
 )
 
 

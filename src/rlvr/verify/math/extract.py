@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from rlvr.verify.math.forms import DMS_WORDS
 from rlvr.verify.math.quantities import COMPOUND, compound_quantity
 from rlvr.verify.math.text_answers import PHRASE, is_text_answer
 from rlvr.verify.math.words import parse_number_words
@@ -464,9 +465,6 @@ def _spans_and_numbers(text: str) -> tuple[list[tuple[int, str]], list[tuple[int
     return spans, nums
 
 
-_ANGLE_WORDS = re.compile(
-    r"(?<![\d.])\d+(?:\.\d+)?\s*degrees?\s*(?:,\s*|and\s+)?\d+(?:\.\d+)?\s*(?:arc\s*)?minutes?\b", re.IGNORECASE
-)
 _CHANCE_HEAD = re.compile(r"(?<![\d.])(\d+)\s+(out\s+of|in)\s+$", re.IGNORECASE)
 _CHANCE_WORDS = re.compile(r"\b(?:probabilit|chance|odds|likel|risk)", re.IGNORECASE)
 # a tuple of numbers in plain text that the last number closes: "(3, 4)", "(-1, 2.5, 0)"
@@ -487,7 +485,7 @@ def _number_phrase(text: str, start: int, end: int) -> tuple[int, str] | None:
             covers = q.start() + window_start <= start and q.end() + window_start > end
             if covers and compound_quantity(q.group(0)) is not None:
                 return q.start() + window_start, q.group(0).strip()
-    if "egree" in window and (a := _ANGLE_WORDS.search(window)) is not None and a.end() + window_start >= end:
+    if "egree" in window and (a := DMS_WORDS.search(window)) is not None and a.end() + window_start >= end:
         return a.start() + window_start, a.group(0)  # "30 degrees 15 minutes"
     before = text[window_start:start]
     if (c := _CHANCE_HEAD.search(before)) is not None:  # the chance may be named after it: "a 1 in 6 chance"
@@ -582,10 +580,11 @@ _CLOSING_ASIDE = re.compile(r"(\d[^\d()]{0,40}?)\s*\(([^()\n]{3,200})\)[\s.!]*$"
 
 
 def _without_closing_aside(text: str) -> str:
-    m = _CLOSING_ASIDE.search(text[-300:])
+    tail_at = max(0, len(text) - 300)
+    m = _CLOSING_ASIDE.search(text, tail_at)
     if m is None or is_bare_answer(m.group(2)):  # "(3, 4)", "(in cm)": the answer's own
         return text
-    return text[: len(text) - len(text[-300:]) + m.start(1) + len(m.group(1))]
+    return text[: m.end(1)]
 
 
 def before_check(text: str) -> str:

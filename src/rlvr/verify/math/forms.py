@@ -193,8 +193,8 @@ _SEC = r"(?:''|″|\"|\^\s*\{?\s*\\prime\s*\\prime\s*\}?)"
 _DMS = re.compile(
     rf"(?<![\d.])(\d+(?:\.\d+)?)\s*{_DEG}\s*(\d+(?:\.\d+)?)\s*{_MIN}(?!')(?:\s*(\d+(?:\.\d+)?)\s*{_SEC})?"
 )
-# the same in words: "45 degrees 30 minutes", "45 degrees and 30 minutes"
-_DMS_WORDS = re.compile(
+#: the same in words: "45 degrees 30 minutes", "45 degrees and 30 minutes" (the extractor's too)
+DMS_WORDS = re.compile(
     r"(?<![\d.])(\d+(?:\.\d+)?)\s*degrees?\s*(?:,\s*|and\s+)?(\d+(?:\.\d+)?)\s*(?:arc\s*)?minutes?\b"
     r"(?:\s*(?:,\s*|and\s+)?(\d+(?:\.\d+)?)\s*(?:arc\s*)?seconds?\b)?",
     re.IGNORECASE,
@@ -217,7 +217,7 @@ def degrees_minutes(s: str) -> str:
         text = str(value.numerator) if value.denominator == 1 else f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
         return text + "^\\circ"
 
-    return _DMS_WORDS.sub(degrees, _DMS.sub(degrees, s)) if words else _DMS.sub(degrees, s)
+    return DMS_WORDS.sub(degrees, _DMS.sub(degrees, s)) if words else _DMS.sub(degrees, s)
 
 
 # --- numbers in a base ---------------------------------------------------------------------------
@@ -347,6 +347,14 @@ def ascii_math(s: str) -> str:
 
 _CIS = re.compile(r"^(.*?)\s*(?:\\text|\\operatorname|\\mathrm)?\s*\{?\s*cis\s*\}?\s*(\(.*\)|\{.*\}|\\[a-z]+.*|\d.*)$")
 _PHASOR = re.compile(r"^(.+?)\s*\\angle\s*(.+)$")
+_IN_DEGREES = re.compile(rf"\s*([-+]?\d+(?:\.\d+)?)\s*{_DEG}\s*")
+
+
+def _exponential(r: str, theta: str) -> str:
+    r"""``r e^{i theta}``, an angle written in degrees taken to radians ("60°", ``60^\circ``)."""
+    deg = _IN_DEGREES.fullmatch(theta)
+    theta = f"{deg.group(1)} \\pi / 180" if deg else theta
+    return f"({r}) e^{{({theta}) i}}"
 
 
 def polar(s: str) -> str:
@@ -358,16 +366,9 @@ def polar(s: str) -> str:
     """
     if "cis" in s and (m := _CIS.match(s)) and m.group(2):
         r, theta = m.group(1).strip() or "1", m.group(2).strip()
-        if theta[0] in "({":
-            theta = theta[1:-1]
-        if deg := re.fullmatch(rf"\s*([-+]?\d+(?:\.\d+)?)\s*{_DEG}\s*", theta):  # "2 cis 60°"
-            theta = f"{deg.group(1)} \\pi / 180"
-        return f"({r}) e^{{({theta}) i}}"
+        return _exponential(r, theta[1:-1] if theta[0] in "({" else theta)
     if "\\angle" in s and (m := _PHASOR.match(s)):
-        r, theta = m.group(1).strip(), m.group(2).strip()
-        deg = re.fullmatch(rf"([-+]?\d+(?:\.\d+)?)\s*{_DEG}", theta)
-        theta = f"{deg.group(1)} \\pi / 180" if deg else theta
-        return f"({r}) e^{{({theta}) i}}"
+        return _exponential(m.group(1).strip(), m.group(2).strip())
     return s
 
 
