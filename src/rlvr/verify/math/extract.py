@@ -237,14 +237,14 @@ _COPULA = re.compile(r"\s*(?:です|でした|である|だ|になります|と�
 _GOES_ON = re.compile(r"(\d\.\d+)\.\.\.")
 
 
+_STRAY_LEADING = re.compile(r"^(?:\\(?![a-zA-Z{}|,;!])\s*)+")
+
+
 def _stray_backslashes(span: str) -> str:
     """``span`` without a backslash that ends it (a LaTeX line break, ``12\\\\``) or that starts it
     and begins no command (an escaped quotation, ``\\"12\\"``): ``\\langle 1, 2 \\rangle`` and
     ``\\frac{x^3}{3} + C``, LaTeX written without math delimiters, keep theirs."""
-    span = span.rstrip("\\").strip()
-    while span[:1] == "\\" and not re.match(r"\\[a-zA-Z{}|,;!]", span):
-        span = span[1:].strip()
-    return span
+    return _STRAY_LEADING.sub("", span.rstrip("\\").strip())
 
 
 def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
