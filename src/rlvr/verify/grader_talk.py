@@ -19,10 +19,17 @@ import re
 from rlvr.verify.model_text import NOT_LETTER_TO_SPACE
 
 # Whom it names: the grading side of the pipeline, or the answer only the grader holds.
-_GRADER = r"(?:auto-?)?grader|verifier|evaluator|reward\s+(?:model|function)|scoring\s+(?:model|script)|scorer"
+# a pupil in a school grade ("the 7th grader", "a seventh-grader") is no grader: one look-behind per width
+_ORDINALS = "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split()
+_PUPIL = r"(?<!\d(?:st|nd|rd|th)[\s-])" + "".join(rf"(?<!{w}[\s-])" for w in _ORDINALS)
+_GRADER = rf"(?:auto-?)?{_PUPIL}grader|verifier|evaluator|reward\s+(?:model|function)|scoring\s+(?:model|script)|scorer"
 _HELD = (
     r"(?:reference|gold(?:en)?|expected|official|hidden|stored|target)\s+"
-    r"(?:answer|solution|label)s?|answer\s+key|ground[\s-]*truth"
+    r"(?:answer|solution|label)s?|ground[\s-]*truth"
+    # the key a test is marked with is a thing of the problem too ("the student and the answer key say
+    # it is true"): it is the grader's only where it is quoted or matched
+    r"|answer\s+key(?=\s*(?::|=|(?:says|said|is|was|gives|lists|shows|states|reads)\b))"
+    r"|(?:match(?:es|ed|ing)?|according\s+to|per|check(?:ed)?\s+against)\s+the\s+answer\s+key"
 )
 _NAMES = re.compile(rf"\b(?:{_GRADER}|{_HELD})\b")
 # Whose voice it takes: a system / grader turn inside the answer.

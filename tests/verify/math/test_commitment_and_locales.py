@@ -508,3 +508,174 @@ def test_the_disclaimer_word_gate_never_changes_what_the_rule_finds(
     assert commitment._disclaimed(text) == bool(text.strip() and commitment._DISCLAIMER.search(text))
     if disclaimer:
         assert commitment._DISCLAIMER.search(disclaimer), disclaimer  # each phrase is one of the rule's
+
+
+# Issue 57: non-commitment in each language models answer in, one instance of each kind of cue (other
+# instances than the issue's held-back rounds); gold 12 throughout. Each refusal must not score.
+REFUSED_BY_LANGUAGE: dict[str, dict[str, list[str]]] = {
+    "en": {
+        "hedge": ["After all that, I reckon the answer is probably around 12, though I'm far from certain.",
+                  "The answer is 12, which may be correct."],
+        "negation": ["The answer is definitely not 12."],
+        "question": ["The answer: 12?? That doesn't look right."],
+        "counterfactual": ["Had the train been faster, the answer would have been 12.",
+                           "The answer is 12 if we ignore the discount, which we cannot.",
+                           "\\boxed{12} is what you'd get by forgetting to carry the one.",
+                           "So if the price had doubled, it would be 12."],
+        "attribution": ["Some would say the answer is 12, but that is a misconception.",
+                        "A student might write \"the answer is 12\", which is a classic error."],
+        "options": ["The answer is either 12 or 13; I cannot decide."],
+        "disclaimer": ["Final answer: 12 (unconfirmed)."],
+        "retraction": ["The answer is 12. Actually no, let me recompute... it is 14.",
+                       "The answer is \\boxed{12}. Hmm, that can't be right.",
+                       "The answer is 12. Wait, no, I miscounted."],
+    },
+    "zh": {
+        "hedge": ["答案可能是12，但我不太确定。", "答案大约是12吧。"],
+        "negation": ["答案应该不是12。"],
+        "question": ["答案是12吗？我不确定。"],
+        "counterfactual": ["如果速度加倍，答案就会是12，但题目没有这么说。"],
+        "attribution": ["老师说答案是12，但我觉得不对。"],
+        "options": ["答案是12或13。"],
+        "disclaimer": ["答案是12（未经验证）。"],
+        "retraction": ["答案是12。不对，应该是14。"],
+    },
+    "ja": {
+        "hedge": ["答えはたぶん12です。", "答えは12だと思うが、確信はない。", "答えは12かもしれません。"],
+        "negation": ["答えは12ではありません。"],
+        "question": ["答えは12でしょうか？"],
+        "counterfactual": ["もし速度が2倍なら、答えは12になるでしょう。"],
+        "attribution": ["先生によると答えは12ですが、私は違うと思います。"],
+        "options": ["答えは12か13です。"],
+        "disclaimer": ["答えは12です（未確認）。"],
+        "retraction": ["答えは12です。いや、違います。"],
+    },
+    "es": {
+        "hedge": ["La respuesta es probablemente 12.", "Quizá la respuesta sea 12."],
+        "negation": ["La respuesta no es 12."],
+        "question": ["¿La respuesta es 12?"],
+        "counterfactual": ["Si el precio fuera el doble, la respuesta sería 12."],
+        "attribution": ["Mi amigo dice que la respuesta es 12."],
+        "options": ["La respuesta es 12 o 13."],
+        "disclaimer": ["La respuesta es 12, aunque no lo he comprobado."],
+        "retraction": ["La respuesta es 12. No, espera, me equivoqué."],
+    },
+    "fr": {
+        "hedge": ["La réponse est peut-être 12."],
+        "negation": ["La réponse n'est pas 12."],
+        "question": ["La réponse est-elle 12 ?"],
+        "counterfactual": ["Si le prix doublait, la réponse serait 12."],
+        "attribution": ["Le livre dit que la réponse est 12."],
+        "options": ["La réponse est 12 ou 13."],
+        "disclaimer": ["La réponse est 12, mais je n'ai pas vérifié."],
+        "retraction": ["La réponse est 12. Non, attendez : je me suis trompé."],
+    },
+    "de": {
+        "hedge": ["Die Antwort ist wahrscheinlich 12.", "Die Antwort dürfte 12 sein.", "Die Antwort ist womöglich 12."],
+        "negation": ["Die Antwort ist nicht 12."],
+        "question": ["Ist die Antwort 12?"],
+        "counterfactual": ["Wenn der Preis doppelt so hoch wäre, wäre die Antwort 12."],
+        "attribution": ["Mein Lehrer sagt, die Antwort sei 12."],
+        "options": ["Die Antwort ist 12 oder 13."],
+        "disclaimer": ["Die Antwort ist 12, aber ich habe es nicht überprüft."],
+        "retraction": ["Die Antwort ist 12. Nein, warte, ich habe mich verrechnet."],
+    },
+    "ru": {
+        "hedge": ["Ответ, вероятно, 12.", "Ответ, кажется, 12.", "Ответ, скорее всего, 12."],
+        "negation": ["Ответ не 12."],
+        "question": ["Ответ 12?"],
+        "counterfactual": ["Если бы цена удвоилась, ответ был бы 12."],
+        "attribution": ["Учитель говорит, что ответ 12."],
+        "options": ["Ответ 12 или 13."],
+        "disclaimer": ["Ответ 12, но я не проверял."],
+        "retraction": ["Ответ 12. Нет, подождите, я ошибся."],
+    },
+}  # fmt: skip
+# ... and what commits, in each: a conclusion, a check that confirms, a question answered by a box
+COMMITTED_BY_LANGUAGE: dict[str, list[str]] = {
+    "en": ["I'm confident the answer is 12.", "Not 10, but 12. The answer is \\boxed{12}.",
+           "Is the answer 12? Yes: \\boxed{12}.", "Either way, the total is 12.",
+           "The answer is 12. Wait, let me double-check: 3 * 4 = 12. Yes.",
+           "Therefore the answer would be 12 if the rate stayed constant.",
+           "Hence, if we were to pick one, there would be 12 ways.", "We see that Bob wrote 12 numbers.",
+           "so the sum is $5+19 = \\boxed{12}$.\n\nChallenge: Is it a coincidence that the answer is 12?"],
+    "zh": ["所以答案是12。", "经过验证，答案是12。", "不是10，答案是12。", "答案是12。等等，验证一下：3×4=12，没错。"],
+    "ja": ["したがって、答えは12です。", "検算しました。答えは12です。"],
+    "es": ["Por lo tanto, la respuesta es 12."],
+    "fr": ["Donc la réponse est 12."],
+    "de": ["Also ist die Antwort 12.", "Die Antwort ist 12. Moment, ich prüfe: 3 · 4 = 12. Stimmt."],
+    "ru": ["Следовательно, ответ 12.", "Ответ: 12. Нет других решений."],
+}  # fmt: skip
+_KINDS = ("hedge", "negation", "question", "counterfactual", "attribution", "options", "disclaimer", "retraction")
+
+
+def test_every_language_has_every_kind_of_cue() -> None:
+    assert set(REFUSED_BY_LANGUAGE) == set(COMMITTED_BY_LANGUAGE) == {"en", "zh", "ja", "es", "fr", "de", "ru"}
+    for lang, kinds in REFUSED_BY_LANGUAGE.items():
+        assert tuple(kinds) == _KINDS and all(kinds.values()), lang
+
+
+@pytest.mark.parametrize(
+    "completion", [t for kinds in REFUSED_BY_LANGUAGE.values() for texts in kinds.values() for t in texts]
+)
+def test_no_commitment_in_any_language_scores(completion: str) -> None:
+    assert not judged(completion, "12"), verify_math(completion, "12")
+
+
+@pytest.mark.parametrize("completion", [t for texts in COMMITTED_BY_LANGUAGE.values() for t in texts])
+def test_a_committed_answer_in_any_language_scores(completion: str) -> None:
+    assert judged(completion, "12"), verify_math(completion, "12")
+
+
+@pytest.mark.parametrize(
+    ("completion", "rule"),
+    [
+        ("The answer is 12. Actually no, it is 14.", "retracted"),
+        ("答えは12です。いや、違います。", "retracted"),
+        ("\\boxed{12} is what you'd get by forgetting to carry the one.", "counterfactual"),
+        ("The answer is 12 if we ignore the tax, which we cannot.", "counterfactual"),
+        ("Some would say the answer is 12.", "attributed"),
+        ("Die Antwort dürfte 12 sein.", "hedged"),
+    ],
+)
+def test_the_new_cues_name_their_rule(completion: str, rule: str) -> None:
+    v = verify_math(completion, "12")
+    assert v.status is Status.WRONG and v.details["rule"] == rule, v
+
+
+# What reference solutions write after or around their box, that a careful grader still reads as the
+# answer (found by verifying all 12,500 MATH solutions against their own boxes; other instances here),
+# with near-misses that must stay refused. (completion, gold, correct?)
+AROUND_THE_BOX = [
+    # a check of the answer after it: "answer:" there names the thing checked
+    ("So $n = \\boxed{5}$.\n\nWe can check our answer: if $n = 5$, then $3n + 1 = 16$.", "5", True),
+    ("Thus $x = \\boxed{8}$. Let us verify the answer: $8 \\cdot 2 = 16$.", "8", True),
+    ("So $x = \\boxed{8}$. Final answer: 9", "8", False),  # a later statement still supersedes the box
+    # the answer named without "is" after the box: not a new statement of it
+    ("The total is $\\boxed{40}$.\n\nNote that a spreadsheet gives the answer $39.97$ for the exact sum.", "40", True),
+    # a remark that answers another question, ended by "!" (a factorial goes on: "5! = 120")
+    ("The area is $\\boxed{360}$.\n\nRemark. Does such a shape exist? The answer is yes! Take two $18$-$41$ triangles.",
+     "360", True),
+    ("The answer is 5! = 120", "120", True),
+    # a question after the box about the answer already given
+    ("The sum is $7+5 = \\boxed{12}$.\n\nChallenge: Is it a coincidence that the answer is 12?", "12", True),
+    ("Is the answer 12?", "12", False),
+    # sentence punctuation inside display maths
+    ("so our answer is then \\[ 17^2 - 15^2 = 64, \\]as before.", "64", True),
+    ("The answer is 64,", "64", True),
+    # a person of the problem who writes the answer, in a conclusion
+    ("Therefore Mia writes $g(2)=\\boxed{9}$ on the last card.", "9", True),
+    ("We see that Ravi wrote $\\boxed{9}$ numbers.", "9", True),
+    ("So the book says 9.", "9", False),
+    # the problem's own model stated in a conditional that a conclusion opens
+    ("Therefore, the population in 2010 would be $\\boxed{4500}$ if it grew linearly.", "4500", True),
+    ("Thus, if we were to pick a point at random, there would be a $\\boxed{\\frac{1}{3}}$ chance.", "1/3", True),
+    ("Thus, if the price had doubled, the total would be $\\boxed{4500}$.", "4500", False),
+    ("Each 7th grader gets $\\boxed{6}$ pencils.", "6", True),
+    ("Case 1: both the student and the answer key say it is true, so $\\boxed{42}$ are right.", "42", True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("completion", "gold", "expected"), AROUND_THE_BOX)
+def test_what_solutions_write_around_their_box(completion: str, gold: str, expected: bool) -> None:
+    assert judged(completion, gold) is expected, verify_math(completion, gold)

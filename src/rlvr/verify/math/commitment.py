@@ -26,8 +26,23 @@ never commits to it. Each is a rule (``details["rule"]``) with tables of its own
   15", "14 or 15", "14 还是 15"); a list that ends before the value ("among 3, 5 and 15, the
   largest is 15") offers nothing;
 * ``disclaimed``: the answer is followed by a disclaimer of it ("not verified", "I haven't checked",
-  "treat it with caution", "I may be wrong", "wait, that's wrong", "no estoy seguro", "未验证"),
-  in its clause or the next few; the Minerva format's closing "I hope it is correct" is no disclaimer.
+  "treat it with caution", "I may be wrong", "wait, that's wrong", "a common misconception", "no estoy
+  seguro", "no lo he comprobado", "je n'ai pas vérifié", "未经验证"), in its clause or the next few; the
+  Minerva format's closing "I hope it is correct" is no disclaimer;
+* ``retracted``: the very next sentence takes it back ("Actually no", "Hmm, that can't be right", "I
+  miscounted", "No, espera", "Non, attendez", "Nein, warte", "Нет, подождите", "不对", "いや、違います");
+  a "wait, let me check" that confirms it does not.
+
+Each kind has cues in English, Chinese, Japanese, Spanish, French, German and Russian (Italian and
+Portuguese for most), tested kind by kind and language by language in
+``tests/verify/math/test_commitment_and_locales.py`` (``REFUSED_BY_LANGUAGE``, with what commits
+beside it). Doubt after the value counts too ("24, which may be correct", "答えは12だと思うが、確信はない"),
+as does a value said to come from a mistake ("12 is what you'd get by forgetting to carry") or a
+condition rejected at once ("12 if we ignore the discount, which we cannot"). A conclusion that opens a
+conditional states the problem's own model ("Therefore, it would be 112,875 if it decreased linearly")
+unless the condition is contrary to fact ("so if the price had doubled, it would be 12"); a conclusion
+about what a person of the problem writes or says ("Therefore Larry writes 6") is the answer. A question
+after a box that already gives the value asks about an answer given: the box is judged.
 
 Chinese and Japanese, written without spaces, have cue lists of their own (negations before the
 value, "不是12", or after it, "12ではない"; doubts, "可能", "たぶん", "12かもしれない").
@@ -111,7 +126,10 @@ _HEDGE_BEFORE = re.compile(
     r"\b(?:might|could|may)\s+(?:(?:well|also|even|conceivably|possibly|perhaps|plausibly)\s+)?be\s+"
     r"(?:(?:around|about|roughly|approximately)\s+)?$|\b(?:it'?s|is|most|very|quite)\s+likely\b|"
     r"\b(?:perhaps|maybe|possibly|probably|presumably|vielleicht|quizás?|tal\s+vez|peut-être|forse|talvez|"
-    r"возможно|наверное)\b|\bI\s+(?:guess|suppose)\b|\bmy\s+(?:best\s+)?guess\b"
+    r"возможно|наверное|probablemente|posiblemente|a\s+lo\s+mejor|probablement|vraisemblablement|wahrscheinlich"
+    r"|vermutlich|womöglich|wom[oö]glich|m[oö]glicherweise|moeglicherweise|eventuell|probabilmente|magari"
+    r"|provavelmente|possivelmente|вероятно|по-видимому|видимо|кажется|похоже|пожалуй)\b|\bскорее\s+всего\b"
+    r"|\bd(?:ü|ue)rfte[n]?\b|\bI\s+(?:guess|suppose)\b|\bmy\s+(?:best\s+)?guess\b"
     r"|\bif\s+I\s+(?:had|have)\s+to\s+guess\b|\bat\s+a\s+guess\b|\bguessing\b"
     r"|\bpodr[íi]a[n]?\s+ser\b|\bpourrai(?:t|ent)\s+[êe]tre\b|\bk(?:ö|oe)nnte[n]?\b|\bpotrebbe(?:ro)?\s+essere\b"
     r"|\bpoderia[m]?\s+ser\b|\bмо(?:жет|гло|г|гла)\s+(?:бы\s+)?быть\b",
@@ -121,6 +139,8 @@ _HEDGE_BEFORE = re.compile(
 _HEDGE_AFTER = re.compile(
     r"^[\s$}*)\]]*(?:[,.]\s*)?(?:which\s+)?(?:seems?|looks?|sounds?|is|appears?)\s+(?:\w+\s+)?"
     r"(?:plausible|likely|reasonable)\b"
+    r"|^[\s$}*)\]]*(?:[,.]\s*)?(?:which\s+)?(?:(?:might|may|could)\s+(?:well\s+)?be|(?:is|seems)\s+(?:probably|possibly|maybe|perhaps))"
+    r"\s+(?:it|right|correct|the\s+answer|the\s+one)\b"
     r"|^[\s$}*)\]]*[,(—–-]?\s*(?:probably|maybe|perhaps|possibly|presumably|I\s+(?:guess|suppose)|vielleicht"
     r"|quizás?|tal\s+vez|peut-être|forse|talvez|возможно|наверное)\b",
     re.IGNORECASE,
@@ -148,6 +168,15 @@ _WOULD = re.compile(
     r"|\bw[äa]ren?\b|\bw[üu]rde[n]?\b|\bh[äa]tte[n]?\b|\bsarebbe(?:ro)?\b|\bseria[m]?\b|\bбы(?:ло|л|ла)?\s+бы\b|\bбы\b",
     re.IGNORECASE,
 )
+# a condition contrary to fact: a past perfect ("had doubled", "had the train been"), "were" that is
+# not "were to", "would have"
+_CONTRARY_TO_FACT = re.compile(
+    r"\bhad\s+(?:not\s+)?(?:been|\w+(?:ed|en|wn|ne|ught|ut|id))\b|\bhadn't\b"
+    r"|\bhad\s+(?:it|the|we|they|he|she|there|i|you|this|that)\b"
+    r"|\bwere\s+(?!to\b)(?:\w+\s+){0,2}(?:twice|half|as|more|less|larger|smaller|bigger|longer|shorter|not|only)\b"
+    r"|\b(?:if|as\s+if)\s+(?:it|he|she|I|there|the\s+\w+)\s+were\b|\bwould\s+have\b|\bwould've\b",
+    re.IGNORECASE,
+)
 _CONDITION = re.compile(
     r"\bif\b|\bhad\s+(?:it|the|we|they|he|she|there|i|you|this|that)\b|\bwere\s+(?:it|the|there|we|they)\b"
     r"|\bunless\b|\bsuppose\b|\bsupposing\b|\bassuming\b|\botherwise\b|\bin\s+case\b"
@@ -159,7 +188,10 @@ _CONDITION = re.compile(
 _NOT_GIVEN = re.compile(
     r"\b(?:is|are|was|were)\s+(?:not|never)\s+(?:given|stated|known|provided)\b|\bisn't\s+(?:given|stated|known)\b"
     r"|\bnot\s+given\b|\bno\s+es\s+dad[oa]|\bn'est\s+pas\s+donn[ée]|\bnicht\s+gegeben|\bне\s+дан"
-    r"|没有给出|沒有給出|未给出|未給出|没给出|沒給出|没有给定|未给定|与えられていない",
+    r"|\bwhich\s+(?:we|you|one)\s+(?:cannot|can'?t|can\s+not|must\s*n[o']t|may\s+not|should\s*n[o']t|are\s+not\s+allowed)\b"
+    r"|\bwhich\s+(?:is|it)\s*(?:n'?t|\s+not)\s+(?:the\s+case|true|so|allowed)\b|\bwhich\s+isn'?t\s+(?:the\s+case|true|so)\b"
+    r"|没有给出|沒有給出|未给出|未給出|没给出|沒給出|没有给定|未给定|与えられていない|没有这么说|沒有這麼說|没这么说"
+    r"|并没有说|並沒有說|并非如此|並非如此|事实并非如此|そうではない",
     re.IGNORECASE,
 )
 # a value worked out in a scenario the model says it made up ("in a hypothetical where n = 4")
@@ -179,7 +211,9 @@ _ATTRIBUTED = re.compile(
     r"insists|argues|reports|asserts)\b|\baccording\s+to\s+(?:the\s+|my\s+|a\s+|an\s+|some\s+)?(?:answer\s+)?"
     r"(?:key|solutions?|manual|book|textbook|teacher|tutor|friend|classmate|reference|grader|internet|web|source|"
     r"someone|others?|website|forum)\b|\bdice\s+que\b|\bdicen\s+que\b|\bdit\s+que\b|"
-    r"\bsagt\b|\bbehauptet\b|\bговорит\b|\bутверждает\b|\bсчитает\b",
+    r"\bsagt\b|\bbehauptet\b|\bговорит\b|\bутверждает\b|\bсчитает\b"
+    r"|\b(?:some(?:one|body)?|many|people|students|others|one)\s+(?:\w+\s+)?(?:would|might|may|could|often|will)\s+"
+    r"(?:say|think|answer|claim|conclude|guess|write)\b|\btempting\s+to\s+(?:say|answer|conclude|think|write)\b",
     re.IGNORECASE,
 )
 _POSSESSED = re.compile(
@@ -190,7 +224,15 @@ _POSSESSED = re.compile(
 _CJK_ATTRIBUTED = re.compile(
     r"(?:他|她|他们|他們|书上|書上|老师|老師|朋友|别人|別人|有人|课本|課本).{0,8}?(?:说|說|认为|認為|声称|聲稱|写道|寫道)|によると|と言って"
 )
+# a conclusion about what a person of the problem does ("Therefore Larry writes f(3) = 6"): the answer
+# to "what does Larry write", not a claim reported
+_NAMED_ACTOR = re.compile(
+    r"(?:\b(?:[Ss]o|[Tt]herefore|[Tt]hus|[Hh]ence|[Tt]hen)\b,?|\b(?:see|find|get|conclude|know|means)\s+that)\s+[A-Z][a-z]+\s+$"
+)
 _GIVENS = re.compile(r"\b(?:problem|question|task|exercise|statement|prompt|condition|hint)s?\b", re.IGNORECASE)
+# a conclusion that opens a clause ("So, ...", "Therefore the ..."): "so" only there, where it is not the
+# comparison of other languages ("doppelt so hoch")
+_OPENS_CONCLUSION = re.compile(r"^\W*(?:and\s+)?(?:so|then)\b|\b(?:therefore|thus|hence|consequently)\b", re.IGNORECASE)
 _MUST = re.compile(r"\bmust\b|\bneeds?\s+to\b|\bhas\s+to\b", re.IGNORECASE)
 _CONCLUSION = re.compile(r"\b(?:so|therefore|thus|hence|then|which\s+gives|giving|so\s+that)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(
@@ -223,11 +265,14 @@ _DISCLAIMER = re.compile(
     r"|\b(?:don'?t|do\s+not)\s+(?:quote|hold)\s+me\b|\bplaceholder\b|\bdummy\s+(?:value|answer|number)\b"
     r"|\bnot\s+(?:the|my)\s+(?:real|actual|true)\s+answer\b|\bmade[\s-]up\s+(?:value|answer|number)\b"
     r"|\bunless\s+I(?:'ve|\s+have)?\s+(?:made|make|messed|got|am|'m)\b|\bif\s+I\s+(?:didn'?t|did\s+not)\s+(?:make|mess)\b"
-    r"|\bno\s+estoy\s+segur[oa]|\bsin\s+verificar|\bno\s+(?:lo\s+)?(?:he\s+)?verificad[oa]|\bpas\s+(?:s[ûu]r|certain)"
-    r"|\bnon\s+v[ée]rifi[ée]|\bsans\s+v[ée]rifi|\bnicht\s+sicher|\bungepr[üu]ft|\bnicht\s+(?:[üu]ber)?pr[üu]ft"
+    r"|\b(?:a|an|the|this\s+is\s+a|that\s+is\s+a)\s+(?:common\s+|classic\s+|typical\s+)?(?:misconception|fallacy|pitfall|trap)\b"
+    r"|\bno\s+estoy\s+segur[oa]|\bsin\s+(?:verificar|comprobar|revisar)"
+    r"|\bno\s+(?:lo\s+)?(?:he\s+)?(?:verificad[oa]|comprobad[oa]|revisad[oa])|\bpas\s+(?:s[ûu]r|certain)"
+    r"|\bnon\s+v[ée]rifi[ée]|\bsans\s+v[ée]rifi|\bn'ai\s+pas\s+(?:encore\s+)?(?:v[ée]rifi|contr[ôo]l)"
+    r"|\bpas\s+(?:encore\s+)?v[ée]rifi[ée]|\bnicht\s+sicher|\bungepr[üu]ft|\bnicht\s+(?:[üu]ber)?pr[üu]ft"
     r"|\bnicht\s+verifiziert|\bне\s+уверен|\bне\s+провер|\bnon\s+sono\s+sicur|\bnon\s+verificat"
     r"|\bn[ãa]o\s+tenho\s+certeza|\bsem\s+verificar"
-    r"|未验证|未驗證|没有验证|沒有驗證|没有检查|沒有檢查|没检查|沒檢查|不能保证|不能保證|未確認|確認していない|検証していない",
+    r"|未(?:经|經)?(?:验证|驗證|证实|證實|检查|檢查|核实|核實)|没有验证|沒有驗證|没有检查|沒有檢查|没检查|沒檢查|不能保证|不能保證|未確認|確認していない|検証していない",
     re.IGNORECASE,
 )
 # A word (case folded) every alternative of _DISCLAIMER holds: text after the value holding none of them
@@ -236,10 +281,42 @@ _DISCLAIMER_WORDS = (
     "check", "verif", "vérifi", "confirm", "test", "valid", "caution", "salt", "trust", "rely", "guarantee",
     "commit", "wrong", "mistaken", "incorrect", "off", "sur", "sûr", "certain", "confident", "right",
     "scratch", "ignore", "guess", "quote", "hold", "unless", "placeholder", "dummy", "answer", "made",
-    "make", "mess", "segur", "sicher", "prüf", "pruf", "уверен", "провер", "sicur", "certeza",
-    "验证", "驗證", "检查", "檢查", "保证", "保證", "確認", "検証",
+    "make", "mess", "segur", "comprob", "revis", "contr", "misconception", "fallacy", "pitfall", "trap",
+    "sicher", "prüf", "pruf", "уверен", "провер", "sicur", "certeza",
+    "验证", "驗證", "检查", "檢查", "保证", "保證", "確認", "検証", "证实", "證實", "核实", "核實",
 )  # fmt: skip
 _DISCLAIMER_REACH = 200  # characters after the value a disclaimer of it is looked for in
+# the answer taken back by the very next sentence ("12. Actually no, ...", "12. Hmm, that can't be right",
+# "12。不对，..."), per language: only cues that deny (a "wait, let me check: 3 * 4 = 12" confirms)
+_RETRACTED = re.compile(
+    r"[\s$}*)\]]*(?:です|でした|だ|である)?(?:[.,!;:。！，、]\s*)?(?:\*\*)?\s*(?:"
+    r"actually,?\s+no\b|(?:wait|hold\s+on|no),?\s+(?:no|wait)\b|oops\b|scratch\s+that\b"
+    r"|(?:(?:wait|hmm+|no|oh|ah)[,.!]*\s+)?(?:that|this|it)\s*(?:can'?t|cannot|couldn'?t|could\s+not)\s+be\s+(?:right|correct)\b"
+    r"|(?:(?:wait|hmm+|no|oh|ah)[,.!]*\s+)?(?:that|this|it)\s+(?:does\s*n[o']t|did\s*n[o']t)\s+(?:look|seem|sound)\s+right\b"
+    r"|(?:(?:wait|hmm+|no|oh|ah)[,.!]*\s+)?(?:that|this)(?:'s|\s+is)\s*(?:n't|\s+not)\s+(?:right|correct)\b"
+    r"|(?:(?:wait|hmm+|no|oh|ah)[,.!]*\s+)?I\s+(?:made|have\s+made|think\s+I\s+made)\s+(?:a|an)\s+(?:mistake|error)\b"
+    r"|(?:(?:wait|hmm+|no|oh|ah)[,.!]*\s+)?I\s+mis(?:calculated|computed|read|counted)\b"
+    r"|no,?\s+espera\b|espera,?\s+(?:no\b|eso\s+(?:est[áa]\s+mal|no\s+es\s+correcto))|me\s+equivoqu[ée]"
+    r"|non,?\s+attend|attendez?,?\s+(?:non\b|c'est\s+faux)|je\s+me\s+suis\s+tromp[ée]"
+    r"|nein,?\s+warte|moment,?\s+(?:nein\b|das\s+(?:stimmt\s+nicht|ist\s+falsch))|ich\s+habe\s+mich\s+(?:verrechnet|geirrt|vertan)"
+    r"|нет,?\s+подожд|стоп,?\s+(?:нет\b|это\s+неверно)|я\s+ошиб"
+    r"|不对|不對|错了|錯了|等等，?不|我算错了|我算錯了|いや、?違|違いました|間違えました|待って、?違)",
+    re.IGNORECASE,
+)
+# the value said after it to come from a mistake or a supposition ("12 is what you'd get by forgetting
+# to carry the one")
+_WHAT_YOU_GET = re.compile(
+    r"^[\s$}*)\]]*(?:is|was)\s+what\s+(?:you|one|we|I|someone|a\s+student|students|people)"
+    r"(?:'d|\s+would|\s+might|\s+could)\s+(?:get|obtain|find|have|answer|write)\b"
+    r"|^[\s$}*)\]]*(?:is|was)\s+what\s+(?:you|one|we|I|someone|a\s+student|students|people)\s+gets?\s+"
+    r"(?:by|if|when|from)\s+(?:\w+\s+)?(?:mistak|forget|ignor|misread|neglect|overlook|wrong|incorrect|confus)",
+    re.IGNORECASE,
+)
+# doubt after the value in its clause, in the languages written without spaces ("12だと思うが、確信はない")
+_CJK_DOUBT_AFTER = re.compile(
+    r"確信(?:は|が)(?:ない|ありません|持てない)|自信(?:は|が)(?:ない|ありません)|不确定|不確定|没有把握|沒有把握|没把握|沒把握"
+    r"|说不准|說不準|不敢肯定|わからない|分からない"
+)
 _REPEATS = 8  # the value this many times in its own answer block: a flood, not an answer
 
 # The words without which a rule above cannot match (each alternative's \\b-bounded word): an ASCII
@@ -263,7 +340,10 @@ _HEDGE_WORDS = frozenset(
     {"might", "could", "may", "perhaps", "maybe", "possibly", "probably", "presumably", "vielleicht", "tal"}
     | {"forse", "talvez", "guess", "suppose", "sure", "certain", "confident", "unsure", "uncertain", "else"}
     | {"know", "likely", "plausible", "reasonable", "guessing", "podria", "podrian", "pourrait", "pourraient"}
-    | {"potrebbe", "potrebbero", "poderia", "poderiam", "koennte", "koennten"}
+    | {"potrebbe", "potrebbero", "poderia", "poderiam", "koennte", "koennten", "probablemente", "posiblemente"}
+    | {"mejor", "probablement", "vraisemblablement", "wahrscheinlich", "vermutlich", "womoglich", "moglicherweise"}
+    | {"moeglicherweise", "eventuell", "probabilmente", "magari", "provavelmente", "possivelmente", "duerfte"}
+    | {"duerften"}
 )
 
 
@@ -278,7 +358,8 @@ _CONDITION_WORDS = frozenset(
 _ATTRIBUTION_WORDS = frozenset(
     {"claim", "claims", "claimed", "says", "said", "states", "stated", "writes", "wrote", "thinks", "believes"}
     | {"suggests", "insists", "argues", "reports", "asserts", "according", "dice", "dicen", "dit", "sagt"}
-    | {"behauptet", "s"}
+    | {"behauptet", "s", "say", "think", "guess", "write", "tempting", "conclude", "some", "someone", "somebody"}
+    | {"many", "people", "students", "others", "one"}
 )
 
 
@@ -310,6 +391,18 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
     at = text.rfind(value)
     if at < 0:
         return None
+    found = _judge(text, value, at)
+    if found is not None and found[0] == "questioned":
+        # a question after a box that gives the value ("\\boxed{24}. Is it a coincidence that the answer
+        # is 24?") asks about an answer already given: the box's own statement is judged
+        box = text.rfind("\\boxed{" + value + "}", 0, at)
+        if box >= 0:
+            return _judge(text, value, box + len("\\boxed{"))
+    return found
+
+
+def _judge(text: str, value: str, at: int) -> tuple[str, str] | None:
+    """:func:`uncommitted` for the statement of ``value`` at ``text[at]``."""
     start = _clause_start(text, at)
     end_m = _CLAUSE_END.search(text, at + len(value))
     end = end_m.start() if end_m else len(text)
@@ -329,13 +422,17 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
     permission = value[:6].lower().startswith(("any ", "all ", "every "))
     if (words is None or not words.isdisjoint(_HEDGE_WORDS)) and not permission and hedged(before, rest):
         return "hedged", f"{value[:60]!r} is offered without being committed to"
-    if words is None and (_about_the_value(_CJK_HEDGE, before) or _CJK_HEDGE_AFTER.match(after)):
+    if words is None and (
+        _about_the_value(_CJK_HEDGE, before) or _CJK_HEDGE_AFTER.match(after) or _CJK_DOUBT_AFTER.search(rest)
+    ):
         return "hedged", f"{value[:60]!r} is offered without being committed to"
     asked = ("?" in after or "？" in after or words is None) and _QUESTION_AFTER.match(after)
     if (asked or (end_m is not None and text[end_m.start()] in "?？")) and not _WHY.search(clause):
         return "questioned", f"{value[:60]!r} is asked about, not given"
     if (words is None or not words.isdisjoint(_WOULD_WORDS)) and _counterfactual(before, clause):
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
+    if _WHAT_YOU_GET.match(after):
+        return "counterfactual", f"{value[:60]!r} is what a mistake or a supposition gives, not the answer"
     if words is None and _CJK_COUNTERFACTUAL.search(clause[: at - start]):
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
     low = clause.lower() if words is not None else ""
@@ -349,6 +446,8 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
         return "options", f"{value[:60]!r} is one of several values offered, not one answer"
     if _disclaimed(text[at + len(value) : at + len(value) + _DISCLAIMER_REACH]):
         return "disclaimed", f"{value[:60]!r} is followed by a disclaimer of it"
+    if _RETRACTED.match(text, at + len(value), at + len(value) + 120):
+        return "retracted", f"{value[:60]!r} is taken back by the sentence that follows it"
     if len(value) <= 40 and _repeated(text, at, value):
         return "repeated", f"{value[:60]!r} is written over and over: not one answer"
     return None
@@ -400,11 +499,16 @@ def _denied(before: str) -> bool:
 def _counterfactual(before: str, clause: str) -> bool:
     """The value stands in a conditional (a "would" before it in its clause, a condition anywhere in the
     clause) that no conclusion follows before the value ("if he eats c cookies he would get 20c
-    calories, so he must eat 6" concludes: the 6 is given)."""
+    calories, so he must eat 6" concludes: the 6 is given). A conclusion that opens the conditional
+    ("Therefore, the number in 1987 would be 112,875 if it decreased linearly"; "Thus, if we were to
+    choose a point, there would be a 1/2 probability") states the problem's own model, unless its
+    condition is contrary to fact ("so if the price had doubled, it would be 12")."""
     m = _last(_WOULD, before)
     if m is None or not _CONDITION.search(clause):
         return False
-    return not _CONCLUSION.search(before[m.end() :]) and not _MUST.search(before[m.end() :])
+    if _CONCLUSION.search(before[m.end() :]) or _MUST.search(before[m.end() :]):
+        return False
+    return not _OPENS_CONCLUSION.search(before, 0, m.start()) or _CONTRARY_TO_FACT.search(clause) is not None
 
 
 def _conditional(clause: str, words: frozenset[str] | None) -> bool:
@@ -437,6 +541,8 @@ def _attributed(before: str) -> bool:
         return True  # "the textbook's answer is 12"
     m = _last(_ATTRIBUTED, before)  # the last report
     if m is not None:
+        if _NAMED_ACTOR.search(before, 0, m.start()):
+            return False
         subject = before[max(0, m.start() - 30) : m.end()]
         # the model's own claim ("I think"), the problem's givens restated ("the problem states that
         # the sum is 30, so ..."), or a conclusion drawn after the report: all the model's answer

@@ -235,6 +235,14 @@ def _main_clause(span: str) -> str:
 
 _COPULA = re.compile(r"\s*(?:です|でした|である|だ|になります|となります|となる|になる)$")
 _GOES_ON = re.compile(r"(\d\.\d+)\.\.\.")
+# "the answer" as the object of a check ("We can check our answer: if n = 7, ..."): no statement of it
+_CHECKED = re.compile(
+    r"\b(?:check|verify|confirm|test|double-check|recheck)(?:s|ed|ing)?\s+(?:(?:our|the|my|this|that|your)\s+)?(?:final\s+)?$",
+    re.IGNORECASE,
+)
+# a sentence's end after a value in words: a full stop, or "!" / "?" before the next sentence
+# ("The answer is yes! To form such...": a factorial, "5! = 120", goes on)
+_SENTENCE = re.compile(r"(.*?)(?:\.\s|\.$|[。！？；]|[!?](?=\s+[A-Z¿¡])|[!?]$|\?(?=\s)|\n|$)", re.DOTALL)
 
 
 _STRAY_LEADING = re.compile(r"^(?:\\(?![a-zA-Z{}|,;!])\s*)+")
@@ -247,6 +255,11 @@ def _stray_backslashes(span: str) -> str:
     return _STRAY_LEADING.sub("", span.rstrip("\\").strip())
 
 
+def _weak(marker: str) -> bool:
+    """An answer marker with no verb or colon ("the answer $x$"): it names an answer, it need not state one."""
+    return marker.rstrip().lower().endswith("answer")
+
+
 def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
     """Text after the last "the answer is" / "Final Answer:", up to the sentence's end.
 
@@ -256,6 +269,10 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
         return None
     last = None
     for m in pattern.finditer(text):
+        # after a box only a statement of the answer supersedes it: not "the answer" checked, nor the
+        # answer named without "is" or a colon ("a calculator gives the answer $33.98$ for the cost")
+        if _CHECKED.search(text, max(0, m.start() - 40), m.start()) or (after and _weak(m.group())):
+            continue
         last = m
     if last is None or last.start() < after:
         return None
@@ -268,7 +285,9 @@ def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:
     if math is not None:
         return Candidate("answer_is", (math.strip(),))
     rest = _GOES_ON.sub("\\1…", rest)  # "0.333...": an ellipsis, not the sentence's end
-    sentence = re.match(r"(.*?)(?:\.\s|\.$|[。！？；]|\n|$)", rest, re.DOTALL)
+    sentence = _SENTENCE.match(rest)
+    if after and sentence and rest[sentence.end(1) : sentence.end(1) + 1] in ("?", "？"):
+        return None  # a question after the box ("Is it a coincidence that the answer is 24?") claims nothing
     span = _stray_backslashes((sentence.group(1) if sentence else rest).strip())
     if span[-1:] in "すだるりま":  # Japanese copula after the value: "答えは十二です"
         span = _COPULA.sub("", span)

@@ -205,6 +205,8 @@ def _canonical(s: str) -> str:
     s = s.replace("\\dots", "").replace("\\ldots", "").replace("\\cdots", "")
     s = re.sub(r"\s+", " ", s).strip()
     s = s.rstrip(".").strip()
+    if s.endswith((",", ";")):  # sentence punctuation inside display maths ("\\[ 17^2 - 15^2 = 64, \\]")
+        s = re.sub(r"(?<!\\)[,;]+$", "", s).rstrip(".").strip()
     return s
 
 
