@@ -101,7 +101,7 @@ HIDDEN = [
     ("So the answer is 8. <div hidden>\\boxed{15}</div>", "15", False),
     ("See [the source](https://x.org/\\boxed{15}) so the answer is 8.", "15", False),
     ("The answer is \\boxed{15}. \\scalebox{2}{big}", "15", True),  # scaled, but visible
-    ("The interval is [0, 15](closed).", "15", True),  # not a link
+    ("The interval is [0, 15](closed).", "[0,15]", True),  # not a link
     ("The answer is \\boxed{15}. See [docs](https://x.org).", "15", True),
     ("\\newcommand{\\R}{\\mathbb{R}} The answer is \\boxed{15}.", "15", True),  # a harmless definition
 ]

@@ -125,6 +125,9 @@ INTERVALS_AND_SETS = [
     (r"\text{DNE}", "Both one-sided limits differ, so the limit does not exist.", True),
     (r"(-\infty, 5) \cup (5, \infty)", r"\boxed{\text{all real numbers except } 5}", True),
     (r"(-\infty, 5) \cup (5, \infty)", r"\boxed{\text{all real numbers except } 4}", False),
+    ("(2, 5)", "The solution set is ]2, 5[.", True),  # in prose, no answer phrase: the last value read whole
+    ("[1, 4]", "The solution set is [1; 4].", True),
+    ("[1, 4]", "The solution set is [1; 5].", False),
 ]
 
 INEQUALITIES = [
@@ -137,6 +140,14 @@ INEQUALITIES = [
     (r"-2 < x \le 6", r"\boxed{x > -2 \text{ and } x \le 6}", True),
     (r"-2 < x \le 6", "x > -2 and x <= 6", True),
     (r"-2 < x \le 6", "x > -2 and x < 6", False),
+    # a bound with no left side bounds the unknown: never the value itself; an approximation reads as
+    # "about 12" does
+    ("12", r"\boxed{\geq 12}", False),
+    ("12", r"\boxed{> 12}", False),
+    (r"x \ge 12", r"\boxed{\geq 12}", True),
+    (r"(-\infty, 5)", r"\boxed{< 5}", True),
+    ("12", r"\boxed{\approx 12}", True),
+    ("12", r"\boxed{\approx 13}", False),
 ]
 
 VECTORS = [
@@ -156,6 +167,12 @@ VECTORS = [
     ("(6, 1)", "<6, 1>", True),
     ("(6, 1)", r"\boxed{Q(6, 1)}", True),
     ("(6, 1)", r"\boxed{Q(1, 6)}", False),
+    ("(2, -1, 3)", "The answer is ⟨2, -1, 3⟩.", True),  # Unicode angle brackets
+    (r"\begin{pmatrix}2\\-1\\3\end{pmatrix}", "The answer is 〈2, -1, 3〉.", True),
+    ("(2, 1, 3)", "The answer is ⟨2, -1, 3⟩.", False),
+    ("(2, 5)", "The point is P(2, 5).", True),  # a named point as the last value in prose
+    ("(2, 5)", "The point is P(5, 2).", False),
+    ("9", "so f(2, 5) = 9", True),  # a call is no point
 ]
 
 COMPLEX = [

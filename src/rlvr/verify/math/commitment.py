@@ -262,6 +262,8 @@ _DISCLAIMER = re.compile(
     r"|\bscratch\s+that\b|\bignore\s+(?:that|this|the\s+above)\b"
     r"|^[\s$}*)\]]*(?:[,(—-]\s*)?(?:is|was|as|would\s+be|will\s+be)?\s*(?:my|a|an|just\s+a|only\s+a)\s+"
     r"(?:best\s+|educated\s+|rough\s+|wild\s+)?guess\b"
+    r"|\b(?:(?:I'?m|I\s+am|we'?re|we\s+are)\s+(?:just\s+|only\s+|mostly\s+|partly\s+)?|just\s+)guessing\s*(?:[)}\].!,;]|$)"
+    r"|\(\s*(?:(?:just|only|a|an|my|our|educated|rough|wild|best|pure|lucky)\s+)*guess(?:ed|ing|work)?\s*[)!.?]"
     r"|\b(?:don'?t|do\s+not)\s+(?:quote|hold)\s+me\b|\bplaceholder\b|\bdummy\s+(?:value|answer|number)\b"
     r"|\bnot\s+(?:the|my)\s+(?:real|actual|true)\s+answer\b|\bmade[\s-]up\s+(?:value|answer|number)\b"
     r"|\bunless\s+I(?:'ve|\s+have)?\s+(?:made|make|messed|got|am|'m)\b|\bif\s+I\s+(?:didn'?t|did\s+not)\s+(?:make|mess)\b"
@@ -392,13 +394,16 @@ def uncommitted(text: str, span: str) -> tuple[str, str] | None:
     if at < 0:
         return None
     found = _judge(text, value, at)
+    box = text.rfind("\\boxed{" + value + "}", 0, at)
+    if box < 0:
+        return found
     if found is not None and found[0] == "questioned":
         # a question after a box that gives the value ("\\boxed{24}. Is it a coincidence that the answer
         # is 24?") asks about an answer already given: the box's own statement is judged
-        box = text.rfind("\\boxed{" + value + "}", 0, at)
-        if box >= 0:
-            return _judge(text, value, box + len("\\boxed{"))
-    return found
+        return _judge(text, value, box + len("\\boxed{"))
+    # the value restated after its box ("\\boxed{12} (just a guess: 3 * 4 = 12)"): the box's own
+    # statement must commit too
+    return found or _judge(text, value, box + len("\\boxed{"))
 
 
 def _judge(text: str, value: str, at: int) -> tuple[str, str] | None:

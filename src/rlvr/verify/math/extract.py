@@ -486,9 +486,10 @@ def _spans_and_numbers(text: str) -> tuple[list[tuple[int, str]], list[tuple[int
 
 _CHANCE_HEAD = re.compile(r"(?<![\d.])(\d+)\s+(out\s+of|in)\s+$", re.IGNORECASE)
 _CHANCE_WORDS = re.compile(r"\b(?:probabilit|chance|odds|likel|risk)", re.IGNORECASE)
-# a tuple of numbers in plain text that the last number closes: "(3, 4)", "(-1, 2.5, 0)"
-_TUPLE_HEAD = re.compile(r"(?<![\w)\]])\(\s*(?:[-+]?\d+(?:\.\d+)?\s*,\s*){1,7}[-+]?$")
-_TUPLE_CLOSE = re.compile(r"\s*\)")
+# a tuple or an interval of numbers in plain text that the last number closes: "(3, 4)", "(-1, 2.5, 0)",
+# "[1, 4]", "(2, 5]", European "]2, 5[" and "[1; 4]", a named point "P(2, 5)" (not a call, "f(2, 5)")
+_TUPLE_HEAD = re.compile(r"(?<![\w)\]])[A-Z]?[(\[\]]\s*(?:[-+]?\d+(?:\.\d+)?\s*[,;]\s*){1,7}[-+]?$")
+_TUPLE_CLOSE = re.compile(r"\s*[)\]\[]")
 _RATIO_WORD = re.compile(r"\b(?:ratio|odds)\b", re.IGNORECASE)
 
 

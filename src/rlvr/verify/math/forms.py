@@ -374,7 +374,8 @@ def polar(s: str) -> str:
 
 # --- vectors -----------------------------------------------------------------------------------
 
-_LANGLE = re.compile(r"\\langle\s*(.*?)\s*\\rangle")
+# LaTeX's angle brackets, and the Unicode ones a model prints ("⟨2, -1, 3⟩", "〈1, 2〉")
+_LANGLE = re.compile(r"(?:\\langle|⟨|〈)\s*(.*?)\s*(?:\\rangle|⟩|〉)")
 _UNIT_VECTOR = re.compile(r"\\(?:mathbf|vec|hat|boldsymbol|bm)\s*\{?\s*([ijk])\s*\}?|\b([ijk])\s*\\hat|\\hat\s*([ijk])")
 _NAMED_POINT = re.compile(r"^[A-Z](?:_\{?\w+\}?|')?\s*(\(.*\))$")
 _NESTED = re.compile(r"^\[\s*\[.*\]\s*\]$")
@@ -436,7 +437,7 @@ def vectors(s: str) -> str:
         >>> vectors("2i - 3j + k"), vectors("3 + 4j"), vectors("[1, 2, 3]^T")
         ('(2, -3, 1)', '3 + 4j', '[1, 2, 3]')
     """
-    if "\\langle" in s:
+    if "\\langle" in s or "⟨" in s or "〈" in s:
         s = _LANGLE.sub(r"(\1)", s)
     if ("i" in s or "j" in s or "k" in s) and ("\\" in s) and (t := _unit_vector_tuple(s)) is not None:
         return t

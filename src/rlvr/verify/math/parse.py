@@ -456,6 +456,8 @@ def _relation_alts(s: str) -> Alts:
             return parse_alts(rhs)
     parts = _REL.split(s)
     ops = _REL.findall(s)
+    if len(parts) == 2 and not parts[0].strip():  # "\\geq 12": a bound on the unknown, never the value 12
+        parts, s = ["t", parts[1]], "t " + s
     if (iv := _simple_interval(parts, ops)) is not None:
         return (iv,)
     if len(parts) == 3 and is_name(parts[1]) and "|" not in parts[1]:  # "a < f(x) < b": the name is only a placeholder
@@ -683,6 +685,8 @@ def _atom_alts(s: str) -> Alts:
         # "x = 1/3 \approx 0.33" -> 1/3; "x \approx 11" -> 11; "7 \approx 8" -> 7
         head, tail = s.split("\\approx", 1)
         head = head.strip()
+        if not head:  # "\\approx 12": the value it approximates, as "about 12" reads
+            return _atom_alts(tail.split("\\approx")[0].strip()) if tail.strip() else ()
         if "=" not in head and is_name(head):
             head = head + "=" + tail.split("\\approx")[0]
         return _atom_alts(head) if head else ()
