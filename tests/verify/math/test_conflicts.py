@@ -20,6 +20,8 @@ CONFLICTING = [
     ("a box and a bold final line", "Therefore $x=\\boxed{-3}$.\n\n**x = 3**", "-3"),
     ("a box and a bold final line of its own", "The area is $\\boxed{\\frac{9}{2}}$.\n\n**4.6**", "9/2"),
     ("a tag and a final answer line", "<answer>0.25</answer>\nFinal answer: 1/3", "1/4"),
+    ("an answer phrase and a bold final line", "So the answer is 12.\n\n**13**", "12"),
+    ("an answer phrase and a bold final line, either gold", "So the answer is 12.\n\n**13**", "13"),
 ]
 COMMITTED = [
     ("the same value in every format", "So $\\boxed{\\frac{1}{2}}$.\n\n<answer>0.5</answer>\n\n**0.5**", "1/2"),
@@ -32,6 +34,9 @@ COMMITTED = [
     ("a guess in the reasoning, then a box", "Maybe the answer is 9? Let me check.\nIt is $\\boxed{8}$", "8"),
     ("a final line that is not an answer", "$\\boxed{14}$\n\nWe used 3 facts about primes.", "14"),
     ("a displayed equation last", "so $C = \\boxed{4}$. Equality holds for\n\\[v = (1, 2).\\]", "4"),
+    ("an answer phrase and a bold final line that agree", "The answer is 12.\n\n**12**", "12"),
+    ("a bold final line that is not an answer", "The answer is 12.\n\n**Step 3 done**", "12"),
+    ("a coloured box", "\\boxed{\\textcolor{blue}{12}}", "12"),
 ]
 
 
@@ -90,6 +95,7 @@ def test_only_the_final_section_of_a_reasoning_format_is_the_answer(completion: 
 # Text a reader does not see is not the answer (LaTeX that hides or redefines, HTML that does not
 # render, a link's target); what looks like it but shows is read.
 HIDDEN = [
+    ("The answer is $\\boxed{12}$ <sup>wrong, it is 13</sup>", "12", False),  # judged in a tag after it
     ("\\renewcommand{\\boxed}[1]{} The result: \\boxed{15}", "15", False),
     ("\\def\\fbox#1{} Hence \\fbox{15}", "15", False),
     ("So \\boxed{8}.\n\\begin{comment}\\boxed{15}\\end{comment}", "15", False),

@@ -110,7 +110,8 @@ _EXCLUDED_BEFORE = re.compile(
 )
 # a verdict on the value just after it
 _NOT_AFTER = re.compile(
-    r"^[\s$}*)\]]*(?:[.,]\s*)?(?:is|was|would\s+be|ist|es|est|è|é)?\s*"
+    r"^[\s$}*)\]]*(?:[.,]\s*)?(?:<(?:sup|sub|small|i|em|b|strong|span|mark|u|s|del)\b[^<>]{0,60}>\s*)?"
+    r"(?:is|was|would\s+be|ist|es|est|è|é)?\s*"
     r"(?:not\s+(?:correct|right|the\s+answer|it|valid|true|possible|an?\s+option|allowed|feasible)|wrong|incorrect|false|invalid|"
     r"cannot\s+be\s+(?:right|correct|it|the\s+answer|true)|can't\s+be\s+(?:right|correct|it)|"
     r"isn't\s+(?:right|correct|it|the\s+answer)|falsch|incorrecto|incorrecta|faux|fausse|sbagliato|errado|"

@@ -302,10 +302,13 @@ def _conflicting(completion: str, chosen: str, read: _Gold, raw: str) -> Candida
     :func:`final_claims`) that reads as an answer unequal to the gold: the completion did not
     commit to one answer. A claim nothing can read (a word, a sentence) is no claim."""
     markers = ("<answer" in completion) + ("\\boxed" in completion or "\\fbox" in completion) + ("####" in completion)
-    if markers == 0:
+    if markers == 0 and "**" not in raw[-400:]:
         return None  # no format that could claim an answer: at most a final line
     lines = completion.rstrip().rsplit("\n", 1)
     bold_last_line = _bold_last_line(raw)
+    # with no other format, an answer read elsewhere ("The answer is 12.") and a final line all in
+    # bold ("**13**") are the two claims that must agree
+    markers += markers == 0 and bold_last_line
     # the final line is a claim only as "Final answer: ..." or all in bold
     final_line = len(lines) > 1 and ("nswer" in lines[-1] or bold_last_line)
     tag_end = completion.rfind("</answer")

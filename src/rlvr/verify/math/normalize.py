@@ -99,6 +99,8 @@ _TRIG_DEGREES = re.compile(
 _TEXT_CMD = re.compile(
     r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mbox|operatorname|mathit)\s*\{([^{}]*)\}"
 )
+_TEXTCOLOR = re.compile(r"\\textcolor\s*\{[^{}]*\}\s*\{([^{}]*)\}")
+_COLOR = re.compile(r"\\color\s*\{[^{}]*\}")
 _PERCENT = re.compile(r"\\%|\s*\b(?:percentage|percent|pct)\b\.?")
 _THOUSANDS_MARKED = re.compile(r"(\d)(?:,\\!\s*|\{,\}|\\,|\\!)(?=\d{3}(?!\d))")
 # Not "(12,102)": a pair in brackets is an interval or a tuple, not a number.
@@ -189,6 +191,8 @@ def _canonical(s: str) -> str:
     s = _LEFT_RIGHT.sub("", s)
     if "style" in s or "size" in s or "tiny" in s or "small" in s or "arge" in s or "uge" in s:
         s = _SIZES.sub("", s)
+    if "color" in s:  # a colour is how a value looks (white ones were taken out as unseen before)
+        s = _COLOR.sub("", _TEXTCOLOR.sub(r"\1", s))
     if "_" in s:
         s = _UNDERSCORE_GROUPS.sub(lambda m: m.group(1) + m.group(2).replace("_", ""), s)
     s = _FRAC_VARIANTS.sub(r"\\frac", s)
