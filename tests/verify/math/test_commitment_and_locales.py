@@ -592,7 +592,58 @@ REFUSED_BY_LANGUAGE: dict[str, dict[str, list[str]]] = {
         "retraction": ["Ответ 12. Нет, подождите, я ошибся."],
     },
 }  # fmt: skip
-# ... and what commits, in each: a conclusion, a check that confirms, a question answered by a box
+# a second round of other instances: verdicts after the value, stronger negations, doubt idioms,
+# possibility clauses, false premises, the conditional of any verb
+REFUSED_SECOND_ROUND = [
+    "12 no es la respuesta correcta.",
+    "12 n'est pas la bonne réponse.",
+    "12 ist nicht die richtige Antwort.",
+    "12 — не правильный ответ.",
+    "12不是正确答案。",
+    "12は答えではない。",
+    "12 non è la risposta.",
+    "> The answer is 12\n\nThat quote is from a wrong solution.",
+    "I'd say roughly 12, give or take.",
+    "My hunch is 12.",
+    "It's 12-ish.",
+    "Around 12, I think, but don't hold your breath.",
+    "The answer should be 12, but I haven't done the math.",
+    "Es posible que la respuesta sea 12.",
+    "Il se peut que la réponse soit 12.",
+    "Не исключено, что ответ 12.",
+    "Under the (false) assumption that x = 3, the answer is 12.",
+    "Si el descuento se aplicara dos veces, obtendríamos 12.",
+    "Si on double le prix, on obtiendrait 12.",
+    "The answer is by no means 12.",
+    "Under no circumstances is the answer 12.",
+    "La réponse n'est absolument pas 12.",
+    "It is 12 or so.",
+]
+COMMITTED_SECOND_ROUND = [
+    "The probability of success, perhaps surprisingly, is 12.",
+    "Si María tiene 3 manzanas y compra 9, tiene 12.",
+    "12 is the correct answer.",
+    "La respuesta correcta es 12.",
+    "12 est la bonne réponse.",
+    "Правильный ответ — 12.",
+    "12是正确答案。",
+    "12が答えです。",
+    "Sans aucun doute, la réponse est 12.",
+    "It might seem like 13, but the answer is 12.",
+]
+
+
+@pytest.mark.parametrize("completion", REFUSED_SECOND_ROUND)
+def test_no_commitment_second_round(completion: str) -> None:
+    assert not judged(completion, "12"), verify_math(completion, "12")
+
+
+@pytest.mark.parametrize("completion", COMMITTED_SECOND_ROUND)
+def test_commitment_second_round(completion: str) -> None:
+    assert judged(completion, "12"), verify_math(completion, "12")
+
+
+# What commits, in each language: a conclusion, a check that confirms, a question answered by a box
 COMMITTED_BY_LANGUAGE: dict[str, list[str]] = {
     "en": ["I'm confident the answer is 12.", "Not 10, but 12. The answer is \\boxed{12}.",
            "Is the answer 12? Yes: \\boxed{12}.", "Either way, the total is 12.",

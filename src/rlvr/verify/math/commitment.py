@@ -60,7 +60,8 @@ _CLAUSE_END = re.compile(r"(?<!\d)[.!?](?!\d)|[;\n。！？；]")
 _CJK_NOT_BEFORE = re.compile(r"(?:不是|并非|並非|并不是|並不是|不等于|不等於|不会是|不會是|不可能是|绝不是|絕不是)\s*$")
 _CJK_NOT_AFTER = re.compile(
     r"^[\s$}*)\]]*(?:[，,]\s*)?(?:是错的|是錯的|是错误的|是錯誤的|不对|不對|不正确|不正確|错了|錯了|"
-    r"は正解ではない|は正解ではありません|は正解じゃない|は不正解|"
+    r"は正解ではない|は正解ではありません|は正解じゃない|は不正解|は答えではな|は答えじゃな|は解ではな|"
+    r"不是(?:正确|正確)?(?:的)?(?:答案|解)|并不是答案|並不是答案|"
     r"ではない|ではありません|じゃない|じゃありません|ではなかった|は間違い|は誤り|は正しくない)"
 )
 _CJK_HEDGE = re.compile(
@@ -82,7 +83,9 @@ _WHY = re.compile(
 _NOT_BEFORE = re.compile(
     r"(?:\bnot|\bnever|\bisn't|\bwasn't|\bcan't\s+be|\bcannot\s+be|\bcouldn't\s+be|\bno\s+puede\s+ser"
     r"|\bne\s+peut\s+pas\s+[êe]tre|\bне\s+может\s+быть|\bno\s+es|\bno\s+era|\bnicht|\bkein\w*|\bn'est\s+pas|\bn'est\s+point"
-    r"|\bne\s+\w+\s+pas|\bnon\s+è|\bnon\s+sono|\bnão\s+é|\bnão\s+são|\bне|\bнет)\s+"
+    r"|\bne\s+\w+\s+pas|\bnon\s+è|\bnon\s+sono|\bnão\s+é|\bnão\s+são|\bне|\bнет"
+    r"|\bby\s+no\s+means|\bin\s+no\s+way|\bunder\s+no\s+circumstances\s+(?:is|was|can|could|will|would)"
+    r"|\bn'est\s+(?:absolument|certainement|vraiment|surtout|nullement)\s+pas|\bno\s+es\s+(?:para\s+nada|en\s+absoluto))\s+"
     r"(?:(?:the|a|an|answer|equal|to|be|exactly|simply|just|final|result|value|solution|die|la|el|le|il|o|a)\s+){0,3}$",
     re.IGNORECASE,
 )
@@ -110,7 +113,7 @@ _EXCLUDED_BEFORE = re.compile(
 )
 # a verdict on the value just after it
 _NOT_AFTER = re.compile(
-    r"^[\s$}*)\]]*(?:[.,]\s*)?(?:<(?:sup|sub|small|i|em|b|strong|span|mark|u|s|del)\b[^<>]{0,60}>\s*)?"
+    r"^[\s$}*)\]]*(?:[.,—–]\s*|\s-\s*)?(?:<(?:sup|sub|small|i|em|b|strong|span|mark|u|s|del)\b[^<>]{0,60}>\s*)?"
     r"(?:is|was|would\s+be|ist|es|est|è|é)?\s*"
     r"(?:not\s+(?:correct|right|the\s+answer|it|valid|true|possible|an?\s+option|allowed|feasible)|wrong|incorrect|false|invalid|"
     r"cannot\s+be\s+(?:right|correct|it|the\s+answer|true)|can't\s+be\s+(?:right|correct|it)|"
@@ -119,6 +122,11 @@ _NOT_AFTER = re.compile(
     r"(?:(?:is|are|was|has\s+been|can\s+be|must\s+be|gets?|been)\s+)?(?:ruled\s+out|excluded|eliminated|discarded|"
     r"rejected|impossible)|queda\s+descartad[oa]|est\s+exclue?|ist\s+ausgeschlossen"
     r"|fails|does\s*n[o']t\s+(?:work|hold|satisfy|fit)"
+    r"|no\s+es\s+(?:la\s+)?(?:respuesta|correct[oa]|soluci[óo]n|cierto|v[áa]lid[oa])"
+    r"|n'est\s+pas\s+(?:la\s+)?(?:bonne\s+)?(?:r[ée]ponse|correcte?|juste|solution|valable)"
+    r"|ist\s+(?:nicht|keine)\s+(?:die\s+)?(?:richtige\s+|korrekte\s+)?(?:Antwort|L[öo]sung|richtig|korrekt)"
+    r"|(?:это\s+)?не\s+(?:правильный\s+|верный\s+)?(?:ответ|верно|правильно|решение)"
+    r"|non\s+[èe]\s+(?:la\s+)?(?:risposta|corrett[oa]|giust[oa]|soluzione)|n[ãa]o\s+[ée]\s+(?:a\s+)?(?:resposta|corret[oa])"
     r"|is\s+not\s+a\s+solution|isn't\s+a\s+solution)\b",
     re.IGNORECASE,
 )
@@ -129,8 +137,13 @@ _HEDGE_BEFORE = re.compile(
     r"\b(?:perhaps|maybe|possibly|probably|presumably|vielleicht|quizás?|tal\s+vez|peut-être|forse|talvez|"
     r"возможно|наверное|probablemente|posiblemente|a\s+lo\s+mejor|probablement|vraisemblablement|wahrscheinlich"
     r"|vermutlich|womöglich|wom[oö]glich|m[oö]glicherweise|moeglicherweise|eventuell|probabilmente|magari"
-    r"|provavelmente|possivelmente|вероятно|по-видимому|видимо|кажется|похоже|пожалуй)\b|\bскорее\s+всего\b"
-    r"|\bd(?:ü|ue)rfte[n]?\b|\bI\s+(?:guess|suppose)\b|\bmy\s+(?:best\s+)?guess\b"
+    r"|provavelmente|possivelmente|вероятно|по-видимому|видимо|кажется|похоже|пожалуй)\b"
+    # "perhaps surprisingly": a remark on the value, no doubt of it
+    r"(?!,?\s+(?:(?:un|not\s+)?surprising(?:ly)?|counter-?intuitively|interestingly|paradoxically|ironically)\b)"
+    r"|\bскорее\s+всего\b"
+    r"|\bd(?:ü|ue)rfte[n]?\b|\bI\s+(?:guess|suppose)\b|\bmy\s+(?:best\s+)?(?:guess|hunch|gut\s+feeling|instinct)\b"
+    r"|\bes\s+posible\s+que\b|\bpuede\s+que\b|\bil\s+se\s+peut\s+que\b|\bil\s+est\s+possible\s+que\b"
+    r"|\bes\s+ist\s+m(?:ö|oe)glich,?\s+dass\b|\bне\s+исключено\b|\b[èe]\s+possibile\s+che\b|\b[ée]\s+poss[íi]vel\s+que\b"
     r"|\bif\s+I\s+(?:had|have)\s+to\s+guess\b|\bat\s+a\s+guess\b|\bguessing\b"
     r"|\bpodr[íi]a[n]?\s+ser\b|\bpourrai(?:t|ent)\s+[êe]tre\b|\bk(?:ö|oe)nnte[n]?\b|\bpotrebbe(?:ro)?\s+essere\b"
     r"|\bpoderia[m]?\s+ser\b|\bмо(?:жет|гло|г|гла)\s+(?:бы\s+)?быть\b",
@@ -140,6 +153,7 @@ _HEDGE_BEFORE = re.compile(
 _HEDGE_AFTER = re.compile(
     r"^[\s$}*)\]]*(?:[,.]\s*)?(?:which\s+)?(?:seems?|looks?|sounds?|is|appears?)\s+(?:\w+\s+)?"
     r"(?:plausible|likely|reasonable)\b"
+    r"|^[\s$}*)\]]*(?:-\s?ish\b|,?\s*(?:give\s+or\s+take|more\s+or\s+less|or\s+so|plus\s+or\s+minus\s+a\s+bit)\b)"
     r"|^[\s$}*)\]]*(?:[,.]\s*)?(?:which\s+)?(?:(?:might|may|could)\s+(?:well\s+)?be|(?:is|seems)\s+(?:probably|possibly|maybe|perhaps))"
     r"\s+(?:it|right|correct|the\s+answer|the\s+one)\b"
     r"|^[\s$}*)\]]*[,(—–-]?\s*(?:probably|maybe|perhaps|possibly|presumably|I\s+(?:guess|suppose)|vielleicht"
@@ -166,6 +180,9 @@ _WOULD = re.compile(
     r"\bwould(?:\s+(?:have\s+)?(?:be|been|equal|give|get|make|come\s+to|yield))?\b|\bwould've\b"
     r"|\b(?:we|you|it|they|he|she|I|that|this|one)'d\b"
     r"|\bser[íi]a[n]?\b|\bhabr[íi]a\b|\bdar[íi]a\b|\bserai(?:en)?t\b|\baurait\b|\bdonnerait\b"
+    # the conditional of any Spanish or French verb ("obtendríamos", "tendría", "obtiendrait"); a name
+    # such as "María" is too short a stem
+    r"|\b\w{3,}r(?:ía|ías|íamos|ían)\b|\b(?:har|dir)(?:ía|ías|íamos|ían)\b|\b\w{2,}r(?:ait|aient)\b"
     r"|\bw[äa]ren?\b|\bw[üu]rde[n]?\b|\bh[äa]tte[n]?\b|\bsarebbe(?:ro)?\b|\bseria[m]?\b|\bбы(?:ло|л|ла)?\s+бы\b|\bбы\b",
     re.IGNORECASE,
 )
@@ -198,10 +215,18 @@ _NOT_GIVEN = re.compile(
 # a value worked out in a scenario the model says it made up ("in a hypothetical where n = 4")
 _HYPOTHETICAL = re.compile(
     r"\bhypothetical(?:ly)?\b|\bfor\s+the\s+sake\s+of\s+argument\b|\bhipot[ée]tic|\bhypoth[ée]tique|\bhypothetisch"
+    r"|\(?\b(?:false|wrong|incorrect|mistaken|counterfactual)\b\)?\s+(?:assumption|premise|supposition|hypothesis)\b"
     r"|гипотетическ|假设性|假設性|仮に",
     re.IGNORECASE,
 )
-_HYPOTHETICAL_HINTS = ("hypothe", "hipot", "sake")  # in every ASCII match of _HYPOTHETICAL, lower-cased
+_HYPOTHETICAL_HINTS = (
+    "hypothe",
+    "hipot",
+    "sake",
+    "assumption",
+    "premise",
+    "supposition",
+)  # in every ASCII match of _HYPOTHETICAL, lower-cased
 _CJK_CONDITION = re.compile(r"如果|假如|要是|倘若|假设|假設|若|もし|としたら|なら")
 _CJK_COUNTERFACTUAL = re.compile(
     r"假如|要是|倘若|假设|假設|如果.{0,30}的话|如果.{0,30}的話|もし|としたら|だったら|ならば"
@@ -265,6 +290,12 @@ _DISCLAIMER = re.compile(
     r"(?:best\s+|educated\s+|rough\s+|wild\s+)?guess\b"
     r"|\b(?:(?:I'?m|I\s+am|we'?re|we\s+are)\s+(?:just\s+|only\s+|mostly\s+|partly\s+)?|just\s+)guessing\s*(?:[)}\].!,;]|$)"
     r"|\(\s*(?:(?:just|only|a|an|my|our|educated|rough|wild|best|pure|lucky)\s+)*guess(?:ed|ing|work)?\s*[)!.?]"
+    r"|\b(?:don'?t|do\s+not)\s+hold\s+your\s+breath\b"
+    r"|\b(?:haven'?t|have\s+not|didn'?t|did\s+not)\s+(?:actually\s+)?(?:done|do|worked|work|run|gone\s+through)\s+"
+    r"(?:the\s+|any\s+)?(?:math|maths|calculations?|computations?|it\s+out|numbers|algebra)\b"
+    r"|\b(?:that|this|the)\s+(?:quote|quotation|claim|statement|solution|answer|value)\s+(?:is|was)\s+"
+    r"(?:(?:taken\s+)?from\s+an?\s+)?(?:wrong|incorrect|mistaken|false|flawed|bogus)\b"
+    r"|\bfrom\s+an?\s+(?:wrong|incorrect|flawed|bogus|mistaken)\s+(?:solution|answer|source|attempt)\b"
     r"|\b(?:don'?t|do\s+not)\s+(?:quote|hold)\s+me\b|\bplaceholder\b|\bdummy\s+(?:value|answer|number)\b"
     r"|\bnot\s+(?:the|my)\s+(?:real|actual|true)\s+answer\b|\bmade[\s-]up\s+(?:value|answer|number)\b"
     r"|\bunless\s+I(?:'ve|\s+have)?\s+(?:made|make|messed|got|am|'m)\b|\bif\s+I\s+(?:didn'?t|did\s+not)\s+(?:make|mess)\b"
@@ -285,6 +316,7 @@ _DISCLAIMER_WORDS = (
     "commit", "wrong", "mistaken", "incorrect", "off", "sur", "sûr", "certain", "confident", "right",
     "scratch", "ignore", "guess", "quote", "hold", "unless", "placeholder", "dummy", "answer", "made",
     "make", "mess", "segur", "comprob", "revis", "contr", "misconception", "fallacy", "pitfall", "trap",
+    "breath", "math", "calculation", "computation", "numbers", "algebra", "flawed", "bogus", "false",
     "sicher", "prüf", "pruf", "уверен", "провер", "sicur", "certeza",
     "验证", "驗證", "检查", "檢查", "保证", "保證", "確認", "検証", "证实", "證實", "核实", "核實",
 )  # fmt: skip
@@ -342,11 +374,28 @@ _DENIAL_WORDS = frozenset(
 _HEDGE_WORDS = frozenset(
     {"might", "could", "may", "perhaps", "maybe", "possibly", "probably", "presumably", "vielleicht", "tal"}
     | {"forse", "talvez", "guess", "suppose", "sure", "certain", "confident", "unsure", "uncertain", "else"}
-    | {"know", "likely", "plausible", "reasonable", "guessing", "podria", "podrian", "pourrait", "pourraient"}
+    | {
+        "know",
+        "likely",
+        "plausible",
+        "reasonable",
+        "guessing",
+        "ish",
+        "give",
+        "take",
+        "less",
+        "so",
+        "bit",
+        "podria",
+        "podrian",
+        "pourrait",
+        "pourraient",
+    }
     | {"potrebbe", "potrebbero", "poderia", "poderiam", "koennte", "koennten", "probablemente", "posiblemente"}
     | {"mejor", "probablement", "vraisemblablement", "wahrscheinlich", "vermutlich", "womoglich", "moglicherweise"}
     | {"moeglicherweise", "eventuell", "probabilmente", "magari", "provavelmente", "possivelmente", "duerfte"}
-    | {"duerften"}
+    | {"duerften", "hunch", "gut", "instinct", "posible", "puede", "peut", "possible", "moglich", "moeglich"}
+    | {"possibile", "possivel"}
 )
 
 
@@ -435,7 +484,9 @@ def _judge(text: str, value: str, at: int) -> tuple[str, str] | None:
     asked = ("?" in after or "？" in after or words is None) and _QUESTION_AFTER.match(after)
     if (asked or (end_m is not None and text[end_m.start()] in "?？")) and not _WHY.search(clause):
         return "questioned", f"{value[:60]!r} is asked about, not given"
-    if (words is None or not words.isdisjoint(_WOULD_WORDS)) and _counterfactual(before, clause):
+    if (words is None or not words.isdisjoint(_WOULD_WORDS) or _french_conditional(words)) and _counterfactual(
+        before, clause
+    ):
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
     if _WHAT_YOU_GET.match(after):
         return "counterfactual", f"{value[:60]!r} is what a mistake or a supposition gives, not the answer"
@@ -515,6 +566,11 @@ def _counterfactual(before: str, clause: str) -> bool:
     if _CONCLUSION.search(before[m.end() :]) or _MUST.search(before[m.end() :]):
         return False
     return not _OPENS_CONCLUSION.search(before, 0, m.start()) or _CONTRARY_TO_FACT.search(clause) is not None
+
+
+def _french_conditional(words: frozenset[str]) -> bool:
+    """An ASCII word in French's conditional mood ("obtiendrait"): no word list holds every verb."""
+    return any(len(w) > 6 and w.endswith(("rait", "raient")) for w in words)
 
 
 def _conditional(clause: str, words: frozenset[str] | None) -> bool:
