@@ -48,6 +48,8 @@ SCIENTIFIC = [
 
 RATIOS_AND_CHANCES = [
     ("5:3", r"\boxed{10:6}", True),
+    ("5:2", "The ratio is 10 : 4.", True),  # spaced colon, as the last value in prose
+    ("5:2", "The ratio is 10 : 5.", False),
     ("5:3", r"\boxed{3:5}", False),
     ("5:3", "So the ratio of boys to girls is 5 to 3.", True),
     ("5:3", "So the ratio of boys to girls is 3 to 5.", False),
@@ -87,6 +89,10 @@ NUMBER_WORDS = [
 ]
 
 REPEATING = [
+    ("4/3", "The answer is 1.3 repeating.", True),  # the digits after the point in words
+    ("1/7", "The answer is 0.142857 recurring.", True),
+    ("4/3", "The answer is 1.3.", False),
+    ("1/3", "The answer is 0.3\u0304", True),  # a combining macron
     (r"\frac{5}{33}", "The answer is 0.1515...", True),  # a two-digit block shown twice
     (r"\frac{5}{33}", "The answer is 0.15...", False),  # shown once: a truncation
     (r"\frac{7}{9}", "The answer is 0.7\u0305.", True),  # a combining overline

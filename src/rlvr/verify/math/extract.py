@@ -526,7 +526,7 @@ _GSM8K = re.compile(r"####\s*([^\n]+)")
 # decimals, a decimal comma ("2,74"), fractions and a trailing percent sign.
 _NUMBER = re.compile(
     r"(?<![A-Za-z\d])(?:[-+]?\d+ \d+/\d+(?![\d/])"  # a mixed number: "2 1/2"
-    r"|\d+(?::\d+)+(?![\d:])"  # a ratio (or a time): "3:4", "9:30"
+    r"|\d+(?::\d+)+(?![\d:])|\d+(?: : \d+)+(?![\d:])"  # a ratio (or a time): "3:4", "9:30", "10 : 4"
     r"|[-+]?\d+\.\d+(?:\.\.\.|…)(?!\.)"  # a decimal that goes on: "0.333..."
     r"|[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+,\d{1,2}(?![\d,])|\d+)(?:\.\d+)?(?:[eE][-+]?\d+(?![\w.]))?(?:/\d+)?"
     r"|[-+]?\.\d+)"

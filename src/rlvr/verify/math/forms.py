@@ -111,7 +111,11 @@ _DOTS = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\dot\s*\{\s*(\d)\s*\}(?:(\d*)\\dot\s
 # a decimal whose digits show a block repeating, then an ellipsis: 0.333..., 0.142857142857\ldots
 _ELLIPSIS = re.compile(r"(?<![\d.])(\d*)\.(\d*?)((\d+?)\4+)(?:\.\.\.|…|\\[lc]?dots\b)")
 # the block marked by a combining overline on each digit (0.2̅, 0.1̅2̅) or in square brackets (0.1[6])
-_COMBINING = re.compile(r"(?<![\d.])(\d*)\.(\d*?)((?:\d\u0305)+)(?![\d\u0305])")
+_COMBINING = re.compile(r"(?<![\d.])(\d*)\.(\d*?)((?:\d[\u0304\u0305])+)(?![\d\u0304\u0305])")  # or a macron
+# "0.3 repeating", "0.142857 recurring": the digits after the point are the block
+_REPEATING_WORD = re.compile(
+    r"(?<![\d.])(\d*)\.(\d+)\s*(?:\(\s*)?(?:repeating|recurring|repeated)\b\s*\)?", re.IGNORECASE
+)
 _BRACKETS = re.compile(r"(?<![\d.])(\d*)\.(\d*)\[(\d+)\](?![\d\]])")
 
 
@@ -126,8 +130,8 @@ def repeating(s: str) -> str:
         ('\\frac{3}{9}', '\\frac{75}{90}', '\\frac{142}{999}')
         >>> repeating("0.1666..."), repeating("3.14159..."), repeating("0.1212...")
         ('\\frac{15}{90}', '3.14159...', '\\frac{12}{99}')
-        >>> repeating("0.2\u0305"), repeating("0.1[6]")
-        ('\\frac{2}{9}', '\\frac{15}{90}')
+        >>> repeating("0.2\u0305"), repeating("0.1[6]"), repeating("1.3 repeating")
+        ('\\frac{2}{9}', '\\frac{15}{90}', '\\frac{12}{9}')
     """
     if "." not in s and "…" not in s:
         return s
@@ -140,8 +144,12 @@ def repeating(s: str) -> str:
             )
     if "(" in s:
         s = _PARENS.sub(lambda m: _fraction(m.group(1), m.group(2), m.group(3)), s)
-    if "\u0305" in s:
-        s = _COMBINING.sub(lambda m: _fraction(m.group(1), m.group(2), m.group(3).replace("\u0305", "")), s)
+    if "\u0305" in s or "\u0304" in s:
+        s = _COMBINING.sub(
+            lambda m: _fraction(m.group(1), m.group(2), m.group(3).replace("\u0305", "").replace("\u0304", "")), s
+        )
+    if "epeat" in s or "ecurring" in s:
+        s = _REPEATING_WORD.sub(lambda m: _fraction(m.group(1), "", m.group(2)), s)
     if "[" in s:
         s = _BRACKETS.sub(lambda m: _fraction(m.group(1), m.group(2), m.group(3)), s)
     if "..." in s or "…" in s or "dots" in s:
