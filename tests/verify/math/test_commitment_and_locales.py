@@ -403,6 +403,8 @@ def _searched_everywhere(text: str, span: str) -> str | None:
         return "negated"
     if c.hedged(before, clause[len(before) + len(value) :]):
         return "hedged"
+    if c._IDIOM_AFTER.match(text, at + len(value), end_m.start() if end_m else len(text)):
+        return "hedged"
     if c._about_the_value(c._CJK_HEDGE, before) or c._CJK_HEDGE_AFTER.match(after):
         return "hedged"
     if (c._QUESTION_AFTER.match(after) or (end_m and text[end_m.start()] in "?？")) and not c._WHY.search(clause):
@@ -732,3 +734,17 @@ AROUND_THE_BOX = [
 @pytest.mark.parametrize(("completion", "gold", "expected"), AROUND_THE_BOX)
 def test_what_solutions_write_around_their_box(completion: str, gold: str, expected: bool) -> None:
     assert judged(completion, gold) is expected, verify_math(completion, gold)
+
+
+@given(st.text(alphabet=" \t\n$})*]\\.,;:!。！，、—–-?ishwrong", max_size=12))
+@settings(max_examples=400, deadline=None)
+def test_what_the_quiet_gate_skips_matches_no_pattern_after_the_value(after: str) -> None:
+    """uncommitted() does not try its after-the-value patterns when only closing marks and one
+    punctuation mark follow the value: on such text none of them can match."""
+    from rlvr.verify.math import commitment as c
+
+    quiet = c._QUIET_AFTER.match(after)
+    if quiet is None or quiet.end() < len(after):
+        return
+    for pattern in (c._NOT_AFTER, c._IDIOM_AFTER, c._WHAT_YOU_GET, c._RETRACTED, c._CJK_NOT_AFTER):
+        assert pattern.match(after) is None, (pattern.pattern[:40], after)

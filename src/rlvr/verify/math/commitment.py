@@ -153,11 +153,16 @@ _HEDGE_BEFORE = re.compile(
 _HEDGE_AFTER = re.compile(
     r"^[\s$}*)\]]*(?:[,.]\s*)?(?:which\s+)?(?:seems?|looks?|sounds?|is|appears?)\s+(?:\w+\s+)?"
     r"(?:plausible|likely|reasonable)\b"
-    r"|^[\s$}*)\]]*(?:-\s?ish\b|,?\s*(?:give\s+or\s+take|more\s+or\s+less|or\s+so|plus\s+or\s+minus\s+a\s+bit)\b)"
     r"|^[\s$}*)\]]*(?:[,.]\s*)?(?:which\s+)?(?:(?:might|may|could)\s+(?:well\s+)?be|(?:is|seems)\s+(?:probably|possibly|maybe|perhaps))"
     r"\s+(?:it|right|correct|the\s+answer|the\s+one)\b"
     r"|^[\s$}*)\]]*[,(—–-]?\s*(?:probably|maybe|perhaps|possibly|presumably|I\s+(?:guess|suppose)|vielleicht"
     r"|quizás?|tal\s+vez|peut-être|forse|talvez|возможно|наверное)\b",
+    re.IGNORECASE,
+)
+# an idiom of doubt right after the value ("12-ish", "12, give or take", "12 or so"): anchored, so
+# matched on every clause without a word gate
+_IDIOM_AFTER = re.compile(
+    r"[\s$}*)\]]*(?:-\s?ish\b|,?\s*(?:give\s+or\s+take|more\s+or\s+less|or\s+so|plus\s+or\s+minus\s+a\s+bit)\b)",
     re.IGNORECASE,
 )
 # a turn to a correction: a hedge before it was about the value it takes back ("my guess at first was
@@ -315,11 +320,13 @@ _DISCLAIMER_WORDS = (
     "check", "verif", "vérifi", "confirm", "test", "valid", "caution", "salt", "trust", "rely", "guarantee",
     "commit", "wrong", "mistaken", "incorrect", "off", "sur", "sûr", "certain", "confident", "right",
     "scratch", "ignore", "guess", "quote", "hold", "unless", "placeholder", "dummy", "answer", "made",
-    "make", "mess", "segur", "comprob", "revis", "contr", "misconception", "fallacy", "pitfall", "trap",
-    "breath", "math", "calculation", "computation", "numbers", "algebra", "flawed", "bogus", "false",
+    "make", "mess", "segur", "comprob", "revis", "contrô", "contro", "misconception", "fallacy", "pitfall", "trap",
+    "breath", "haven", "didn", "have not", "did not", "flawed", "bogus", "false",
     "sicher", "prüf", "pruf", "уверен", "провер", "sicur", "certeza",
     "验证", "驗證", "检查", "檢查", "保证", "保證", "確認", "検証", "证实", "證實", "核实", "核實",
 )  # fmt: skip
+# closing marks and one punctuation mark: what stands after a value that says nothing about it
+_QUIET_AFTER = re.compile(r"[\s$}*)\]]*(?:[.,;:!。！，、—–-][\s$}*)\]]*)?")
 _DISCLAIMER_REACH = 200  # characters after the value a disclaimer of it is looked for in
 # the answer taken back by the very next sentence ("12. Actually no, ...", "12. Hmm, that can't be right",
 # "12。不对，..."), per language: only cues that deny (a "wait, let me check: 3 * 4 = 12" confirms)
@@ -374,28 +381,11 @@ _DENIAL_WORDS = frozenset(
 _HEDGE_WORDS = frozenset(
     {"might", "could", "may", "perhaps", "maybe", "possibly", "probably", "presumably", "vielleicht", "tal"}
     | {"forse", "talvez", "guess", "suppose", "sure", "certain", "confident", "unsure", "uncertain", "else"}
-    | {
-        "know",
-        "likely",
-        "plausible",
-        "reasonable",
-        "guessing",
-        "ish",
-        "give",
-        "take",
-        "less",
-        "so",
-        "bit",
-        "podria",
-        "podrian",
-        "pourrait",
-        "pourraient",
-    }
+    | {"know", "likely", "plausible", "reasonable", "guessing", "podria", "podrian", "pourrait", "pourraient"}
     | {"potrebbe", "potrebbero", "poderia", "poderiam", "koennte", "koennten", "probablemente", "posiblemente"}
     | {"mejor", "probablement", "vraisemblablement", "wahrscheinlich", "vermutlich", "womoglich", "moglicherweise"}
     | {"moeglicherweise", "eventuell", "probabilmente", "magari", "provavelmente", "possivelmente", "duerfte"}
-    | {"duerften", "hunch", "gut", "instinct", "posible", "puede", "peut", "possible", "moglich", "moeglich"}
-    | {"possibile", "possivel"}
+    | {"duerften", "hunch", "gut", "instinct", "que", "dass", "che"}  # "es posible que", "möglich, dass"...
 )
 
 
@@ -410,9 +400,11 @@ _CONDITION_WORDS = frozenset(
 _ATTRIBUTION_WORDS = frozenset(
     {"claim", "claims", "claimed", "says", "said", "states", "stated", "writes", "wrote", "thinks", "believes"}
     | {"suggests", "insists", "argues", "reports", "asserts", "according", "dice", "dicen", "dit", "sagt"}
-    | {"behauptet", "s", "say", "think", "guess", "write", "tempting", "conclude", "some", "someone", "somebody"}
-    | {"many", "people", "students", "others", "one"}
+    | {"behauptet", "s", "tempting"}
 )
+# a generic speaker ("some would say", "many students would answer"): one word of each set
+_SPEAKERS = frozenset({"some", "someone", "somebody", "many", "people", "students", "others", "one"})
+_SAYING = frozenset({"say", "think", "answer", "claim", "conclude", "guess", "write"})
 
 
 def _ascii_words(clause: str) -> frozenset[str] | None:
@@ -464,18 +456,24 @@ def _judge(text: str, value: str, at: int) -> tuple[str, str] | None:
     before, after = text[start:at], text[at + len(value) : at + len(value) + 80]
     clause = text[start:end]
     words = _ascii_words(clause)  # None: not ASCII, every rule is searched
+    # nothing but closing marks and a full stop after the value (most answers: "$\\boxed{12}$."): no
+    # verdict, idiom or retraction after it can match, and their patterns are not tried
+    quiet = _QUIET_AFTER.match(after)
+    said_after = quiet is None or quiet.end() < len(after)
     if (words is None or not words.isdisjoint(_NOT_WORDS)) and _NOT_BEFORE.search(before):
         return "negated", f"the answer is said not to be {value[:60]!r}"
-    if _NOT_AFTER.match(after):
+    if said_after and _NOT_AFTER.match(after):
         return "negated", f"the answer is said not to be {value[:60]!r}"
     if (words is None or not words.isdisjoint(_DENIAL_WORDS)) and (_denied(before) or _EXCLUDED_BEFORE.search(before)):
         return "negated", f"the statement that the answer is {value[:60]!r} is denied"
-    if words is None and (_CJK_NOT_BEFORE.search(before) or _CJK_NOT_AFTER.match(after)):
+    if words is None and (_CJK_NOT_BEFORE.search(before) or (said_after and _CJK_NOT_AFTER.match(after))):
         return "negated", f"the answer is said not to be {value[:60]!r}"
     rest = text[at + len(value) : end]
     # "x may be any real number": a modal before "any" grants a range, it does not doubt a value
     permission = value[:6].lower().startswith(("any ", "all ", "every "))
     if (words is None or not words.isdisjoint(_HEDGE_WORDS)) and not permission and hedged(before, rest):
+        return "hedged", f"{value[:60]!r} is offered without being committed to"
+    if said_after and _IDIOM_AFTER.match(text, at + len(value), end):
         return "hedged", f"{value[:60]!r} is offered without being committed to"
     if words is None and (
         _about_the_value(_CJK_HEDGE, before) or _CJK_HEDGE_AFTER.match(after) or _CJK_DOUBT_AFTER.search(rest)
@@ -484,11 +482,11 @@ def _judge(text: str, value: str, at: int) -> tuple[str, str] | None:
     asked = ("?" in after or "？" in after or words is None) and _QUESTION_AFTER.match(after)
     if (asked or (end_m is not None and text[end_m.start()] in "?？")) and not _WHY.search(clause):
         return "questioned", f"{value[:60]!r} is asked about, not given"
-    if (words is None or not words.isdisjoint(_WOULD_WORDS) or _french_conditional(words)) and _counterfactual(
+    if (words is None or not words.isdisjoint(_WOULD_WORDS) or _french_conditional(clause, words)) and _counterfactual(
         before, clause
     ):
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
-    if _WHAT_YOU_GET.match(after):
+    if said_after and _WHAT_YOU_GET.match(after):
         return "counterfactual", f"{value[:60]!r} is what a mistake or a supposition gives, not the answer"
     if words is None and _CJK_COUNTERFACTUAL.search(clause[: at - start]):
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
@@ -497,13 +495,17 @@ def _judge(text: str, value: str, at: int) -> tuple[str, str] | None:
         return "counterfactual", f"{value[:60]!r} is worked out in a scenario the model made up"
     if _conditional(clause, words) and _NOT_GIVEN.search(text, at + len(value), at + len(value) + _DISCLAIMER_REACH):
         return "counterfactual", f"{value[:60]!r} is worked out under a condition the problem does not give"
-    if (words is None or not words.isdisjoint(_ATTRIBUTION_WORDS)) and _attributed(before):
+    if (
+        words is None
+        or not words.isdisjoint(_ATTRIBUTION_WORDS)
+        or (not words.isdisjoint(_SPEAKERS) and not words.isdisjoint(_SAYING))
+    ) and _attributed(before):
         return "attributed", f"{value[:60]!r} is someone else's claim, not the answer given"
     if _options(before):
         return "options", f"{value[:60]!r} is one of several values offered, not one answer"
     if _disclaimed(text[at + len(value) : at + len(value) + _DISCLAIMER_REACH]):
         return "disclaimed", f"{value[:60]!r} is followed by a disclaimer of it"
-    if _RETRACTED.match(text, at + len(value), at + len(value) + 120):
+    if said_after and _RETRACTED.match(text, at + len(value), at + len(value) + 120):
         return "retracted", f"{value[:60]!r} is taken back by the sentence that follows it"
     if len(value) <= 40 and _repeated(text, at, value):
         return "repeated", f"{value[:60]!r} is written over and over: not one answer"
@@ -568,9 +570,9 @@ def _counterfactual(before: str, clause: str) -> bool:
     return not _OPENS_CONCLUSION.search(before, 0, m.start()) or _CONTRARY_TO_FACT.search(clause) is not None
 
 
-def _french_conditional(words: frozenset[str]) -> bool:
+def _french_conditional(clause: str, words: frozenset[str]) -> bool:
     """An ASCII word in French's conditional mood ("obtiendrait"): no word list holds every verb."""
-    return any(len(w) > 6 and w.endswith(("rait", "raient")) for w in words)
+    return "rai" in clause and any(len(w) > 6 and w.endswith(("rait", "raient")) for w in words)
 
 
 def _conditional(clause: str, words: frozenset[str] | None) -> bool:
