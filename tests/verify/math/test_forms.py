@@ -359,6 +359,19 @@ def test_conventions_can_be_switched() -> None:
     # bare digits as a decimal number, off the base_digits convention
     assert verify_math(r"\boxed{11}", "1011_2", conventions=strict).correct
     assert not verify_math(r"\boxed{11}", "1011_2").correct
+    # an angle in the other unit: wrong by default, one angle under degrees_as_radians
+    either = Conventions(degrees_as_radians=True)
+    for prediction, gold in (
+        (r"\boxed{45^\circ}", r"\frac{\pi}{4}"),
+        ("The answer is 60 degrees.", r"\frac{\pi}{3}"),
+        (r"\boxed{\frac{2\pi}{3}}", r"120^\circ"),
+        ("The answer is π/6.", "30°"),
+    ):
+        assert not verify_math(prediction, gold).correct, (prediction, gold)
+        assert verify_math(prediction, gold, conventions=either).correct, (prediction, gold)
+    for prediction, gold in ((r"\boxed{60^\circ}", r"\frac{\pi}{4}"), (r"\boxed{45}", r"\frac{\pi}{4}")):
+        assert not verify_math(prediction, gold, conventions=either).correct, (prediction, gold)
+    assert verify_math(r"\boxed{45^\circ}", "45", conventions=either).correct
     # what no convention touches reads the same either way
     assert verify_math(r"\boxed{10:6}", "5:3", conventions=strict).correct
     assert verify_math(r"\boxed{\sin x + K}", r"\sin x + C", conventions=strict).correct

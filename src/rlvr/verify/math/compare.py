@@ -341,6 +341,21 @@ def _in_gold_base(g_span: str, span: str) -> tuple[bool, Method] | None:
     return equal_alts(parse_alts(g_span), (Num(Fraction(value)),))
 
 
+_DEGREE_SIGN = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree\b|\bdegrees?\b")
+
+
+def _by_angle(g_span: str, span: str) -> tuple[bool, Method] | None:
+    """An angle in degrees against one in radians (a multiple of pi), under the ``degrees_as_radians``
+    convention. None: the convention is off, or not exactly one side is in degrees with the other in pi."""
+    if not conventions().degrees_as_radians:
+        return None
+    for degrees, radians in ((span, g_span), (g_span, span)):
+        if _DEGREE_SIGN.search(degrees) and not _DEGREE_SIGN.search(radians) and "pi" in normalize(radians):
+            value = normalize(_DEGREE_SIGN.sub("", degrees))
+            return equal_alts(parse_alts(radians), parse_alts(rf"\frac{{({value}) \pi}}{{180}}"))
+    return None
+
+
 def _by_constant(g_span: str, span: str) -> tuple[bool, Method] | None:
     """An antiderivative's constant of integration, by the ``integration_constant`` convention
     (:mod:`rlvr.verify.math.conventions`). None: neither side carries one."""
@@ -416,6 +431,8 @@ def _against(
         return Verdict(Status.WRONG, span, Method.STRUCTURAL, why, g_span, {**details, "rule": "unevaluated"})
     based = _in_gold_base(g_span, span) if "_" in g_span else None
     ok, method = based if based is not None else equal_alts(g_alts, p_alts)
+    if not ok and based is None and (by_angle := _by_angle(g_span, span)) is not None:
+        ok, method = by_angle
     if not ok and based is None and (by_convention := _by_constant(g_span, span)) is not None:
         ok, method = by_convention
     if ok and question is not None and unevaluated_rule == "question" and _restated(g_alts, p_alts, span, question):

@@ -13,6 +13,11 @@ and an option to make the other.
   (``101_2`` is 5).
 * ``remainder_as_residue`` (default True): a number in ``[0, m)`` equals the residue class
   ``x \equiv a \pmod{m}`` it represents (the remainder asked for); off, a class equals a class.
+* ``degrees_as_radians`` (default False): an angle written in degrees (``45^\circ``, ``45°``, "45
+  degrees") against a gold in radians (``\frac{\pi}{4}``), or the other way round, is wrong: a
+  problem that wants an angle says in which unit ("in radians"), and a grader marks the other
+  unit wrong. On: the two are one angle. A degree sign against a bare number stays the number
+  (``45^\circ`` for ``45``) either way.
 
 :func:`conventions` is the set in force (a context variable, so threads and verifier workers
 never see another call's); :func:`rlvr.verify.math.verify_math` sets it for one verdict.
@@ -35,6 +40,7 @@ class Conventions:
     integration_constant: Literal["optional", "required"] = "optional"
     base_digits: bool = True
     remainder_as_residue: bool = True
+    degrees_as_radians: bool = False
 
 
 DEFAULT = Conventions()
