@@ -393,6 +393,19 @@ class RewardsConfig(_Strict):
     of their prompts is ``bad_gold`` (off by default)."""
     outage_seed: int = 0
     """Seeds the injected outages and bad golds."""
+    conventions: dict[str, Any] = {}
+    """The maths verifier's reading conventions where a form is one (``ratio_as_fraction``,
+    ``integration_constant``, ``base_digits``, ``remainder_as_residue``, ``degrees_as_radians``:
+    :mod:`rlvr.verify.math.conventions`); unset, a careful competition grader's. Set for the whole
+    process when the rewards are built."""
+
+    @field_validator("conventions")
+    @classmethod
+    def _known_conventions(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from rlvr.verify.math.conventions import from_options  # noqa: PLC0415 - the verifiers load only when asked
+
+        from_options(v)  # raises, naming the unknown convention or the bad value
+        return v
 
     def active_options(self) -> dict[str, dict[str, Any]]:
         """Options to build the rewards with: the default options only for rewards that are weighted

@@ -15,14 +15,22 @@ from typing import Any
 
 from rlvr.rewards.base import column, gold_column, prompt_text
 from rlvr.types import Status, Verdict
+from rlvr.verify.math.conventions import Conventions, conventions
 from rlvr.verify.math.verifier import DEFAULT_TIMEOUT
 from rlvr.verify.registry import canonical_task, verify_with
 
 
 @lru_cache(maxsize=32_768)
 def _cached(
-    completion: str, gold: str, task: str | None, strict: bool, timeout: float | None, question: str | None
+    completion: str,
+    gold: str,
+    task: str | None,
+    strict: bool,
+    timeout: float | None,
+    question: str | None,
+    chosen: Conventions,
 ) -> Verdict:
+    # ``chosen``: the maths conventions in force, part of the key (a process may change its default)
     return _verify(completion, gold, task, strict, timeout, question)
 
 
@@ -78,7 +86,7 @@ def row_verdicts(
             except (TypeError, ValueError):
                 out.append(_verify(text, gold, row_task, strict, timeout, question))
                 continue
-        out.append(_cached(text, gold, row_task, strict, timeout, question))
+        out.append(_cached(text, gold, row_task, strict, timeout, question, conventions()))
     return out
 
 

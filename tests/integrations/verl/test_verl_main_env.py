@@ -34,3 +34,17 @@ def test_loadable_by_file_path_as_verl_does():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.compute_score("d", r"\boxed{2}", "2")["acc"] is True
+
+
+def test_conventions_from_reward_kwargs():
+    """verl passes ``custom_reward_function.reward_kwargs`` as keywords: ``conventions`` chooses the
+    maths verifier's reading conventions, as ``rewards.conventions`` does in rlvr's config."""
+    from rlvr.verify.math.conventions import set_default
+
+    try:
+        assert compute_score("d", r"\boxed{5:3}", r"\frac{5}{3}")["acc"] is True
+        off = {"ratio_as_fraction": False}
+        assert compute_score("d", r"\boxed{5:3}", r"\frac{5}{3}", None, conventions=off)["acc"] is False
+        assert compute_score("d", r"\boxed{5:3}", r"\frac{5}{3}")["acc"] is True  # none named: the defaults
+    finally:
+        set_default(None)

@@ -387,3 +387,28 @@ def test_readers() -> None:
     assert bases("0x1G") == "0x1G" and bases("129_8") == "129_8"
     assert labelled_parts("(a) 1 (c) 2") is None
     assert before_check("No number here. Check: 1 + 1 = 2") == "No number here. Check: 1 + 1 = 2"
+
+
+def test_a_config_sets_the_conventions_its_rewards_verify_with() -> None:
+    """``rewards.conventions`` reaches every verdict of the process its rewards are built in (and the
+    rewards' own cache keeps verdicts of other conventions apart); a misspelt convention is refused
+    with its name, before any work."""
+    from rlvr.config import load_config
+    from rlvr.errors import ConfigError
+    from rlvr.rewards.combine import Total
+
+    ratio = [r"\boxed{5:3}"]
+    try:
+        cfg = load_config(None, ["rewards.conventions.ratio_as_fraction=false", "rewards.weights={accuracy: 1.0}"])
+        total = Total.from_config(cfg.rewards)
+        assert not verify_math(ratio[0], r"\frac{5}{3}").correct
+        assert total(ratio, answer=[r"\frac{5}{3}"]) == [0.0]
+        total = Total.from_config(load_config(None, ["rewards.weights={accuracy: 1.0}"]).rewards)
+        assert verify_math(ratio[0], r"\frac{5}{3}").correct
+        assert total(ratio, answer=[r"\frac{5}{3}"]) == [1.0]
+    finally:
+        Total.from_config(load_config(None, []).rewards)  # the defaults again, for the tests after this one
+    with pytest.raises(ConfigError, match="ratio_as_fractions"):
+        load_config(None, ["rewards.conventions.ratio_as_fractions=false"])
+    with pytest.raises(ConfigError, match="integration_constant"):
+        load_config(None, ["rewards.conventions.integration_constant=sometimes"])

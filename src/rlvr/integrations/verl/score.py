@@ -12,7 +12,9 @@ It returns verl's dict form: ``score`` (the weighted total) plus every component
 ``acc`` and the verdict ``status``, which verl's reward manager collects into
 ``reward_extra_info`` so the death causes reach its logs. ``extra_info`` may carry
 ``task`` (which verifier), ``prompt`` and ``language`` (for language consistency),
-``steps`` (for the process reward) and ``weights`` (a per-row override).
+``steps`` (for the process reward) and ``weights`` (a per-row override). The maths verifier's
+reading conventions come from the function's ``reward_kwargs`` (``conventions: {ratio_as_fraction:
+false}``: :mod:`rlvr.verify.math.conventions`), as a config's ``rewards.conventions`` sets them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from rlvr.rewards.combine import DEFAULT_WEIGHTS, Total
+from rlvr.verify.math.conventions import from_options, set_default
 
 #: verl ``data_source`` values that name a task other than maths.
 _TASK_BY_SOURCE: dict[str, str] = {}
@@ -30,6 +33,16 @@ _TASK_BY_SOURCE: dict[str, str] = {}
 @lru_cache(maxsize=64)
 def _total(weights_key: tuple[tuple[str, Any], ...]) -> Total:
     return Total(dict(weights_key))
+
+
+_in_use: list[tuple[tuple[str, Any], ...]] = [()]  # the conventions last set here (none: the defaults)
+
+
+def _use_conventions(key: tuple[tuple[str, Any], ...]) -> None:
+    """Make the conventions ``key`` names the process's default, when they are not already."""
+    if key != _in_use[0]:
+        set_default(from_options(dict(key)))  # ValueError names a convention that is none
+        _in_use[0] = key
 
 
 def _freeze(weights: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -53,6 +66,7 @@ def compute_score(
         1.1
     """
     info = dict(extra_info or {})
+    _use_conventions(_freeze(kwargs.get("conventions") or {}))
     weights = info.get("weights") or kwargs.get("weights") or DEFAULT_WEIGHTS
     total = _total(_freeze(weights))
     columns: dict[str, Any] = {"gold": [ground_truth], "task": [info.get("task") or _TASK_BY_SOURCE.get(data_source)]}

@@ -20,7 +20,10 @@ and an option to make the other.
   (``45^\circ`` for ``45``) either way.
 
 :func:`conventions` is the set in force (a context variable, so threads and verifier workers
-never see another call's); :func:`rlvr.verify.math.verify_math` sets it for one verdict.
+never see another call's); :func:`rlvr.verify.math.verify_math` sets it for one verdict, and a verdict
+that names none takes the process's default: :class:`Conventions()` unless :func:`set_default` chose
+others (a config's ``rewards.conventions``, set when its rewards are built, and inherited by the
+verifier's forked workers).
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -44,19 +47,45 @@ class Conventions:
 
 
 DEFAULT = Conventions()
-_IN_FORCE: ContextVar[Conventions] = ContextVar("rlvr_math_conventions", default=DEFAULT)
+_process_default = DEFAULT
+_IN_FORCE: ContextVar[Conventions | None] = ContextVar("rlvr_math_conventions", default=None)
 
 
 def conventions() -> Conventions:
     """The conventions of the verdict being made."""
-    return _IN_FORCE.get()
+    return _IN_FORCE.get() or _process_default
+
+
+def set_default(chosen: Conventions | None) -> None:
+    """The conventions of every verdict in this process that names none (``None``: :data:`DEFAULT`)."""
+    global _process_default
+    _process_default = chosen or DEFAULT
+
+
+def from_options(options: dict[str, Any]) -> Conventions:
+    """:class:`Conventions` from a config's mapping (``{"ratio_as_fraction": false}``).
+
+    Raises:
+        ValueError: a name that is no convention, or a value of the wrong kind, naming it.
+    """
+    known = {f.name: f for f in fields(Conventions)}
+    for name, value in options.items():
+        if name not in known:
+            raise ValueError(f"unknown convention {name!r}; known: {', '.join(known)}")
+        if name == "integration_constant":
+            if value not in ("optional", "required"):
+                raise ValueError(f"integration_constant must be 'optional' or 'required', not {value!r}")
+        elif not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, not {value!r}")
+    return Conventions(**options)
 
 
 @contextmanager
 def using(chosen: Conventions | None) -> Iterator[Conventions]:
-    """Make ``chosen`` (``None``: the defaults) the conventions in force inside the block."""
-    token = _IN_FORCE.set(chosen or DEFAULT)
+    """Make ``chosen`` (``None``: the process's default) the conventions in force inside the block."""
+    chosen = chosen or _process_default
+    token = _IN_FORCE.set(chosen)
     try:
-        yield chosen or DEFAULT
+        yield chosen
     finally:
         _IN_FORCE.reset(token)
