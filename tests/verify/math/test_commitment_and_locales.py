@@ -620,6 +620,20 @@ REFUSED_SECOND_ROUND = [
     "Under no circumstances is the answer 12.",
     "La réponse n'est absolument pas 12.",
     "It is 12 or so.",
+    # what was just quoted, judged wrong at once; a supposition; a question tagged on
+    "Он написал «ответ 12», но это ошибка.",
+    'Escribió "la respuesta es 12", lo cual es incorrecto.',
+    'Someone posted "the answer is 12", which is wrong.',
+    "The answer is 12... or is it?",
+    "Let us assume the answer is 12.",
+    "Suppose the answer is 12.",
+    "Assume for contradiction that the answer is 12.",
+    "Supongamos que la respuesta es 12.",
+    "Supposons que la réponse soit 12.",
+    "Angenommen, die Antwort ist 12.",
+    "Предположим, что ответ 12.",
+    "假设答案是12。",
+    "答えが12だと仮定する。",
 ]
 COMMITTED_SECOND_ROUND = [
     "The probability of success, perhaps surprisingly, is 12.",
@@ -632,6 +646,12 @@ COMMITTED_SECOND_ROUND = [
     "12が答えです。",
     "Sans aucun doute, la réponse est 12.",
     "It might seem like 13, but the answer is 12.",
+    "The options were 10, 12 and 14; only 12 satisfies all conditions, so the answer is 12.",
+    "Suppose x = 3. Then 4x = 12. Since x = 3 is given, the answer is 12.",
+    "Assume the width is w. Then 3w = 36, so w = 12.",
+    # a check after the box that judges another value
+    "The greatest integer is $\\boxed{12}$.\n\nCheck: substituting $12$ gives 40 > 39. Substituting 13 gives"
+    " 43 > 43, which is false.",
 ]
 
 
@@ -746,5 +766,5 @@ def test_what_the_quiet_gate_skips_matches_no_pattern_after_the_value(after: str
     quiet = c._QUIET_AFTER.match(after)
     if quiet is None or quiet.end() < len(after):
         return
-    for pattern in (c._NOT_AFTER, c._IDIOM_AFTER, c._WHAT_YOU_GET, c._RETRACTED, c._CJK_NOT_AFTER):
+    for pattern in (c._NOT_AFTER, c._IDIOM_AFTER, c._WHAT_YOU_GET, c._RETRACTED, c._CJK_NOT_AFTER, c._JUDGED_AFTER):
         assert pattern.match(after) is None, (pattern.pattern[:40], after)

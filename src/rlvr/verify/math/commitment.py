@@ -70,7 +70,11 @@ _CJK_HEDGE = re.compile(
 )
 _CJK_HEDGE_AFTER = re.compile(r"^[\s$}*)\]]*(?:かもしれない|かもしれません|だろうか|吧)")
 # the value asked about, not given: a question mark (or a question particle) right after it
-_QUESTION_AFTER = re.compile(r"^[\s$}*)\]]*(?:[?？]|(?:吗|嗎|ですか|か)\s*[?？。]?)")
+_QUESTION_AFTER = re.compile(
+    r"^[\s$}*)\]]*(?:[?？]|(?:吗|嗎|ですか|か)\s*[?？。]?|(?:\.\.\.|…|,|\.)?\s*or\s+is\s+it\s*[?!.]*\s*$"
+    r"|(?:\.\.\.|…|,)?\s*or\s+is\s+it\s*\?)",
+    re.IGNORECASE,
+)
 # a clause ending in a question mark asks about its value ("Is 12 the answer?", "¿Es 12 la respuesta?",
 # "12是答案吗？") unless it asks why (a value explained, not doubted: "Why is the answer 12? Because...")
 _WHY = re.compile(
@@ -224,6 +228,17 @@ _HYPOTHETICAL = re.compile(
     r"|гипотетическ|假设性|假設性|仮に",
     re.IGNORECASE,
 )
+# a value supposed, not concluded ("Suppose the answer is 12.", "Assume for contradiction that x = 12",
+# "Supongamos que la respuesta es 12", "Angenommen, die Antwort ist 12", "Предположим, что ответ 12", "假设答案是12")
+_SUPPOSED = re.compile(
+    r"(?:\b(?:let(?:\s+us|'s)\s+)?(?:suppose|assume|assuming|supposing)\b"
+    r"(?:\s+(?:for\s+(?:the\s+sake\s+of\s+)?(?:a\s+)?(?:contradiction|argument)|,))?\s+(?:that\s+)?"
+    r"|\b(?:supongamos|suponiendo|supposons|admettons|supponiamo|suponhamos)\s+que\s+|\bangenommen,?\s+(?:dass\s+)?"
+    r"|\bnehmen\s+wir\s+an,?\s+(?:dass\s+)?|(?<!\w)(?:предположим|допустим),?\s+что\s+|假设|假設|假定)"
+    r"(?:[^\W\d_]+\s+|[^\W\d_]\s*){0,4}?(?:is|were|was|equals|=|es|sea|est|soit|ist|sei|è|sia|é|seja|равен|—|是|为|為)?\s*\$?\s*$",
+    re.IGNORECASE,
+)
+_SUPPOSED_AFTER = re.compile(r"[\s$}*)\]]*(?:だ|である)?と(?:仮定|仮に)")
 _HYPOTHETICAL_HINTS = (
     "hypothe",
     "hipot",
@@ -325,6 +340,18 @@ _DISCLAIMER_WORDS = (
     "sicher", "prüf", "pruf", "уверен", "провер", "sicur", "certeza",
     "验证", "驗證", "检查", "檢查", "保证", "保證", "確認", "検証", "证实", "證實", "核实", "核實",
 )  # fmt: skip
+# what was just said or quoted judged wrong at once, in its sentence ('"the answer is 12", which is wrong',
+# '«ответ 12», но это ошибка', '"la respuesta es 12", lo cual es incorrecto'): only right after the value,
+# so a check further on ("substituting -3 gives 17 > 17, which is false") judges its own value
+_JUDGED_AFTER = re.compile(
+    r"[\s$}*)\]\"'”»“«」』]*[,.;:—–-]?\s*(?:(?:but|pero|mais|aber|но|ma)\s+|但)?(?:"
+    r"(?:which|that|this)\s+(?:is|was)\s+(?:wrong|incorrect|false|mistaken|a\s+mistake|an\s+error)\b"
+    r"|(?:lo\s+cual|lo\s+que|que)\s+es\s+(?:incorrecto|falso|un\s+error)|eso\s+(?:es|está)\s+(?:mal|incorrecto)"
+    r"|ce\s+qui\s+est\s+(?:faux|incorrect|une\s+erreur)|c'est\s+(?:faux|une\s+erreur)"
+    r"|was\s+(?:aber\s+)?falsch\s+ist|das\s+(?:ist|war)\s+(?:falsch|ein\s+Fehler)|das\s+stimmt\s+nicht"
+    r"|это\s+(?:ошибка|неверно|неправильно)|这是错的|這是錯的|这是错误的|這是錯誤的|それは間違い)",
+    re.IGNORECASE,
+)
 # closing marks and one punctuation mark: what stands after a value that says nothing about it
 _QUIET_AFTER = re.compile(r"[\s$}*)\]]*(?:[.,;:!。！，、—–-][\s$}*)\]]*)?")
 _DISCLAIMER_REACH = 200  # characters after the value a disclaimer of it is looked for in
@@ -393,6 +420,13 @@ _WOULD_WORDS = frozenset(
     {"would", "ve", "d", "seria", "serian", "habria", "daria", "serait", "seraient", "aurait", "donnerait"}
     | {"ware", "waren", "wurde", "wurden", "hatte", "hatten", "sarebbe", "sarebbero", "seriam"}
 )
+_SUPPOSE_WORDS = frozenset({"suppose", "assume", "assuming", "supposing", "supongamos", "suponiendo", "supposons"}) | {
+    "admettons",
+    "supponiamo",
+    "suponhamos",
+    "angenommen",
+    "nehmen",
+}
 _CONDITION_WORDS = frozenset(
     {"if", "had", "were", "unless", "suppose", "supposing", "assuming", "otherwise", "case", "si", "wenn"}
     | {"falls", "se"}
@@ -490,6 +524,10 @@ def _judge(text: str, value: str, at: int) -> tuple[str, str] | None:
         return "counterfactual", f"{value[:60]!r} is what a mistake or a supposition gives, not the answer"
     if words is None and _CJK_COUNTERFACTUAL.search(clause[: at - start]):
         return "counterfactual", f"{value[:60]!r} is what the answer would be under a condition not given"
+    if (words is None or not words.isdisjoint(_SUPPOSE_WORDS)) and _SUPPOSED.search(before):
+        return "counterfactual", f"{value[:60]!r} is supposed, not concluded"
+    if words is None and said_after and _SUPPOSED_AFTER.match(after):
+        return "counterfactual", f"{value[:60]!r} is supposed, not concluded"
     low = clause.lower() if words is not None else ""
     if (words is None or any(h in low for h in _HYPOTHETICAL_HINTS)) and _HYPOTHETICAL.search(before):
         return "counterfactual", f"{value[:60]!r} is worked out in a scenario the model made up"
@@ -505,6 +543,8 @@ def _judge(text: str, value: str, at: int) -> tuple[str, str] | None:
         return "options", f"{value[:60]!r} is one of several values offered, not one answer"
     if _disclaimed(text[at + len(value) : at + len(value) + _DISCLAIMER_REACH]):
         return "disclaimed", f"{value[:60]!r} is followed by a disclaimer of it"
+    if said_after and _JUDGED_AFTER.match(after):
+        return "negated", f"{value[:60]!r} is judged wrong right after it is given"
     if said_after and _RETRACTED.match(text, at + len(value), at + len(value) + 120):
         return "retracted", f"{value[:60]!r} is taken back by the sentence that follows it"
     if len(value) <= 40 and _repeated(text, at, value):
