@@ -368,6 +368,22 @@ class OptimConfig(_Strict):
     """Optimizer steps of linear warm-up from 0."""
 
 
+class ConventionsConfig(_Strict):
+    """The maths verifier's reading conventions (:class:`rlvr.verify.math.conventions.Conventions`,
+    whose docstring says what each one reads): the defaults are a careful competition grader's."""
+
+    ratio_as_fraction: bool = True
+    """``3:2`` and ``\\frac{3}{2}`` are one answer; off: a ratio equals only a ratio."""
+    integration_constant: Literal["optional", "required"] = "optional"
+    """An antiderivative is right with or without its constant; ``required``: it must carry one when the gold does."""
+    base_digits: bool = True
+    """Against a gold in a base (``52_8``), bare digits are read in that base."""
+    remainder_as_residue: bool = True
+    """A number in ``[0, m)`` equals the residue class it represents."""
+    degrees_as_radians: bool = False
+    """An angle in degrees equals the same angle in radians; off: the other unit is wrong."""
+
+
 class RewardsConfig(_Strict):
     """Named rewards with weights (numbers or ``[[step, weight], ...]`` schedules) and options."""
 
@@ -393,19 +409,9 @@ class RewardsConfig(_Strict):
     of their prompts is ``bad_gold`` (off by default)."""
     outage_seed: int = 0
     """Seeds the injected outages and bad golds."""
-    conventions: dict[str, Any] = {}
-    """The maths verifier's reading conventions where a form is one (``ratio_as_fraction``,
-    ``integration_constant``, ``base_digits``, ``remainder_as_residue``, ``degrees_as_radians``:
-    :mod:`rlvr.verify.math.conventions`); unset, a careful competition grader's. Set for the whole
-    process when the rewards are built."""
-
-    @field_validator("conventions")
-    @classmethod
-    def _known_conventions(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from rlvr.verify.math.conventions import from_options  # noqa: PLC0415 - the verifiers load only when asked
-
-        from_options(v)  # raises, naming the unknown convention or the bad value
-        return v
+    conventions: ConventionsConfig = ConventionsConfig()
+    """The maths verifier's reading conventions where a form is one; unset, a careful competition
+    grader's. Set for every verdict of the process when the rewards are built."""
 
     def active_options(self) -> dict[str, dict[str, Any]]:
         """Options to build the rewards with: the default options only for rewards that are weighted

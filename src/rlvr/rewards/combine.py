@@ -128,7 +128,8 @@ class Total(Reward):
             else None
         )
         # the maths verifier's conventions, for every verdict of this process (and its forked workers)
-        set_default(from_options(getattr(rewards, "conventions", None) or {}))
+        chosen = getattr(rewards, "conventions", None)
+        set_default(from_options(chosen.model_dump() if chosen is not None else {}))
         return cls(dict(rewards.weights), options=rewards.active_options(), outage=outage, **kwargs)
 
     def weights_at(self, step: int = 0) -> dict[str, float]:

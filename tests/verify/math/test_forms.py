@@ -412,3 +412,13 @@ def test_a_config_sets_the_conventions_its_rewards_verify_with() -> None:
         load_config(None, ["rewards.conventions.ratio_as_fractions=false"])
     with pytest.raises(ConfigError, match="integration_constant"):
         load_config(None, ["rewards.conventions.integration_constant=sometimes"])
+
+
+def test_the_config_section_holds_every_convention_with_its_default() -> None:
+    """``rewards.conventions`` (config) and :class:`Conventions` (the verifier) name the same choices
+    with the same defaults: one cannot gain a convention the other lacks."""
+    from dataclasses import fields
+
+    from rlvr.config import ConventionsConfig
+
+    assert ConventionsConfig().model_dump() == {f.name: f.default for f in fields(Conventions)}
