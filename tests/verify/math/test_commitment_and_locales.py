@@ -747,6 +747,10 @@ AROUND_THE_BOX = [
     ("Thus, if we were to pick a point at random, there would be a $\\boxed{\\frac{1}{3}}$ chance.", "1/3", True),
     ("Thus, if the price had doubled, the total would be $\\boxed{4500}$.", "4500", False),
     ("Each 7th grader gets $\\boxed{6}$ pencils.", "6", True),
+    # the last-number fallback passes over a number ruled out right after it
+    ("The total is 15, since 14 is not possible.", "15", True),
+    ("The total is 15, since 14 is not possible.", "14", False),
+    ("We try 3 and 4; 4 fails, so it is 3.", "3", True),
     ("Case 1: both the student and the answer key say it is true, so $\\boxed{42}$ are right.", "42", True),
 ]  # fmt: skip
 

@@ -521,6 +521,27 @@ def _number_phrase(text: str, start: int, end: int) -> tuple[int, str] | None:
     return _range(text, start, end)
 
 
+# a number said right after it not to be the answer ("The total is 15, since 14 is not possible."): the
+# last-number fallback reads the number before it (the commitment rules refuse a lone one anyway)
+_RULED_OUT_AFTER = re.compile(
+    r"\s*(?:is|was|would\s+be)\s+(?:not\s+(?:possible|allowed|valid|an\s+option|the\s+answer|correct|right)|impossible|"
+    r"ruled\s+out|excluded|rejected|wrong|incorrect)\b|\s*(?:fails|doesn't\s+work|does\s+not\s+work)\b",
+    re.IGNORECASE,
+)
+
+
+def _given_last(text: str, nums: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """``nums`` with the numbers at its end that are ruled out right after them dropped (all kept
+    when every one is)."""
+    keep = len(nums)
+    while keep > 1:
+        at, num = nums[keep - 1]
+        if not _RULED_OUT_AFTER.match(text, at + len(num), at + len(num) + 40):
+            break
+        keep -= 1
+    return nums[:keep] if keep < len(nums) else nums
+
+
 _GSM8K = re.compile(r"####\s*([^\n]+)")
 # A number not glued to letters before it ("AZYUK2A" holds no answer); thousands groups,
 # decimals, a decimal comma ("2,74"), fractions and a trailing percent sign.
@@ -769,6 +790,8 @@ def iter_candidates(text: str, *, strict: bool = False, gold: bool = False) -> I
     spans, nums = _spans_and_numbers(body)
     if strict:
         nums = []
+    elif len(nums) > 1:
+        nums = _given_last(body, nums)
     # Prose that ends "... so there are 12 sequences": a number after the last math span wins.
     if nums and (not spans or nums[-1][0] > spans[-1][0]):
         yield Candidate("last_number", (nums[-1][1],))
