@@ -655,6 +655,55 @@ COMMITTED_SECOND_ROUND = [
 ]
 
 
+# a third round: the words of doubt around a value, in its clause, either side
+REFUSED_THIRD_ROUND = [
+    "I'm not 100% sure but it's 12.",
+    "I would guess 12.",
+    "My final answer, tentatively, is 12.",
+    "Tentatively: 12.",
+    "Answer (tentative): 12",
+    "Answer: 12 (needs double-checking)",
+    "Answer: 12 — to be confirmed.",
+    "Answer: 12 (TBD)",
+    "Final answer: 12 (approximately, not exact).",
+    "Respuesta: 12 (no estoy del todo seguro).",
+    "Réponse : 12 (à vérifier).",
+    "Antwort: 12 (ohne Gewähr).",
+    "Ответ: 12 (требует проверки).",
+    "答案：12（待确认）",
+    "答え：12（要確認）",
+    "The answer is 12, unless I misread the problem.",
+    "The answer is 12 if my arithmetic is right.",
+    "The answer is 12, assuming I didn't mess up.",
+    "Best I can tell, the answer is 12.",
+    "As far as I can tell, it's 12.",
+    "Something like 12.",
+    "12, roughly speaking.",
+]
+COMMITTED_THIRD_ROUND = [
+    "The answer is 12, as required.",
+    "The answer is 12, which I verified by substitution.",
+    "I am certain: 12.",
+    "Answer: 12 (exact).",
+    "Answer: 12 (in cm).",
+    "The answer is 12, to be precise.",
+    "So, as expected, the answer is 12.",
+    "The answer is 12 (rounded to the nearest integer).",
+    "The answer is not exactly 13 but 12.",
+    "My estimate is 12.",  # an estimation problem's answer: "estimate" is no doubt
+]
+
+
+@pytest.mark.parametrize("completion", REFUSED_THIRD_ROUND)
+def test_no_commitment_third_round(completion: str) -> None:
+    assert not judged(completion, "12"), verify_math(completion, "12")
+
+
+@pytest.mark.parametrize("completion", COMMITTED_THIRD_ROUND)
+def test_commitment_third_round(completion: str) -> None:
+    assert judged(completion, "12"), verify_math(completion, "12")
+
+
 @pytest.mark.parametrize("completion", REFUSED_SECOND_ROUND)
 def test_no_commitment_second_round(completion: str) -> None:
     assert not judged(completion, "12"), verify_math(completion, "12")

@@ -180,7 +180,24 @@ _DIGIT = re.compile(r"\d")
 _DOUBT = re.compile(
     r"\bnot\s+(?:sure|certain|confident)\b|\bunsure\b|\buncertain\b|\bcan'?t\s+be\s+(?:sure|certain)\b|"
     r"\b(?:can'?t|cannot)\s+say\s+(?:for\s+)?(?:sure|certain)\b|"
-    r"\bor\s+(?:maybe\s+|perhaps\s+)?something\s+else\b|\bI\s+(?:don't|do\s+not)\s+know\b|\bjust\s+a\s+guess\b",
+    r"\bor\s+(?:maybe\s+|perhaps\s+)?something\s+else\b|\bI\s+(?:don't|do\s+not)\s+know\b|\bjust\s+a\s+guess\b"
+    # the words of doubt a model writes around a value, in its clause (either side), per language
+    r"|\bnot\s+(?:100\s*%|a\s+hundred\s+percent|entirely|completely|fully|totally|quite|very|too|all\s+that)\s+"
+    r"(?:sure|certain|confident)\b|\btentative(?:ly)?\b|\bto\s+be\s+(?:confirmed|verified|checked|determined)\b"
+    r"|\btb[dc]\b|\bneeds?\s+(?:double-?\s?|re-?)?(?:checking|verification|verifying|confirmation|"
+    r"to\s+be\s+(?:double-?\s?)?(?:checked|verified|confirmed))\b"
+    r"|\b(?:I\s+would|I'd|we'd)\s+guess\b|\bsomething\s+like\b|\broughly\s+speaking\b|\bor\s+thereabouts\b|\bballpark\b"
+    r"|\bif\s+my\s+(?:arithmetic|math|maths|calculations?|reasoning|work|algebra)\s+is\s+(?:right|correct|sound)\b"
+    r"|\bunless\s+I(?:'ve|\s+have)?\s+(?:misread|miscalculated|misunderstood|made|messed|got|am|'m)\b"
+    r"|\bassuming\s+I\s+(?:didn'?t|did\s+not|haven'?t|have\s+not)\b|\b(?:as\s+far\s+as|best)\s+I\s+can\s+tell\b"
+    r"|\bhard\s+to\s+say\b|\bnot\s+exact(?:ly)?\b(?!\s+\d)"
+    r"|\bno\s+estoy\s+(?:del\s+todo\s+|muy\s+|completamente\s+)?segur[oa]\b|\bpor\s+(?:confirmar|verificar|comprobar)\b"
+    r"|\bà\s+(?:vérifier|confirmer)\b|\bpas\s+(?:tout\s+à\s+fait\s+|vraiment\s+|complètement\s+)?s[ûu]r\b"
+    r"|\bsous\s+réserve\b|\bsans\s+garantie\b|\bohne\s+Gew(?:ä|ae)hr\b|\bzu\s+(?:über)?prüfen\b"
+    r"|\bnicht\s+(?:ganz\s+|völlig\s+|hundertprozentig\s+)?sicher\b|\bunter\s+Vorbehalt\b|\bvorl(?:ä|ae)ufig\b"
+    r"|требует\s+проверки|нужно\s+проверить|не\s+(?:совсем\s+|до\s+конца\s+|полностью\s+)?уверен|под\s+вопросом"
+    r"|предварительн|待确认|待確認|待定|待验证|待驗證|需要验证|需要驗證|需要检查|需要檢查|不太确定|不太確定|不一定"
+    r"|仅供参考|僅供參考|暂定|暫定|要確認|確認が必要|不確か",
     re.IGNORECASE,
 )
 # what the answer would be under a condition not given: a conditional mood and a condition in the
@@ -413,6 +430,10 @@ _HEDGE_WORDS = frozenset(
     | {"mejor", "probablement", "vraisemblablement", "wahrscheinlich", "vermutlich", "womoglich", "moglicherweise"}
     | {"moeglicherweise", "eventuell", "probabilmente", "magari", "provavelmente", "possivelmente", "duerfte"}
     | {"duerften", "hunch", "gut", "instinct", "que", "dass", "che"}  # "es posible que", "möglich, dass"...
+    | {"tentative", "tentatively", "tbd", "tbc", "needs", "need", "something", "roughly", "thereabouts", "ballpark"}
+    | {"arithmetic", "unless", "assuming", "tell", "hard", "exact", "exactly", "seguro", "segura", "confirmar"}
+    | {"verificar", "comprobar", "reserve", "garantie", "gewaehr", "prufen", "sicher", "vorbehalt", "vorlaeufig"}
+    | {"confirmed", "verified", "checked", "determined", "would", "d", "hundred"}
 )
 
 
