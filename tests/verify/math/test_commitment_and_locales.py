@@ -694,6 +694,54 @@ COMMITTED_THIRD_ROUND = [
 ]
 
 
+# a fourth round: verdicts after the value, exclusions, first impressions, generic and reported speakers
+REFUSED_FOURTH_ROUND = [
+    "12 is definitely not it.",
+    "12 is not what we want.",
+    "12 violates the condition.",
+    "12 is too large.",
+    "12 is off by one.",
+    "12 is a wrong value.",
+    "12 won't work.",
+    "Not the answer: 12.",
+    "Except 12, all values work.",
+    "All values except 12 work.",
+    "No way it's 12.",
+    "12 — nope.",
+    "12 would have been the answer if n were even.",
+    "In a world where x = 3, the answer is 12.",
+    "My teacher told me 12.",
+    "A common wrong answer is 12.",
+    "12 is the naive answer; the real one differs.",
+    "At first glance it looks like 12.",
+    "You might think it's 12, but it isn't.",
+    "Naively, 12.",
+    "A careless reader would say 12.",
+]
+COMMITTED_FOURTH_ROUND = [
+    "At first glance it looks like 13, but it is 12.",
+    "You might think it's 13, but it's 12.",
+    "12 satisfies every condition.",
+    "12 is the smallest such value.",
+    "The naive answer is 13; the real answer is 12.",
+    "Excluding 13, the only value left is 12.",
+    "Except for the first term, all terms are even, so the answer is 12.",
+    "12 is not too large: it fits, so the answer is 12.",
+    "Simplifying this expression tells us $x = 12$.",
+    "Symmetry tells us that the extreme value is at $p = 12$.",
+]
+
+
+@pytest.mark.parametrize("completion", REFUSED_FOURTH_ROUND)
+def test_no_commitment_fourth_round(completion: str) -> None:
+    assert not judged(completion, "12"), verify_math(completion, "12")
+
+
+@pytest.mark.parametrize("completion", COMMITTED_FOURTH_ROUND)
+def test_commitment_fourth_round(completion: str) -> None:
+    assert judged(completion, "12"), verify_math(completion, "12")
+
+
 @pytest.mark.parametrize("completion", REFUSED_THIRD_ROUND)
 def test_no_commitment_third_round(completion: str) -> None:
     assert not judged(completion, "12"), verify_math(completion, "12")

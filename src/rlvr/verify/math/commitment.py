@@ -111,7 +111,11 @@ _DENIED_BEFORE = re.compile(
 )
 _EXCLUDED_BEFORE = re.compile(
     r"(?:\brul(?:e|ed|ing)\s+out|\bexclud(?:e|ed|ing)|\beliminat(?:e|ed|ing)|\bdiscard(?:ed|ing)?|\breject(?:ed|ing)?"
-    r"|\banything\s+(?:but|except|other\s+than)|\bsomething\s+other\s+than|\b(?:wrong|incorrect|false)\s*:)"
+    r"|\banything\s+(?:but|except|other\s+than)|\bsomething\s+other\s+than|\b(?:wrong|incorrect|false)\s*:"
+    r"|\bnot\s+the\s+answer\s*:|\b(?:all|every|any)\s+(?:\w+\s+)?(?:values?|numbers?|integers?|choices?|options?)\s+"
+    r"(?:except|but)|^\W*except(?:\s+for)?|\bno\s+way\s+(?:it'?s|it\s+is|is\s+it|that'?s)"
+    r"|\b(?:(?:common|typical|frequent|classic|popular)\s+)?(?:wrong|incorrect|mistaken|naive|tempting|trap)\s+"
+    r"(?:answer|guess|value|choice)\s+(?:is|would\s+be|was)\s*:?)"
     r"\s*(?:(?:the|a|an|value|answer|number|option)\s+){0,2}\$?\s*$",
     re.IGNORECASE,
 )
@@ -131,7 +135,14 @@ _NOT_AFTER = re.compile(
     r"|ist\s+(?:nicht|keine)\s+(?:die\s+)?(?:richtige\s+|korrekte\s+)?(?:Antwort|L[öo]sung|richtig|korrekt)"
     r"|(?:это\s+)?не\s+(?:правильный\s+|верный\s+)?(?:ответ|верно|правильно|решение)"
     r"|non\s+[èe]\s+(?:la\s+)?(?:risposta|corrett[oa]|giust[oa]|soluzione)|n[ãa]o\s+[ée]\s+(?:a\s+)?(?:resposta|corret[oa])"
-    r"|is\s+not\s+a\s+solution|isn't\s+a\s+solution)\b",
+    r"|is\s+not\s+a\s+solution|isn't\s+a\s+solution"
+    r"|(?:definitely|certainly|clearly|obviously|surely)\s+not\s+(?:it|right|correct|the\s+answer)"
+    r"|not\s+what\s+(?:we|you|I)\s+(?:want|need|seek|are\s+looking\s+for)|violates|contradicts"
+    r"|too\s+(?:large|small|big|high|low|many|few)|off\s+by\s+(?:one|\d+)"
+    r"|an?\s+(?:wrong|incorrect|invalid|bad|false)\s+(?:value|answer|result|choice)"
+    r"|(?:won't|will\s+not|wouldn't|would\s+not|can't|cannot)\s+work"
+    r"|the\s+(?:naive|tempting|trap|wrong|incorrect|careless|common\s+(?:wrong|mistaken))\s+(?:answer|value|choice)"
+    r"|nope|(?:but|yet)\s+(?:it|that|this)\s*(?:isn'?t|is\s+not|'s\s+not|is\s+wrong|'s\s+wrong|doesn'?t\s+work))\b",
     re.IGNORECASE,
 )
 # a value offered, not given: a modal just before it, or a word of doubt earlier in its clause
@@ -144,7 +155,7 @@ _HEDGE_BEFORE = re.compile(
     r"|provavelmente|possivelmente|вероятно|по-видимому|видимо|кажется|похоже|пожалуй)\b"
     # "perhaps surprisingly": a remark on the value, no doubt of it
     r"(?!,?\s+(?:(?:un|not\s+)?surprising(?:ly)?|counter-?intuitively|interestingly|paradoxically|ironically)\b)"
-    r"|\bскорее\s+всего\b"
+    r"|\bскорее\s+всего\b|\bat\s+first\s+(?:glance|sight)\b|\bnaively\b|\bsuperficially\b|\bon\s+the\s+surface\b"
     r"|\bd(?:ü|ue)rfte[n]?\b|\bI\s+(?:guess|suppose)\b|\bmy\s+(?:best\s+)?(?:guess|hunch|gut\s+feeling|instinct)\b"
     r"|\bes\s+posible\s+que\b|\bpuede\s+que\b|\bil\s+se\s+peut\s+que\b|\bil\s+est\s+possible\s+que\b"
     r"|\bes\s+ist\s+m(?:ö|oe)glich,?\s+dass\b|\bне\s+исключено\b|\b[èe]\s+possibile\s+che\b|\b[ée]\s+poss[íi]vel\s+que\b"
@@ -242,6 +253,7 @@ _NOT_GIVEN = re.compile(
 _HYPOTHETICAL = re.compile(
     r"\bhypothetical(?:ly)?\b|\bfor\s+the\s+sake\s+of\s+argument\b|\bhipot[ée]tic|\bhypoth[ée]tique|\bhypothetisch"
     r"|\(?\b(?:false|wrong|incorrect|mistaken|counterfactual)\b\)?\s+(?:assumption|premise|supposition|hypothesis)\b"
+    r"|\bin\s+a\s+(?:world|universe|version\s+of\s+the\s+problem|variant)\s+(?:where|in\s+which)\b"
     r"|гипотетическ|假设性|假設性|仮に",
     re.IGNORECASE,
 )
@@ -263,6 +275,10 @@ _HYPOTHETICAL_HINTS = (
     "assumption",
     "premise",
     "supposition",
+    "world",
+    "universe",
+    "variant",
+    "version",
 )  # in every ASCII match of _HYPOTHETICAL, lower-cased
 _CJK_CONDITION = re.compile(r"如果|假如|要是|倘若|假设|假設|若|もし|としたら|なら")
 _CJK_COUNTERFACTUAL = re.compile(
@@ -275,8 +291,10 @@ _ATTRIBUTED = re.compile(
     r"(?:key|solutions?|manual|book|textbook|teacher|tutor|friend|classmate|reference|grader|internet|web|source|"
     r"someone|others?|website|forum)\b|\bdice\s+que\b|\bdicen\s+que\b|\bdit\s+que\b|"
     r"\bsagt\b|\bbehauptet\b|\bговорит\b|\bутверждает\b|\bсчитает\b"
-    r"|\b(?:some(?:one|body)?|many|people|students|others|one)\s+(?:\w+\s+)?(?:would|might|may|could|often|will)\s+"
-    r"(?:say|think|answer|claim|conclude|guess|write)\b|\btempting\s+to\s+(?:say|answer|conclude|think|write)\b",
+    r"|\btold\s+(?:me|us)\b"  # a person's telling ("symmetry tells us" is a derivation's)
+    r"|\b(?:some(?:one|body)?|many|people|students|others|one|you|anyone|(?:a|an|the)\s+(?:\w+\s+)?(?:reader|student|person"
+    r"|solver|beginner|novice))\s+(?:\w+\s+)?(?:would|might|may|could|often|will)\s+"
+    r"(?:say|think|answer|claim|conclude|guess|write|expect|assume)\b|\btempting\s+to\s+(?:say|answer|conclude|think|write)\b",
     re.IGNORECASE,
 )
 _POSSESSED = re.compile(
@@ -394,6 +412,7 @@ _RETRACTED = re.compile(
 _WHAT_YOU_GET = re.compile(
     r"^[\s$}*)\]]*(?:is|was)\s+what\s+(?:you|one|we|I|someone|a\s+student|students|people)"
     r"(?:'d|\s+would|\s+might|\s+could)\s+(?:get|obtain|find|have|answer|write)\b"
+    r"|^[\s$}*)\]]*would\s+(?:have\s+been|be)\s+(?:the\s+answer|right|correct)\s+(?:if|had|were|for|in)\b"
     r"|^[\s$}*)\]]*(?:is|was)\s+what\s+(?:you|one|we|I|someone|a\s+student|students|people)\s+gets?\s+"
     r"(?:by|if|when|from)\s+(?:\w+\s+)?(?:mistak|forget|ignor|misread|neglect|overlook|wrong|incorrect|confus)",
     re.IGNORECASE,
@@ -420,7 +439,7 @@ _DENIAL_WORDS = frozenset(
     | {"incorrecto", "cierto", "verdad", "faux", "vrai", "falsch", "wahr", "richtig", "vero", "verdade"}
     | {"rule", "ruled", "ruling", "exclude", "excluded", "excluding", "eliminate", "eliminated", "eliminating"}
     | {"discard", "discarded", "discarding", "reject", "rejected", "rejecting", "anything", "something"}
-    | {"say", "claim", "claims", "conclude", "assert", "says"}
+    | {"say", "claim", "claims", "conclude", "assert", "says", "answer", "except", "way"}
 )
 _HEDGE_WORDS = frozenset(
     {"might", "could", "may", "perhaps", "maybe", "possibly", "probably", "presumably", "vielleicht", "tal"}
@@ -434,6 +453,7 @@ _HEDGE_WORDS = frozenset(
     | {"arithmetic", "unless", "assuming", "tell", "hard", "exact", "exactly", "seguro", "segura", "confirmar"}
     | {"verificar", "comprobar", "reserve", "garantie", "gewaehr", "prufen", "sicher", "vorbehalt", "vorlaeufig"}
     | {"confirmed", "verified", "checked", "determined", "would", "d", "hundred"}
+    | {"glance", "sight", "naively", "superficially", "surface"}
 )
 
 
@@ -455,11 +475,19 @@ _CONDITION_WORDS = frozenset(
 _ATTRIBUTION_WORDS = frozenset(
     {"claim", "claims", "claimed", "says", "said", "states", "stated", "writes", "wrote", "thinks", "believes"}
     | {"suggests", "insists", "argues", "reports", "asserts", "according", "dice", "dicen", "dit", "sagt"}
-    | {"behauptet", "s", "tempting"}
+    | {"behauptet", "s", "tempting", "told"}
 )
 # a generic speaker ("some would say", "many students would answer"): one word of each set
-_SPEAKERS = frozenset({"some", "someone", "somebody", "many", "people", "students", "others", "one"})
-_SAYING = frozenset({"say", "think", "answer", "claim", "conclude", "guess", "write"})
+_SPEAKERS = frozenset({"some", "someone", "somebody", "many", "people", "students", "others", "one", "you"}) | {
+    "anyone",
+    "reader",
+    "student",
+    "person",
+    "solver",
+    "beginner",
+    "novice",
+}
+_SAYING = frozenset({"say", "think", "answer", "claim", "conclude", "guess", "write", "expect", "assume"})
 
 
 def _ascii_words(clause: str) -> frozenset[str] | None:
@@ -668,6 +696,10 @@ def _attributed(before: str) -> bool:
     if m is not None:
         if _NAMED_ACTOR.search(before, 0, m.start()):
             return False
+        between = before[m.end() :]
+        turn = _last(_CONTRAST, between)
+        if turn is not None and _DIGIT.search(between[: turn.start()]):
+            return False  # the report was of an earlier value, then corrected: "you might think 13, but it's 12"
         subject = before[max(0, m.start() - 30) : m.end()]
         # the model's own claim ("I think"), the problem's givens restated ("the problem states that
         # the sum is 30, so ..."), or a conclusion drawn after the report: all the model's answer
