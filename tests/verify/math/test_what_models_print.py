@@ -39,6 +39,9 @@ CURRENCY = [
     (r"The area is $12$ and the perimeter is $14$.", "14", True),  # real maths spans still count
 ]
 MARKDOWN = [
+    ("The answer is `12`.", "12", True),  # inline code is how it looks
+    ("Answer: `x = 12`", "12", True),
+    ("The answer is `13`.", "12", False),
     ("**Final Answer:** 27 marbles", "27", True),
     ("<answer>__8__</answer>", "8", True),
     ("The answer is **\\(\\frac{2}{3}\\)**.", "2/3", True),

@@ -196,8 +196,8 @@ def _leading_math(s: str) -> str | None:
     return None
 
 
-#: Quotation marks around a value given for emphasis (``The answer is "12".``, «12», “12”, 「12」).
-_EMPHASIS = {'"': '"', "“": "”", "«": "»", "„": "“", "「": "」", "『": "』", "‘": "’", "'": "'"}
+#: Quotation marks around a value given for emphasis (``The answer is "12".``, «12», “12”, 「12」), and inline code.
+_EMPHASIS = {'"': '"', "“": "”", "«": "»", "„": "“", "「": "」", "『": "』", "‘": "’", "'": "'", "`": "`"}
 
 
 def _unquote(span: str) -> str:
