@@ -201,7 +201,7 @@ _DOUBT = re.compile(
     r"|\bif\s+my\s+(?:arithmetic|math|maths|calculations?|reasoning|work|algebra)\s+is\s+(?:right|correct|sound)\b"
     r"|\bunless\s+I(?:'ve|\s+have)?\s+(?:misread|miscalculated|misunderstood|made|messed|got|am|'m)\b"
     r"|\bassuming\s+I\s+(?:didn'?t|did\s+not|haven'?t|have\s+not)\b|\b(?:as\s+far\s+as|best)\s+I\s+can\s+tell\b"
-    r"|\bhard\s+to\s+say\b|\bnot\s+exact(?:ly)?\b(?!\s+\d)"
+    r"|\bhard\s+to\s+say\b|\bnot\s+exact\b"
     r"|\bno\s+estoy\s+(?:del\s+todo\s+|muy\s+|completamente\s+)?segur[oa]\b|\bpor\s+(?:confirmar|verificar|comprobar)\b"
     r"|\bà\s+(?:vérifier|confirmer)\b|\bpas\s+(?:tout\s+à\s+fait\s+|vraiment\s+|complètement\s+)?s[ûu]r\b"
     r"|\bsous\s+réserve\b|\bsans\s+garantie\b|\bohne\s+Gew(?:ä|ae)hr\b|\bzu\s+(?:über)?prüfen\b"
@@ -439,7 +439,8 @@ _DENIAL_WORDS = frozenset(
     | {"incorrecto", "cierto", "verdad", "faux", "vrai", "falsch", "wahr", "richtig", "vero", "verdade"}
     | {"rule", "ruled", "ruling", "exclude", "excluded", "excluding", "eliminate", "eliminated", "eliminating"}
     | {"discard", "discarded", "discarding", "reject", "rejected", "rejecting", "anything", "something"}
-    | {"say", "claim", "claims", "conclude", "assert", "says", "answer", "except", "way"}
+    | {"say", "claim", "claims", "conclude", "assert", "says", "except", "way", "mistaken", "naive", "tempting"}
+    | {"trap"}
 )
 _HEDGE_WORDS = frozenset(
     {"might", "could", "may", "perhaps", "maybe", "possibly", "probably", "presumably", "vielleicht", "tal"}
@@ -449,10 +450,12 @@ _HEDGE_WORDS = frozenset(
     | {"mejor", "probablement", "vraisemblablement", "wahrscheinlich", "vermutlich", "womoglich", "moglicherweise"}
     | {"moeglicherweise", "eventuell", "probabilmente", "magari", "provavelmente", "possivelmente", "duerfte"}
     | {"duerften", "hunch", "gut", "instinct", "que", "dass", "che"}  # "es posible que", "möglich, dass"...
-    | {"tentative", "tentatively", "tbd", "tbc", "needs", "need", "something", "roughly", "thereabouts", "ballpark"}
-    | {"arithmetic", "unless", "assuming", "tell", "hard", "exact", "exactly", "seguro", "segura", "confirmar"}
-    | {"verificar", "comprobar", "reserve", "garantie", "gewaehr", "prufen", "sicher", "vorbehalt", "vorlaeufig"}
-    | {"confirmed", "verified", "checked", "determined", "would", "d", "hundred"}
+    # the rarest word of each doubt phrase ("needs checking": "checking"; "I'd guess": "guess"), so that
+    # common words ("would", "need", "exactly") do not open the searches on most clauses
+    | {"tentative", "tentatively", "tbd", "tbc", "checking", "verification", "verifying", "confirmation"}
+    | {"something", "roughly", "thereabouts", "ballpark", "arithmetic", "unless", "assuming", "tell", "hard"}
+    | {"exact", "seguro", "segura", "confirmar", "verificar", "comprobar", "reserve", "garantie", "gewaehr"}
+    | {"prufen", "sicher", "vorbehalt", "vorlaeufig", "confirmed", "verified", "checked", "determined", "hundred"}
     | {"glance", "sight", "naively", "superficially", "surface"}
 )
 
@@ -547,7 +550,8 @@ def _judge(text: str, value: str, at: int) -> tuple[str, str] | None:
         return "negated", f"the answer is said not to be {value[:60]!r}"
     if said_after and _NOT_AFTER.match(after):
         return "negated", f"the answer is said not to be {value[:60]!r}"
-    if (words is None or not words.isdisjoint(_DENIAL_WORDS)) and (_denied(before) or _EXCLUDED_BEFORE.search(before)):
+    denial = words is None or not words.isdisjoint(_DENIAL_WORDS) or ("not" in words and "answer" in words)
+    if denial and (_denied(before) or _EXCLUDED_BEFORE.search(before)):
         return "negated", f"the statement that the answer is {value[:60]!r} is denied"
     if words is None and (_CJK_NOT_BEFORE.search(before) or (said_after and _CJK_NOT_AFTER.match(after))):
         return "negated", f"the answer is said not to be {value[:60]!r}"
