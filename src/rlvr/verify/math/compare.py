@@ -32,7 +32,7 @@ from rlvr.verify.math.extract import (
     unfinished_answer,
 )
 from rlvr.verify.math.forms import base_subscript, in_base, integration_constant
-from rlvr.verify.math.normalize import PLAIN_NUMBER, normalize, unwrap_text
+from rlvr.verify.math.normalize import DEGREES, PLAIN_NUMBER, normalize, unicode_to_latex, unwrap_text
 from rlvr.verify.math.parse import Alts, Num, Text, is_malformed, parse_alts, try_parse
 from rlvr.verify.model_text import answer_pattern, answer_text, plain_unicode
 
@@ -341,17 +341,15 @@ def _in_gold_base(g_span: str, span: str) -> tuple[bool, Method] | None:
     return equal_alts(parse_alts(g_span), (Num(Fraction(value)),))
 
 
-_DEGREE_SIGN = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree\b|\bdegrees?\b")
-
-
 def _by_angle(g_span: str, span: str) -> tuple[bool, Method] | None:
     """An angle in degrees against one in radians (a multiple of pi), under the ``degrees_as_radians``
     convention. None: the convention is off, or not exactly one side is in degrees with the other in pi."""
     if not conventions().degrees_as_radians:
         return None
-    for degrees, radians in ((span, g_span), (g_span, span)):
-        if _DEGREE_SIGN.search(degrees) and not _DEGREE_SIGN.search(radians) and "pi" in normalize(radians):
-            value = normalize(_DEGREE_SIGN.sub("", degrees))
+    g_latex, p_latex = unicode_to_latex(g_span), unicode_to_latex(span)  # "45°" is 45^\circ
+    for degrees, radians in ((p_latex, g_latex), (g_latex, p_latex)):
+        if DEGREES.search(degrees) and not DEGREES.search(radians) and "pi" in normalize(radians):
+            value = normalize(DEGREES.sub("", degrees))
             return equal_alts(parse_alts(radians), parse_alts(rf"\frac{{({value}) \pi}}{{180}}"))
     return None
 

@@ -92,7 +92,8 @@ _SIZES = re.compile(
 # Python's digit separators: 10_000 (a base subscript is one or two digits: 101_2, FF_{16})
 _UNDERSCORE_GROUPS = re.compile(r"(?<![\w.])(\d{1,3})((?:_\d{3})+)(?![\w.])")
 _FRAC_VARIANTS = re.compile(r"\\[dtc]frac\b")
-_DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ\b|\\circ\b|\\degree\b|\bdegrees?\b")
+#: a degree mark in LaTeX (after :func:`unicode_to_latex`, "°" is ``^\circ``): taken off, 45° reads 45
+DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ\b|\\circ\b|\\degree\b|\bdegrees?\b")
 _TRIG_DEGREES = re.compile(
     r"\\(sin|cos|tan|sec|csc|cot)\s*\(?\s*([-+]?\d+(?:\.\d+)?)\s*(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ\b|\\degree\b)\s*\)?"
 )
@@ -200,7 +201,7 @@ def _canonical(s: str) -> str:
     s = _CHOOSE.sub(r"\\binom{\1}{\2}", s) if "choose" in s else s
     s = _INTEGER_INDEX.sub("", s) if ("Z" in s or "integer" in s) else s
     s = _TRIG_DEGREES.sub(r"\\\1(\\frac{\2\\pi}{180})", s)  # sin 60° is sin(pi/3), not sin(60)
-    s = _DEGREES.sub("", s)
+    s = DEGREES.sub("", s)
     s = _TEXT_PERCENT.sub("%", _PERCENT.sub("%", s))
     s = strip_thousands(s)
     s = re.sub(r"^\\(?:boxed|fbox)\s*\{(?!.*\}\s*$)", "", s)  # a box that never closed
