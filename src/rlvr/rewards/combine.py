@@ -26,7 +26,7 @@ from rlvr.rewards.schedule import Schedule
 from rlvr.rewards.verdicts import row_verdicts
 from rlvr.types import RewardBreakdown, Status, Verdict
 from rlvr.verify.batch import run_batch
-from rlvr.verify.math.conventions import from_options, set_default
+from rlvr.verify.math.conventions import Conventions, set_default
 from rlvr.verify.math.verifier import DEFAULT_TIMEOUT, warm_up
 from rlvr.verify.outage import Outage
 
@@ -128,8 +128,8 @@ class Total(Reward):
             else None
         )
         # the maths verifier's conventions, for every verdict of this process (and its forked workers)
-        chosen = getattr(rewards, "conventions", None)
-        set_default(from_options(chosen.model_dump() if chosen is not None else {}))
+        chosen = getattr(rewards, "conventions", None)  # a ConventionsConfig: validated with the config
+        set_default(Conventions(**chosen.model_dump()) if chosen is not None else None)
         return cls(dict(rewards.weights), options=rewards.active_options(), outage=outage, **kwargs)
 
     def weights_at(self, step: int = 0) -> dict[str, float]:

@@ -23,8 +23,9 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from rlvr.config import ConventionsConfig
 from rlvr.rewards.combine import DEFAULT_WEIGHTS, Total
-from rlvr.verify.math.conventions import from_options, set_default
+from rlvr.verify.math.conventions import Conventions, set_default
 
 #: verl ``data_source`` values that name a task other than maths.
 _TASK_BY_SOURCE: dict[str, str] = {}
@@ -41,7 +42,8 @@ _in_use: list[tuple[tuple[str, Any], ...]] = [()]  # the conventions last set he
 def _use_conventions(key: tuple[tuple[str, Any], ...]) -> None:
     """Make the conventions ``key`` names the process's default, when they are not already."""
     if key != _in_use[0]:
-        set_default(from_options(dict(key)))  # ValueError names a convention that is none
+        # checked as a config's rewards.conventions is: a ValidationError names a convention that is none
+        set_default(Conventions(**ConventionsConfig(**dict(key)).model_dump()))
         _in_use[0] = key
 
 

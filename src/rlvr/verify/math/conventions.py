@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, fields
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -60,24 +60,6 @@ def set_default(chosen: Conventions | None) -> None:
     """The conventions of every verdict in this process that names none (``None``: :data:`DEFAULT`)."""
     global _process_default
     _process_default = chosen or DEFAULT
-
-
-def from_options(options: dict[str, Any]) -> Conventions:
-    """:class:`Conventions` from a config's mapping (``{"ratio_as_fraction": false}``).
-
-    Raises:
-        ValueError: a name that is no convention, or a value of the wrong kind, naming it.
-    """
-    known = {f.name: f for f in fields(Conventions)}
-    for name, value in options.items():
-        if name not in known:
-            raise ValueError(f"unknown convention {name!r}; known: {', '.join(known)}")
-        if name == "integration_constant":
-            if value not in ("optional", "required"):
-                raise ValueError(f"integration_constant must be 'optional' or 'required', not {value!r}")
-        elif not isinstance(value, bool):
-            raise ValueError(f"{name} must be true or false, not {value!r}")
-    return Conventions(**options)
 
 
 @contextmanager
