@@ -732,36 +732,6 @@ COMMITTED_FOURTH_ROUND = [
 ]
 
 
-@pytest.mark.parametrize("completion", REFUSED_FOURTH_ROUND)
-def test_no_commitment_fourth_round(completion: str) -> None:
-    assert not judged(completion, "12"), verify_math(completion, "12")
-
-
-@pytest.mark.parametrize("completion", COMMITTED_FOURTH_ROUND)
-def test_commitment_fourth_round(completion: str) -> None:
-    assert judged(completion, "12"), verify_math(completion, "12")
-
-
-@pytest.mark.parametrize("completion", REFUSED_THIRD_ROUND)
-def test_no_commitment_third_round(completion: str) -> None:
-    assert not judged(completion, "12"), verify_math(completion, "12")
-
-
-@pytest.mark.parametrize("completion", COMMITTED_THIRD_ROUND)
-def test_commitment_third_round(completion: str) -> None:
-    assert judged(completion, "12"), verify_math(completion, "12")
-
-
-@pytest.mark.parametrize("completion", REFUSED_SECOND_ROUND)
-def test_no_commitment_second_round(completion: str) -> None:
-    assert not judged(completion, "12"), verify_math(completion, "12")
-
-
-@pytest.mark.parametrize("completion", COMMITTED_SECOND_ROUND)
-def test_commitment_second_round(completion: str) -> None:
-    assert judged(completion, "12"), verify_math(completion, "12")
-
-
 # What commits, in each language: a conclusion, a check that confirms, a question answered by a box
 COMMITTED_BY_LANGUAGE: dict[str, list[str]] = {
     "en": ["I'm confident the answer is 12.", "Not 10, but 12. The answer is \\boxed{12}.",
@@ -788,13 +758,23 @@ def test_every_language_has_every_kind_of_cue() -> None:
 
 
 @pytest.mark.parametrize(
-    "completion", [t for kinds in REFUSED_BY_LANGUAGE.values() for texts in kinds.values() for t in texts]
+    "completion",
+    [t for kinds in REFUSED_BY_LANGUAGE.values() for texts in kinds.values() for t in texts]
+    + REFUSED_SECOND_ROUND
+    + REFUSED_THIRD_ROUND
+    + REFUSED_FOURTH_ROUND,
 )
 def test_no_commitment_in_any_language_scores(completion: str) -> None:
     assert not judged(completion, "12"), verify_math(completion, "12")
 
 
-@pytest.mark.parametrize("completion", [t for texts in COMMITTED_BY_LANGUAGE.values() for t in texts])
+@pytest.mark.parametrize(
+    "completion",
+    [t for texts in COMMITTED_BY_LANGUAGE.values() for t in texts]
+    + COMMITTED_SECOND_ROUND
+    + COMMITTED_THIRD_ROUND
+    + COMMITTED_FOURTH_ROUND,
+)
 def test_a_committed_answer_in_any_language_scores(completion: str) -> None:
     assert judged(completion, "12"), verify_math(completion, "12")
 
