@@ -339,8 +339,10 @@ _ENGLISH_ONLY = re.compile(_ENGLISH_ANSWER_IS, re.IGNORECASE)
 ANSWER_IS = re.compile(
     _ENGLISH_ANSWER_IS + r"|(?:最终答案|最終答案|答案|答え|解答)\s*(?:是|为|為|は|:|：)\s*[:：]?\s*"
     r"|(?:la\s+respuesta(?:\s+final)?\s+es|la\s+r[ée]ponse(?:\s+finale)?\s+est|die\s+(?:endg[üu]ltige\s+)?antwort\s+"
-    r"(?:ist|lautet)|a\s+resposta(?:\s+final)?\s+[ée]|la\s+risposta(?:\s+finale)?\s+[èe]|(?:окончательный\s+)?ответ"
-    r"\s*(?::|—|-|равен))\s*:?\s*",
+    r"(?:ist|lautet)|ist\s+die\s+(?:endg[üu]ltige\s+)?antwort|a\s+resposta(?:\s+final)?\s+[ée]|la\s+risposta(?:\s+finale)?\s+[èe]|(?:окончательный\s+)?ответ"
+    r"(?:\s*(?::|—|-|равен)|\s+(?!(?:на|в|к|не)\s)(?=\S))"  # "ответ 12", "ответ двенадцать": not "ответ на"
+    # a label with a colon: "Respuesta: 12", "Réponse finale : 12", "Endgültige Antwort: 12"
+    r"|(?:(?:endg[üu]ltige\s+)?antwort|(?:respuesta|r[ée]ponse|risposta|resposta)(?:\s+finale?)?)\s*:)\s*:?\s*",
     re.IGNORECASE,
 )
 # a word every marker of ANSWER_IS holds: a text with none of them is not scanned
@@ -353,7 +355,7 @@ def answer_pattern(text: str) -> re.Pattern[str] | None:
     folded = text.casefold()
     other = (
         (not folded.isascii() and ("答" in folded or "ответ" in folded))
-        or ("po" in folded and any(word in folded for word in _OTHER_ANSWER_WORDS))
+        or any(word in folded for word in _OTHER_ANSWER_WORDS)
         or "ntwort" in folded  # German's word has no "po"
     )
     if other:

@@ -779,6 +779,30 @@ def test_a_committed_answer_in_any_language_scores(completion: str) -> None:
     assert judged(completion, "12"), verify_math(completion, "12")
 
 
+_TWELVE = {"es": "doce", "fr": "douze", "de": "zwölf", "ru": "двенадцать"}
+
+
+@pytest.mark.parametrize("lang", sorted(_TWELVE))
+def test_the_value_in_words_commits_or_not_as_its_digits_do(lang: str) -> None:
+    """Every refusal and commitment of a language, with 12 written in that language's words: a
+    number word does not slip past a hedge or a negation, and a committed one still scores."""
+    refused = [t for texts in REFUSED_BY_LANGUAGE[lang].values() for t in texts if t.count("12") == 1]
+    committed = [t for t in COMMITTED_BY_LANGUAGE[lang] if t.count("12") == 1]
+    assert len(refused) >= 6 and committed
+    for text in refused:
+        worded = text.replace("12", _TWELVE[lang])
+        assert not judged(worded, "12"), verify_math(worded, "12")
+    for text in committed:
+        worded = text.replace("12", _TWELVE[lang])
+        assert judged(worded, "12"), verify_math(worded, "12")
+
+
+def test_a_bare_answer_word_after_a_box_does_not_supersede_it() -> None:
+    """A bare "ответ 13" after a box names an answer (as "the answer 13" does); it does not state a new one."""
+    assert judged("\\boxed{12}. Проверим ответ 13 подстановкой.", "12")
+    assert judged("Следовательно, ответ 12.", "12") and judged("Also ist die Antwort 12.", "12")
+
+
 @pytest.mark.parametrize(
     ("completion", "rule"),
     [

@@ -9,6 +9,8 @@ in :func:`test_conventions_can_be_switched`.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
 from rlvr import verify_math
@@ -17,6 +19,7 @@ from rlvr.verify.math.extract import before_check
 from rlvr.verify.math.forms import bases, labelled_parts, repeating
 from rlvr.verify.math.quantities import compound_quantity
 from rlvr.verify.math.words import parse_cjk_number, parse_number_words
+from rlvr.verify.math.words_languages import parse_foreign_number
 
 UNITS = [
     ("7", r"The answer is $7\,\mathrm{N\cdot m}$.", True),  # a product of units inside \mathrm
@@ -383,6 +386,14 @@ def test_readers() -> None:
     assert parse_number_words("a dozen") == 12 and parse_number_words("2 dozen") == 24
     assert parse_cjk_number("一千零一") == 1001 and parse_cjk_number("1万") == 10000
     assert parse_cjk_number("十二个") is None
+    # other languages: cardinals from the libraries, signs, fractions, halves and decimals read here
+    assert parse_foreign_number("dreihundertvierundsechzig") == 364 and parse_foreign_number("cento e três") == 103
+    assert parse_foreign_number("moins deux tiers") == Fraction(-2, 3) and parse_foreign_number("zweieinhalb") == 2.5
+    assert parse_foreign_number("две пятых") == Fraction(2, 5)
+    assert parse_foreign_number("tre virgola uno quattro") == Fraction("3.14")
+    assert parse_number_words("veinte") == 20 == parse_number_words("двадцать")  # through the one entry point
+    for not_a_number in ("once", "elf", "non", "null", "second", "cuarto", "doce manzanas", "la", "y", "et", "минус"):
+        assert parse_foreign_number(not_a_number) is None, not_a_number
     assert repeating("0.1666...") == r"\frac{15}{90}" and repeating("1.25...") == "1.25..."
     assert bases("0x1G") == "0x1G" and bases("129_8") == "129_8"
     assert labelled_parts("(a) 1 (c) 2") is None

@@ -65,6 +65,35 @@ NUMBER_WORDS = [
     ("twelve", "twelve", True),
 ]
 
+# number words of other languages, after their own answer markers or in a box; a lone word that is
+# also an English word ("once": Spanish 11, English one time) is not read as a foreign number
+NUMBER_WORDS_OTHER_LANGUAGES = [
+    ("12", "La respuesta es doce.", True),  # Spanish (its marker holds no "po": once never scanned)
+    ("47", r"\boxed{cuarenta y siete}", True),
+    ("-5", r"\boxed{menos cinco}", True),
+    ("2/3", r"\boxed{dos tercios}", True),
+    ("3.5", "Respuesta: tres y medio", True),
+    ("71", "La réponse est soixante et onze.", True),  # French
+    ("98", r"\boxed{\text{quatre-vingt-dix-huit}}", True),
+    ("0.25", "Réponse finale : un quart", True),
+    ("2.07", "La réponse est deux virgule zéro sept.", True),
+    ("36", "Die Antwort ist sechsunddreißig.", True),  # German
+    ("4.5", "Also ist die Antwort viereinhalb.", True),
+    ("3/8", r"\boxed{drei Achtel}", True),
+    ("1300", "La risposta è milletrecento.", True),  # Italian
+    ("19", "A resposta é dezenove.", True),  # Portuguese
+    ("57", "Ответ: пятьдесят семь.", True),  # Russian
+    ("1.5", "Следовательно, ответ один с половиной.", True),
+    ("0.3", r"\boxed{ноль целых три десятых}", True),
+    ("2000000", "La respuesta es dos millones.", True),
+    ("treinta", r"\boxed{30}", True),  # a gold in words
+    ("13", "La respuesta es doce.", False),
+    ("11", r"\boxed{once}", False),
+    ("9", "La réponse est non.", False),  # "no", never nine
+    ("2", r"\boxed{second}", False),
+    ("12", "La respuesta es doce manzanas.", "no_answer"),  # words and a unit: not one number (as in English)
+]
+
 LATEX_OUTSIDE_DELIMITERS = [
     ("400", r"Correct answer \frac{63}{400} after checking both cases", False),  # 400 belongs to the fraction
     (r"\frac{63}{400}", r"Correct answer \frac{63}{400} after checking both cases", True),
@@ -122,6 +151,7 @@ TABLES = {
     "intervals and tuples": INTERVALS_AND_TUPLES,
     "unfinished answers": UNFINISHED,
     "number words": NUMBER_WORDS,
+    "number words of other languages": NUMBER_WORDS_OTHER_LANGUAGES,
     "LaTeX outside delimiters": LATEX_OUTSIDE_DELIMITERS,
     "units": UNITS,
     "mixed numbers and solution lists": MIXED_NUMBERS_AND_SOLUTION_LISTS,
@@ -149,6 +179,11 @@ def test_the_unfinished_reason_says_so() -> None:
 
 @pytest.mark.parametrize("gold, prediction, expected", NUMBER_WORDS)
 def test_number_words_are_numbers(gold: str, prediction: str, expected: bool) -> None:
+    check(gold, prediction, expected)
+
+
+@pytest.mark.parametrize("gold, prediction, expected", NUMBER_WORDS_OTHER_LANGUAGES)
+def test_number_words_of_other_languages_are_numbers(gold: str, prediction: str, expected: bool | str) -> None:
     check(gold, prediction, expected)
 
 

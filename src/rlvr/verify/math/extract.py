@@ -256,8 +256,9 @@ def _stray_backslashes(span: str) -> str:
 
 
 def _weak(marker: str) -> bool:
-    """An answer marker with no verb or colon ("the answer $x$"): it names an answer, it need not state one."""
-    return marker.rstrip().lower().endswith("answer")
+    """An answer marker with no verb or colon ("the answer $x$", "ответ 12"): it names an answer, it need
+    not state one."""
+    return marker.rstrip().lower().endswith(("answer", "ответ"))
 
 
 def answer_is_candidate(text: str, after: int = 0) -> Candidate | None:

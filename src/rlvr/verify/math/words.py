@@ -1,5 +1,7 @@
 """Number words as numbers: "forty-two", "one hundred and five", "three point five", "a half",
-"seven ninths", "two dozen", "2.5 million", and CJK numerals ("四十二", "一百零五", "三分之一", "1万").
+"seven ninths", "two dozen", "2.5 million", CJK numerals ("四十二", "一百零五", "三分之一", "1万"),
+and, through :mod:`rlvr.verify.math.words_languages`, Spanish, French, German, Italian, Portuguese
+and Russian ones ("doce", "zweiundvierzig", "сорок два").
 
 A gold written in words ("twelve") must equal the model's ``\\boxed{12}``; a string comparison
 would call a right answer ``wrong``. Only whole phrases of number words parse: "twelve apples"
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+
+from rlvr.verify.math.words_languages import parse_foreign_number
 
 _UNITS = {
     w: i
@@ -92,7 +96,10 @@ def _cardinal(words: list[str]) -> int | None:
 
 
 def parse_number_words(text: str) -> Fraction | None:
-    """The value of an English number phrase, or None when ``text`` is anything else.
+    """The value of a number phrase, or None when ``text`` is anything else.
+
+    English first, then CJK numerals, then the other languages of
+    :mod:`rlvr.verify.math.words_languages` ("doce", "quatre-vingt-douze", "сорок два").
 
     Examples:
         >>> parse_number_words("forty-two"), parse_number_words("minus three quarters")
@@ -106,10 +113,15 @@ def parse_number_words(text: str) -> Fraction | None:
     if (m := _DIGITS_SCALE.fullmatch(t)) is not None:  # "2.5 million", "3 dozen"
         scale = 12 if m.group(3) == "dozen" else _SCALES[m.group(3)]
         return (-1 if m.group(1) == "-" else 1) * Fraction(m.group(2)) * scale
-    if not t.isascii():
+    if _CJK_CHAR.search(t):
         return parse_cjk_number(text)
-    if not re.fullmatch(r"[a-z ]+", t):
-        return None
+    if not re.fullmatch(r"[a-z ]+", t) or (value := _english(t)) is None:
+        return parse_foreign_number(t)  # "doce", "zweiundvierzig", "сорок два"
+    return value
+
+
+def _english(t: str) -> Fraction | None:
+    """The value of a lower-case English number phrase (hyphens as spaces), or None."""
     words = _WORD.findall(t)
     if not words:  # "-", "- -": dashes alone name no number
         return None
@@ -143,6 +155,7 @@ def parse_number_words(text: str) -> Fraction | None:
     return None if value is None else Fraction(sign * value)
 
 
+_CJK_CHAR = re.compile(r"[\u3000-\u9fff\uf900-\ufaff]")
 _CJK_DIGITS = {
     "零": 0,
     "〇": 0,
